@@ -1,0 +1,359 @@
+"""Experiment configuration: TOML -> validated dataclasses, with clear errors.
+
+A config file has the sections ``[data]``, ``[model]``, ``[training]``, ``[run]``,
+``[ps]`` and ``[spark]``; every key is optional and falls back to the default below
+(the embedded default experiment: digits, a small MLP, every strategy available here,
+2 workers). Unknown sections or keys and values of the wrong type or out of range
+raise :class:`ConfigError`, whose message names the key, the value received and what
+is allowed; the CLI turns it into exit status 2 with that one line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, get_args, get_origin, get_type_hints
+
+
+class ConfigError(ValueError):
+    """Bad user input (config file, CLI flag, data file): the message says what was
+    received, what was expected, and how to fix it."""
+
+
+DATASETS = ("digits", "mnist", "fashion_mnist", "synthetic")
+MODELS = ("mlp", "cnn")
+OPTIMIZERS = ("sgd", "adam", "rmsprop")
+LR_SCALING = ("none", "linear")
+
+
+@dataclass
+class DataConfig:
+    """Dataset selection and split.
+
+    Attributes:
+        name: one of ``digits`` (scikit-learn's bundled 8x8 digits, no download),
+            ``mnist``/``fashion_mnist`` (local Keras ``.npz`` or IDX files at ``path``),
+            ``synthetic`` (random images/labels of ``image_shape``, for throughput).
+        path: file or directory for mnist/fashion_mnist.
+        validation_fraction, test_fraction: stratified, seeded split fractions.
+        samples: number of synthetic samples.
+        image_shape: synthetic image shape (H, W, C).
+        classes: number of synthetic classes.
+    """
+
+    name: str = "digits"
+    path: str = ""
+    validation_fraction: float = 0.1
+    test_fraction: float = 0.2
+    samples: int = 4096
+    image_shape: list[int] = field(default_factory=lambda: [32, 32, 3])
+    classes: int = 10
+
+
+@dataclass
+class ModelConfig:
+    """Model spec (see :mod:`distbench.models`).
+
+    Attributes:
+        name: ``mlp`` (Dense layers) or ``cnn`` (Conv2D blocks + Dense).
+        hidden: Dense layer widths (units) for ``mlp``; also the head of ``cnn``.
+        filters: Conv2D filter counts for ``cnn`` (one 3x3 conv + 2x2 max-pool each).
+        activation: hidden activation (a Keras activation name).
+        dropout: dropout rate after each hidden Dense layer, in [0, 1).
+    """
+
+    name: str = "mlp"
+    hidden: list[int] = field(default_factory=lambda: [64])
+    filters: list[int] = field(default_factory=lambda: [16, 32])
+    activation: str = "relu"
+    dropout: float = 0.0
+
+
+@dataclass
+class TrainingConfig:
+    """What every strategy trains with (the fairness contract, DESIGN.md).
+
+    Attributes:
+        epochs: passes over the training split.
+        global_batch_size: samples per optimizer step summed over replicas; the
+            per-replica batch is ``global_batch_size // workers``.
+        optimizer: local Keras optimizer: ``sgd``, ``adam`` or ``rmsprop``.
+        learning_rate: base learning rate.
+        momentum: SGD momentum.
+        lr_scaling: ``none`` or ``linear`` (lr x replicas, Goyal et al. 2017); recorded.
+        target_accuracy: test accuracy for time-to-accuracy, in (0, 1].
+        seed: seed for the split, the initial weights and the shuffling.
+        threads: intra-op CPU threads per process; 0 = cores // processes.
+    """
+
+    epochs: int = 10
+    global_batch_size: int = 64
+    optimizer: str = "sgd"
+    learning_rate: float = 0.1
+    momentum: float = 0.9
+    lr_scaling: str = "none"
+    target_accuracy: float = 0.9
+    seed: int = 42
+    threads: int = 0
+
+
+@dataclass
+class RunConfig:
+    """The sweep: which strategies, worker counts, repeats, and limits.
+
+    Attributes:
+        strategies: registered strategy names, or ``["all"]`` for every one.
+        workers: worker (replica) counts to sweep, each >= 1.
+        repeats: repetitions of each configuration.
+        timeout_s: wall-clock limit per configuration, seconds.
+        out: run directory ("" = ``runs/<timestamp>``).
+    """
+
+    strategies: list[str] = field(default_factory=lambda: ["all"])
+    workers: list[int] = field(default_factory=lambda: [2])
+    repeats: int = 1
+    timeout_s: float = 900.0
+    out: str = ""
+
+
+@dataclass
+class PSConfig:
+    """Parameter-server optimizer settings (ps_async). 0 / "" = the optimizer's default.
+
+    Attributes:
+        communication_window: local mini-batches between commits (0 = default).
+        rho: elastic force for AEASGD/EAMSGD/EASGD (Zhang et al. 2015).
+        learning_rate: eta in alpha = eta * rho for the elastic optimizers.
+        momentum: EAMSGD Nesterov momentum.
+        host: address the server binds (reachable by executors).
+        port: server port, 0 = any free port.
+    """
+
+    communication_window: int = 0
+    rho: float = 5.0
+    learning_rate: float = 0.1
+    momentum: float = 0.9
+    host: str = "127.0.0.1"
+    port: int = 0
+
+
+@dataclass
+class SparkConfig:
+    """Spark session settings.
+
+    Attributes:
+        master: Spark master URL ("" = ``local[N]`` with N = workers).
+        conf: extra Spark properties, e.g. ``{"spark.executor.memory" = "2g"}``.
+    """
+
+    master: str = ""
+    conf: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class ExperimentConfig:
+    """A whole experiment: data, model, training, sweep and engine settings."""
+
+    data: DataConfig = field(default_factory=DataConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    training: TrainingConfig = field(default_factory=TrainingConfig)
+    run: RunConfig = field(default_factory=RunConfig)
+    ps: PSConfig = field(default_factory=PSConfig)
+    spark: SparkConfig = field(default_factory=SparkConfig)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the config as plain JSON-able dicts."""
+        return dataclasses.asdict(self)
+
+
+def _type_name(tp: Any) -> str:
+    origin = get_origin(tp)
+    if origin is list:
+        return f"list of {_type_name(get_args(tp)[0])}"
+    if origin is dict:
+        return "table of strings"
+    return getattr(tp, "__name__", str(tp))
+
+
+def _coerce(key: str, value: Any, tp: Any) -> Any:
+    """Check ``value`` against type ``tp``; ints are accepted where floats are."""
+    origin = get_origin(tp)
+    if origin is list:
+        (inner,) = get_args(tp)
+        if not isinstance(value, list):
+            raise ConfigError(f"{key} = {value!r}: expected a {_type_name(tp)}, e.g. [1, 2]")
+        return [_coerce(f"{key}[{i}]", v, inner) for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{key} = {value!r}: expected a table of strings")
+        return {str(k): str(v) for k, v in value.items()}
+    if tp is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if tp is int and (isinstance(value, bool) or not isinstance(value, int)):
+        raise ConfigError(f"{key} = {value!r}: expected an integer")
+    if not isinstance(value, tp) or (tp is not bool and isinstance(value, bool)):
+        raise ConfigError(f"{key} = {value!r}: expected {_type_name(tp)}")
+    return value
+
+
+def _build(section: str, cls: type, raw: Any) -> Any:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"[{section}] must be a table, got {raw!r}")
+    hints = get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    kwargs = {}
+    for k, v in raw.items():
+        if k not in hints:
+            raise ConfigError(
+                f"unknown key '{section}.{k}' (value {v!r}); allowed keys in [{section}]: "
+                + ", ".join(names)
+            )
+        kwargs[k] = _coerce(f"{section}.{k}", v, hints[k])
+    return cls(**kwargs)
+
+
+def _choice(key: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ConfigError(f"{key} = {value!r}: expected one of {', '.join(allowed)}")
+
+
+def _positive(key: str, value: float, minimum: float = 1) -> None:
+    if value < minimum:
+        raise ConfigError(f"{key} = {value!r}: must be >= {minimum}")
+
+
+def validate(cfg: ExperimentConfig) -> ExperimentConfig:
+    """Check values and cross-field constraints; return ``cfg`` unchanged.
+
+    Raises:
+        ConfigError: naming the key, the value and what is allowed.
+    """
+    d, m, t, r = cfg.data, cfg.model, cfg.training, cfg.run
+    _choice("data.name", d.name, DATASETS)
+    if d.name in ("mnist", "fashion_mnist"):
+        if not d.path:
+            raise ConfigError(
+                f"data.path is empty but data.name = {d.name!r} needs a local file: set data.path "
+                "to a Keras-format .npz (x_train, y_train, x_test, y_test) or a directory of IDX files"
+            )
+        if not Path(d.path).exists():
+            raise ConfigError(f"data.path = {d.path!r}: no such file or directory")
+    for key, frac in (("data.validation_fraction", d.validation_fraction),
+                      ("data.test_fraction", d.test_fraction)):
+        if not 0.0 < frac < 0.5:
+            raise ConfigError(f"{key} = {frac!r}: must be in (0, 0.5)")
+    _positive("data.samples", d.samples, 10)
+    if len(d.image_shape) not in (2, 3) or any(s < 1 for s in d.image_shape):
+        raise ConfigError(f"data.image_shape = {d.image_shape!r}: expected [H, W] or [H, W, C], all >= 1")
+    _positive("data.classes", d.classes, 2)
+    _choice("model.name", m.name, MODELS)
+    if not m.hidden or any(h < 1 for h in m.hidden):
+        raise ConfigError(f"model.hidden = {m.hidden!r}: expected a non-empty list of widths >= 1")
+    if any(f < 1 for f in m.filters) or (m.name == "cnn" and not m.filters):
+        raise ConfigError(f"model.filters = {m.filters!r}: expected a non-empty list of counts >= 1")
+    if not 0.0 <= m.dropout < 1.0:
+        raise ConfigError(f"model.dropout = {m.dropout!r}: must be in [0, 1)")
+    _positive("training.epochs", t.epochs)
+    _positive("training.global_batch_size", t.global_batch_size)
+    _choice("training.optimizer", t.optimizer, OPTIMIZERS)
+    _choice("training.lr_scaling", t.lr_scaling, LR_SCALING)
+    if not t.learning_rate > 0:
+        raise ConfigError(f"training.learning_rate = {t.learning_rate!r}: must be > 0")
+    if not 0.0 <= t.momentum < 1.0:
+        raise ConfigError(f"training.momentum = {t.momentum!r}: must be in [0, 1)")
+    if not 0.0 < t.target_accuracy <= 1.0:
+        raise ConfigError(f"training.target_accuracy = {t.target_accuracy!r}: must be in (0, 1]")
+    _positive("training.threads", t.threads, 0)
+    if not r.strategies:
+        raise ConfigError("run.strategies is empty: list strategy names (see 'distbench list') or 'all'")
+    if not r.workers:
+        raise ConfigError("run.workers is empty: give at least one worker count, e.g. [2]")
+    for n in r.workers:
+        _positive("run.workers", n)
+        if t.global_batch_size < n:
+            raise ConfigError(
+                f"training.global_batch_size = {t.global_batch_size} is smaller than run.workers = {n}: "
+                "every replica needs at least one sample per step; raise the batch or lower the workers"
+            )
+        if t.global_batch_size % n:
+            raise ConfigError(
+                f"training.global_batch_size = {t.global_batch_size} is not divisible by run.workers = {n}: "
+                "every replica must get the same per-replica batch; pick a multiple of the worker count"
+            )
+    _positive("run.repeats", r.repeats)
+    if not r.timeout_s > 0:
+        raise ConfigError(f"run.timeout_s = {r.timeout_s!r}: must be > 0 seconds")
+    _positive("ps.communication_window", cfg.ps.communication_window, 0)
+    if not cfg.ps.rho > 0:
+        raise ConfigError(f"ps.rho = {cfg.ps.rho!r}: must be > 0")
+    if not 0 <= cfg.ps.port <= 65535:
+        raise ConfigError(f"ps.port = {cfg.ps.port!r}: must be in 0..65535 (0 = any free port)")
+    return cfg
+
+
+SECTIONS = {
+    "data": DataConfig,
+    "model": ModelConfig,
+    "training": TrainingConfig,
+    "run": RunConfig,
+    "ps": PSConfig,
+    "spark": SparkConfig,
+}
+
+
+def from_dict(raw: dict[str, Any]) -> ExperimentConfig:
+    """Build and validate a config from a parsed TOML document.
+
+    Raises:
+        ConfigError: unknown section/key, wrong type or impossible value.
+    """
+    if not isinstance(raw, dict):
+        raise ConfigError(f"config must be a TOML table, got {type(raw).__name__}")
+    parts = {}
+    for section, value in raw.items():
+        if section not in SECTIONS:
+            raise ConfigError(
+                f"unknown section [{section}]; allowed sections: {', '.join(SECTIONS)}"
+            )
+        parts[section] = _build(section, SECTIONS[section], value)
+    return validate(ExperimentConfig(**parts))
+
+
+def load(path: str | os.PathLike[str] | None) -> ExperimentConfig:
+    """Read a TOML config file (``None`` = the embedded default) and validate it.
+
+    Raises:
+        ConfigError: unreadable file, TOML syntax error, or invalid content.
+    """
+    if path is None:
+        return validate(ExperimentConfig())
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(f"cannot read config file {str(p)!r}: {e.strerror or e}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"config file {str(p)!r} is not UTF-8 text") from None
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"config file {str(p)!r} is not valid TOML: {e}") from None
+    return from_dict(raw)
+
+
+def override(cfg: ExperimentConfig, **values: Any) -> ExperimentConfig:
+    """Apply ``section.key=value`` style overrides (``None`` values are ignored).
+
+    Keys are given as ``section__key`` (e.g. ``run__workers=[4]``). Returns a new,
+    validated config.
+    """
+    raw = cfg.to_dict()
+    for dotted, v in values.items():
+        if v is None:
+            continue
+        section, key = dotted.split("__", 1)
+        raw[section][key] = v
+    return from_dict(raw)

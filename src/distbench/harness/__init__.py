@@ -1,0 +1,1 @@
+"""The harness: expand the experiment, run each configuration isolated, evaluate, record."""

@@ -1,0 +1,210 @@
+"""Run a sweep: each configuration in its own fresh child process, with a timeout,
+logs in ``<run_dir>/logs/``, one record appended per configuration as it finishes,
+``--resume`` skipping what is recorded, and progress shown with rich.
+
+Process layout: ``distbench run`` (this module, :func:`run_sweep`) spawns, per
+configuration, ``python -m distbench worker config ...`` (:func:`child_main`) in a new
+process group; the child loads the workload and calls the strategy's ``launch``, which
+trains in the child or starts more processes. The child saves a
+:class:`~distbench.training.TrainOutput` in ``<run_dir>/artifacts/<key>/``; the parent
+evaluates it (:mod:`distbench.harness.evaluate`) and writes the record.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+from distbench.config import ConfigError, ExperimentConfig
+from distbench.harness.evaluate import Evaluator
+from distbench.harness.matrix import ConfigPoint, expand
+from distbench.results import provenance
+from distbench.results.records import new_record
+from distbench.results.store import append_record, read_records
+from distbench.strategies import launchers, registry
+from distbench.strategies.base import LaunchContext, StrategyUnavailable
+from distbench.training import TrainOutput
+from distbench.training.output import RESULT_FILE
+from distbench.workload import CONFIG_FILE, WORKLOAD_DIR, Workload
+
+WORKLOAD_SECTIONS = ("data", "model", "training")
+
+
+def artifacts_dir(run_dir: Path, key: str) -> Path:
+    """Where configuration ``key`` leaves its outputs."""
+    return run_dir / "artifacts" / key
+
+
+def prepare_run_dir(cfg: ExperimentConfig, run_dir: Path, resume: bool) -> Workload:
+    """Create the workload in a new run directory, or load it for ``--resume``.
+
+    Raises:
+        ConfigError: results already exist without ``--resume``; or on resume the
+            data/model/training settings differ from the recorded ones.
+    """
+    has_workload = (run_dir / WORKLOAD_DIR).exists()
+    if has_workload and not resume:
+        raise ConfigError(f"run directory {run_dir} already holds a run: pass --resume to continue it, "
+                          "or choose a new --out directory")
+    if not has_workload:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        return Workload.create(cfg, run_dir)
+    old = json.loads((run_dir / CONFIG_FILE).read_text())
+    new = cfg.to_dict()
+    for sec in WORKLOAD_SECTIONS:
+        if old.get(sec) != new[sec]:
+            diff = {k: (old.get(sec, {}).get(k), v) for k, v in new[sec].items() if old.get(sec, {}).get(k) != v}
+            raise ConfigError(f"--resume: [{sec}] differs from the run in {run_dir} (recorded vs given: {diff}); "
+                              "the workload must stay identical: drop the changed options or use a new --out")
+    (run_dir / CONFIG_FILE).write_text(json.dumps(new, indent=2))  # new sweep settings (run/ps/spark)
+    return Workload.load(run_dir)
+
+
+def base_fields(workload: Workload, point: ConfigPoint, replicas: int) -> dict[str, Any]:
+    """Record fields known before a configuration runs."""
+    t = workload.config.training
+    return {
+        "global_batch_size": t.global_batch_size,
+        "per_replica_batch_size": t.global_batch_size // replicas,
+        "replicas": replicas,
+        "epochs": t.epochs,
+        "learning_rate": workload.learning_rate(replicas),
+        "lr_scaling": t.lr_scaling,
+        "optimizer": t.optimizer,
+        "target_accuracy": t.target_accuracy,
+        "initial_weights_sha256": workload.initial_weights_sha256,
+        "workload": workload.describe(),
+    }
+
+
+def run_point(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[str, Any],
+              evaluator: Callable[[], Evaluator]) -> dict[str, Any]:
+    """Run one configuration in a fresh child process and return its record."""
+    cfg = workload.config
+    run_dir = workload.run_dir
+    strat = registry.get(point.strategy)
+    fields = base_fields(workload, point, strat.replicas(point.workers))
+    fields["provenance"] = prov
+    mk = lambda status, **kw: new_record(run_id, point.strategy, point.workers, point.repeat, status,  # noqa: E731
+                                         **{**fields, **kw})
+    avail = strat.is_available(cfg, point.workers)
+    if not avail.ok:
+        return mk("unavailable", reason=avail.reason)
+    art = artifacts_dir(run_dir, point.key)
+    if art.exists():  # leftovers of an interrupted attempt
+        for f in art.iterdir():
+            if f.is_file():
+                f.unlink()
+    log = run_dir / "logs" / f"{point.key}.log"
+    spawn = time.time()
+    argv, env = launchers.config_child_command(run_dir, point.key, point.strategy, point.workers, spawn)
+    group = launchers.run_processes([launchers.ProcSpec(point.key, argv, env, log)], cfg.run.timeout_s)
+    total_s = group.elapsed_s
+    tail = launchers.log_tail(log)
+    if group.timed_out:
+        return mk("timeout", reason=group.reason(cfg.run.timeout_s), log_tail=tail,
+                  timings={"total_s": total_s, "startup_s": None, "train_s": None, "eval_s": None})
+    try:
+        meta = json.loads((art / RESULT_FILE).read_text())
+    except (OSError, ValueError):
+        meta = {}
+    status = meta.get("status")
+    if status == "unavailable":
+        return mk("unavailable", reason=meta.get("reason", ""))
+    if status != "ok" or not group.ok:
+        reason = meta.get("reason") or group.reason(cfg.run.timeout_s) or "no result written"
+        return mk("failed", reason=reason, log_tail=tail, failed_process=meta.get("failed_process"),
+                  timings={"total_s": total_s, "startup_s": None, "train_s": None, "eval_s": None})
+    out = TrainOutput.load(art)
+    scored = evaluator().score(out, cfg.training.target_accuracy)
+    extra = dict(out.extra)
+    status, reason = "ok", ""
+    if extra.get("replicas_in_sync_check") == "failed":
+        status, reason = "failed", "ranks diverged: replicas ended with different weights"
+    return mk(
+        status, reason=reason,
+        replicas=out.replicas,
+        per_replica_batch_size=cfg.training.global_batch_size // out.replicas,
+        timings={"total_s": total_s, "startup_s": max(0.0, out.first_step_unix - spawn),
+                 "train_s": out.train_s, "eval_s": scored.pop("eval_s")},
+        samples_per_s=out.samples / out.train_s if out.train_s > 0 else None,
+        steps=out.steps, samples=out.samples, log=str(log.relative_to(run_dir)),
+        details=extra, **scored,
+    )
+
+
+def run_sweep(cfg: ExperimentConfig, run_dir: Path, resume: bool = False,
+              on_progress: Callable[[str, int, int, dict[str, Any] | None], None] | None = None
+              ) -> list[dict[str, Any]]:
+    """Run every configuration of ``cfg`` not yet recorded in ``run_dir``.
+
+    Args:
+        cfg: validated experiment config.
+        run_dir: run directory (created if missing).
+        resume: continue an existing run directory, skipping recorded configurations.
+        on_progress: called as ``(key, index, total, record_or_None)`` before (record None)
+            and after each configuration.
+
+    Returns:
+        Every record of the run directory (earlier and new).
+
+    Raises:
+        ConfigError: see :func:`prepare_run_dir`; unknown strategies.
+    """
+    points = expand(cfg)  # validates strategy names before anything is written
+    workload = prepare_run_dir(cfg, run_dir, resume)
+    run_id = run_dir.name
+    prov = provenance.collect(cfg.training.seed)
+    (run_dir / "provenance.json").write_text(json.dumps(prov, indent=2))
+    done = {(r.get("config_id"), r.get("repeat")) for r in read_records(run_dir)}
+    todo = [p for p in points if (p.config_id, p.repeat) not in done]
+    cached: list[Evaluator] = []
+
+    def evaluator() -> Evaluator:
+        if not cached:
+            cached.append(Evaluator(workload))
+        return cached[0]
+
+    for i, point in enumerate(todo):
+        if on_progress:
+            on_progress(point.key, i, len(todo), None)
+        rec = run_point(workload, point, run_id, prov, evaluator)
+        append_record(run_dir, rec)
+        if on_progress:
+            on_progress(point.key, i + 1, len(todo), rec)
+    return read_records(run_dir)
+
+
+def child_main(run_dir: Path, key: str, strategy: str, workers: int) -> int:
+    """Entry of the per-configuration child process (``distbench worker config``).
+
+    Trains with the strategy and saves its :class:`TrainOutput`; on
+    :class:`StrategyUnavailable` or an exception it writes a ``result.json`` with that
+    status and reason. Returns the process exit code (0 ok/unavailable, 1 failed).
+    """
+    launchers.install_cleanup_handler()
+    art = artifacts_dir(run_dir, key)
+    art.mkdir(parents=True, exist_ok=True)
+
+    def write(meta: dict[str, Any]) -> None:
+        (art / RESULT_FILE).write_text(json.dumps(meta, default=str))
+
+    try:
+        workload = Workload.load(run_dir)
+        ctx = LaunchContext(workload, run_dir, key, workers, art, run_dir / "logs" / key,
+                            workload.config.run.timeout_s)
+        out = registry.get(strategy).launch(ctx)
+        out.save(art)
+        return 0
+    except StrategyUnavailable as e:
+        write({"status": "unavailable", "reason": str(e)})
+        return 0
+    except Exception as e:  # recorded as failed, with the traceback in the log
+        traceback.print_exc()
+        failed = getattr(e, "failed_process", None)
+        write({"status": "failed", "reason": f"{type(e).__name__}: {e}".splitlines()[0][:500],
+               "failed_process": failed})
+        return 1

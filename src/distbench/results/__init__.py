@@ -1,0 +1,1 @@
+"""Result records, their JSONL store, provenance, statistics and reports."""

@@ -1,0 +1,81 @@
+"""The result record: one JSON object per (configuration, repeat).
+
+Downstream tools rely on :data:`REQUIRED_KEYS`; :func:`new_record` fills every one
+(``None`` where not applicable) so a ``failed`` or ``unavailable`` record has the same
+shape as an ``ok`` one.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+STATUSES = ("ok", "failed", "timeout", "unavailable")
+
+REQUIRED_KEYS = (
+    "run_id", "config_id", "strategy", "workers", "repeat", "status", "reason",
+    "global_batch_size", "per_replica_batch_size", "epochs", "initial_weights_sha256",
+    "timings", "samples_per_s", "final_test_accuracy", "final_test_loss", "time_to_target_s",
+    "curve", "provenance",
+)
+
+TIMING_KEYS = ("total_s", "startup_s", "train_s", "eval_s")
+
+
+def config_id(strategy: str, workers: int) -> str:
+    """Identifier of a configuration, safe in file names: ``spark_ps:adag`` with 2
+    workers -> ``spark_ps-adag_w2``."""
+    return f"{strategy.replace(':', '-')}_w{workers}"
+
+
+def record_key(cid: str, repeat: int) -> str:
+    """Unique key of one record in a run: ``<config_id>_r<repeat>``."""
+    return f"{cid}_r{repeat}"
+
+
+def new_record(run_id: str, strategy: str, workers: int, repeat: int, status: str, **fields: Any) -> dict[str, Any]:
+    """A record with every required key; ``fields`` override the defaults.
+
+    Raises:
+        ValueError: ``status`` is not one of :data:`STATUSES`.
+    """
+    if status not in STATUSES:
+        raise ValueError(f"status {status!r} is not one of {STATUSES}")
+    rec: dict[str, Any] = {
+        "run_id": run_id,
+        "config_id": config_id(strategy, workers),
+        "strategy": strategy,
+        "workers": workers,
+        "repeat": repeat,
+        "status": status,
+        "reason": "",
+        "global_batch_size": None,
+        "per_replica_batch_size": None,
+        "epochs": None,
+        "initial_weights_sha256": None,
+        "timings": {k: None for k in TIMING_KEYS},
+        "samples_per_s": None,
+        "final_test_accuracy": None,
+        "final_test_loss": None,
+        "time_to_target_s": None,
+        "target_accuracy": None,
+        "curve": [],
+        "provenance": {},
+        "finished_unix": time.time(),
+    }
+    rec.update(fields)
+    return rec
+
+
+def time_to_target(curve: list[dict[str, Any]], target: float) -> float | None:
+    """Seconds since training start at which test accuracy first reached ``target``
+    (the first curve point at or above it), or ``None`` if never.
+
+    Args:
+        curve: points with ``elapsed_s`` and ``test_accuracy``, in training order.
+        target: accuracy in (0, 1].
+    """
+    for p in curve:
+        if p["test_accuracy"] is not None and p["test_accuracy"] >= target:
+            return float(p["elapsed_s"])
+    return None

@@ -1,0 +1,110 @@
+"""The strategy interface.
+
+A strategy knows whether it can run here (:meth:`Strategy.is_available`, a real probe)
+and how to train the workload (:meth:`Strategy.launch`), which the harness calls inside
+a fresh child process per configuration. ``launch`` trains in that process
+(single-process strategies) or starts and watches more processes through
+:mod:`distbench.strategies.launchers` (multi-process strategies), and returns a
+:class:`~distbench.training.TrainOutput`.
+"""
+
+from __future__ import annotations
+
+import abc
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from distbench.config import ExperimentConfig
+from distbench.training import TrainOutput
+from distbench.workload import Workload
+
+
+@dataclass(frozen=True)
+class Availability:
+    """Result of an availability probe: ``ok`` and, if not, the ``reason`` (one line)."""
+
+    ok: bool
+    reason: str = ""
+
+
+class StrategyUnavailable(RuntimeError):
+    """Raised inside :meth:`Strategy.launch` when a probe there finds the strategy
+    cannot run (e.g. no TPU); the harness records ``status="unavailable"`` with the
+    message as reason."""
+
+
+@dataclass
+class LaunchContext:
+    """Where and how one configuration runs.
+
+    Attributes:
+        workload: the run's workload (already loaded and verified).
+        run_dir: the run directory.
+        key: ``<config_id>_r<repeat>``, unique per record.
+        workers: number of workers/replicas requested.
+        artifacts_dir: directory for this configuration's outputs.
+        log_dir: directory for per-process logs of this configuration.
+        timeout_s: seconds left for this configuration (for nested launchers).
+    """
+
+    workload: Workload
+    run_dir: Path
+    key: str
+    workers: int
+    artifacts_dir: Path
+    log_dir: Path
+    timeout_s: float
+
+    @property
+    def config(self) -> ExperimentConfig:
+        """The run's experiment config."""
+        return self.workload.config
+
+    def threads_per_process(self, processes: int) -> int:
+        """Intra-op threads for each of ``processes`` processes sharing this machine:
+        ``training.threads`` if set, else ``max(1, cores // processes)``."""
+        t = self.config.training.threads
+        return t if t else max(1, (os.cpu_count() or 1) // processes)
+
+
+class Strategy(abc.ABC):
+    """Base class of every strategy.
+
+    Class attributes:
+        name: registry name (``single``, ``mirrored``, ``spark_ps:adag``...).
+        description: one line for ``distbench list``.
+        family: grouping for reports (``baseline``, ``tf.distribute``, ``horovod``,
+            ``parameter-server``).
+    """
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    family: ClassVar[str] = ""
+
+    def is_available(self, config: ExperimentConfig, workers: int) -> Availability:
+        """Probe whether this strategy can run here with ``workers`` workers.
+
+        Must be cheap enough to run before each configuration (no engine start-up);
+        definitive probes that need the engine raise :class:`StrategyUnavailable`
+        from :meth:`launch` instead. Default: available.
+        """
+        return Availability(True)
+
+    def replicas(self, workers: int) -> int:
+        """Number of model replicas this strategy trains with for ``workers``."""
+        return workers
+
+    @abc.abstractmethod
+    def launch(self, ctx: LaunchContext) -> TrainOutput:
+        """Train the workload; runs in the configuration's own child process.
+
+        Raises:
+            StrategyUnavailable: a probe found the strategy cannot run here.
+            Exception: any training failure (the harness records it as ``failed``).
+        """
+
+    def record_fields(self, ctx: LaunchContext) -> dict[str, Any]:
+        """Extra, strategy-specific fields known before training (default none)."""
+        return {}

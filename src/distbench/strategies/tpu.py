@@ -1,0 +1,76 @@
+"""``tpu``: ``tf.distribute.TPUStrategy`` when a TPU is reachable.
+
+The probe is TensorFlow's own: ``TPUClusterResolver`` (from ``TPU_NAME`` or the
+environment of a Cloud TPU VM), then ``initialize_tpu_system``. Where it fails the
+configuration is recorded as ``unavailable`` with the resolver's message; nothing is
+ever trained on another device under this name.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from distbench.config import ExperimentConfig
+from distbench.strategies.base import Availability, LaunchContext, Strategy, StrategyUnavailable
+from distbench.strategies.registry import register
+from distbench.training import TrainOutput
+
+
+_PROBE = """
+import os, sys
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import tensorflow as tf
+try:
+    r = tf.distribute.cluster_resolver.TPUClusterResolver()
+    print("OK", r.master())
+except Exception as e:
+    print("NO", type(e).__name__ + ": " + " ".join(str(e).split()))
+"""
+
+
+def probe_tpu(timeout_s: float = 120.0) -> Availability:
+    """Run ``TPUClusterResolver()`` in a fresh interpreter (TensorFlow state cannot be
+    reset in this one) and report whether it found a TPU, with its message if not."""
+    try:
+        cp = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True,
+                            timeout=timeout_s, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    except subprocess.TimeoutExpired:
+        return Availability(False, f"no TPU found: TPUClusterResolver did not answer within {timeout_s:g} s")
+    lines = [ln for ln in cp.stdout.splitlines() if ln.startswith(("OK", "NO"))]
+    if not lines:
+        return Availability(False, f"TPU probe crashed (exit {cp.returncode}): {cp.stderr.strip()[-300:]}")
+    if lines[-1].startswith("OK"):
+        return Availability(True)
+    return Availability(False, "no TPU found: TPUClusterResolver: " + lines[-1][3:])
+
+
+@register
+class TPU(Strategy):
+    """TPUStrategy over the TPU cores the cluster resolver finds."""
+
+    name = "tpu"
+    description = "tf.distribute.TPUStrategy (needs a reachable TPU)"
+    family = "tf.distribute"
+
+    def is_available(self, config: ExperimentConfig, workers: int) -> Availability:
+        """TensorFlow's own probe (:func:`probe_tpu`), in a subprocess."""
+        return probe_tpu()
+
+    def launch(self, ctx: LaunchContext) -> TrainOutput:
+        """Resolve and initialise the TPU, then train with the shared loop."""
+        import tensorflow as tf
+
+        from distbench.training.tf_loop import train_with_strategy
+
+        try:
+            resolver = tf.distribute.cluster_resolver.TPUClusterResolver()
+            tf.config.experimental_connect_to_cluster(resolver)
+            tf.tpu.experimental.initialize_tpu_system(resolver)
+        except (ValueError, RuntimeError, tf.errors.OpError) as e:
+            raise StrategyUnavailable("no TPU found: TPUClusterResolver: " + " ".join(str(e).split())) from e
+        strategy = tf.distribute.TPUStrategy(resolver)
+        out = train_with_strategy(strategy, ctx.workload)
+        out.extra["devices"] = [d.name for d in tf.config.list_logical_devices("TPU")]
+        return out

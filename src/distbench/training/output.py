@@ -1,0 +1,142 @@
+"""Training output: final weights, timestamped snapshots, and the training clock.
+
+Snapshots are taken at each epoch end; the time spent copying weights is measured and
+excluded from the training clock (DESIGN.md, fairness contract), so ``elapsed_s`` of a
+snapshot is pure training time since the first step began.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+RESULT_FILE = "result.json"
+FINAL_FILE = "final_weights.npz"
+SNAPS_FILE = "snapshots.npz"
+
+
+@dataclass
+class Snapshot:
+    """Weights at one point of training.
+
+    Attributes:
+        elapsed_s: training seconds since the first step began (snapshot time excluded).
+        epoch: epochs completed (1-based) when taken.
+        step: optimizer steps completed when taken (this replica's, or the centre's clock).
+        weights: list of float32 arrays, same shapes as the model's weights.
+    """
+
+    elapsed_s: float
+    epoch: int
+    step: int
+    weights: list[np.ndarray]
+
+
+class SnapshotRecorder:
+    """Keeps the training clock and the snapshots of one training run."""
+
+    def __init__(self) -> None:
+        self.t0: float | None = None
+        self.first_step_unix: float | None = None
+        self.paused = 0.0
+        self.snapshots: list[Snapshot] = []
+        self.t_end: float | None = None
+
+    def start(self) -> None:
+        """Mark the start of the first training step."""
+        self.t0 = time.perf_counter()
+        self.first_step_unix = time.time()
+
+    def elapsed(self) -> float:
+        """Training seconds so far (snapshot time excluded)."""
+        if self.t0 is None:
+            return 0.0
+        end = self.t_end if self.t_end is not None else time.perf_counter()
+        return end - self.t0 - self.paused
+
+    def take(self, epoch: int, step: int, get_weights: Callable[[], list[Any]]) -> None:
+        """Record a snapshot; the time ``get_weights`` takes is excluded from the clock."""
+        t = time.perf_counter()
+        elapsed = t - (self.t0 or t) - self.paused
+        weights = [np.array(w, dtype=np.float32, copy=True) for w in get_weights()]
+        self.snapshots.append(Snapshot(elapsed, epoch, step, weights))
+        self.paused += time.perf_counter() - t
+
+    def stop(self) -> float:
+        """Stop the clock; return the training seconds."""
+        self.t_end = time.perf_counter()
+        return self.elapsed()
+
+
+@dataclass
+class TrainOutput:
+    """What a strategy returns to the harness after training.
+
+    Attributes:
+        final_weights: trained weights (for PS strategies: the centre variable).
+        snapshots: per-epoch snapshots (see :class:`Snapshot`).
+        train_s: training seconds, first step to end, snapshots excluded.
+        first_step_unix: wall-clock time (Unix seconds) the first step began.
+        steps: optimizer steps run (per replica, or applied to the centre).
+        samples: training samples processed by all replicas together.
+        replicas: number of replicas that trained.
+        extra: strategy-specific record fields (devices, threads, staleness, bytes...).
+    """
+
+    final_weights: list[np.ndarray]
+    snapshots: list[Snapshot]
+    train_s: float
+    first_step_unix: float
+    steps: int
+    samples: int
+    replicas: int
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def save(self, directory: Path) -> None:
+        """Write ``result.json``, ``final_weights.npz`` and ``snapshots.npz`` to ``directory``."""
+        directory.mkdir(parents=True, exist_ok=True)
+        np.savez(directory / FINAL_FILE, **{f"w{i}": w for i, w in enumerate(self.final_weights)})
+        arrays = {f"s{k}_w{i}": w for k, s in enumerate(self.snapshots) for i, w in enumerate(s.weights)}
+        np.savez(directory / SNAPS_FILE, **arrays)
+        meta = {k: v for k, v in asdict(self).items() if k not in ("final_weights", "snapshots")}
+        meta["status"] = "ok"
+        meta["num_weights"] = len(self.final_weights)
+        meta["snapshots"] = [{"elapsed_s": s.elapsed_s, "epoch": s.epoch, "step": s.step}
+                             for s in self.snapshots]
+        tmp = directory / (RESULT_FILE + ".tmp")
+        tmp.write_text(json.dumps(meta, default=_jsonable))
+        tmp.replace(directory / RESULT_FILE)
+
+    @classmethod
+    def load(cls, directory: Path) -> "TrainOutput":
+        """Read what :meth:`save` wrote.
+
+        Raises:
+            OSError, ValueError, KeyError: missing or corrupt files.
+        """
+        meta = json.loads((directory / RESULT_FILE).read_text())
+        n = meta["num_weights"]
+        with np.load(directory / FINAL_FILE, allow_pickle=False) as z:
+            final = [z[f"w{i}"] for i in range(n)]
+        snaps = []
+        with np.load(directory / SNAPS_FILE, allow_pickle=False) as z:
+            for k, s in enumerate(meta["snapshots"]):
+                snaps.append(Snapshot(s["elapsed_s"], s["epoch"], s["step"],
+                                      [z[f"s{k}_w{i}"] for i in range(n)]))
+        return cls(final, snaps, meta["train_s"], meta["first_step_unix"], meta["steps"],
+                   meta["samples"], meta["replicas"], meta.get("extra", {}))
+
+
+def _jsonable(o: Any) -> Any:
+    if isinstance(o, (np.integer,)):
+        return int(o)
+    if isinstance(o, (np.floating,)):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    return str(o)

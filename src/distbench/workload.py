@@ -1,0 +1,195 @@
+"""The Workload: what is identical for every configuration of a run (fairness contract).
+
+Dataset and split, model spec, one saved set of initial weights, loss, local optimizer,
+metrics, seed, epochs and global batch size. It is created once per run
+(:meth:`Workload.create`), saved under ``<run_dir>/workload/``, and loaded by every
+configuration (:meth:`Workload.load`), which checks the dataset fingerprint and the
+initial-weights SHA-256 so no strategy can start from different data or weights.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from distbench import config as config_mod
+from distbench.config import ConfigError, ExperimentConfig
+from distbench.data import Dataset, fingerprint, load_dataset
+
+WORKLOAD_DIR = "workload"
+WEIGHTS_FILE = "initial_weights.npz"
+META_FILE = "workload.json"
+CONFIG_FILE = "config.json"
+
+
+def weights_sha256(weights: list[np.ndarray]) -> str:
+    """SHA-256 (hex) over each array's dtype, shape and raw bytes, in order."""
+    h = hashlib.sha256()
+    for w in weights:
+        a = np.ascontiguousarray(w)
+        h.update(f"{a.dtype.str}{a.shape}".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def save_weights(path: Path, weights: list[np.ndarray]) -> None:
+    """Save a list of arrays to ``path`` (.npz, keys ``w0, w1, ...``), no pickle."""
+    np.savez(path, **{f"w{i}": w for i, w in enumerate(weights)})
+
+
+def load_weights(path: Path) -> list[np.ndarray]:
+    """Load arrays saved by :func:`save_weights`, in order."""
+    with np.load(path, allow_pickle=False) as z:
+        return [z[f"w{i}"] for i in range(len(z.files))]
+
+
+@dataclass
+class Workload:
+    """Everything a strategy needs to train the common model.
+
+    Attributes:
+        config: the run's validated experiment config.
+        dataset: the split dataset (identical in every process: checked by fingerprint).
+        initial_weights: the saved initial weights (list of float32 arrays).
+        initial_weights_sha256: SHA-256 of ``initial_weights`` (see :func:`weights_sha256`).
+        data_sha256: dataset fingerprint.
+        run_dir: the run directory.
+    """
+
+    config: ExperimentConfig
+    dataset: Dataset
+    initial_weights: list[np.ndarray]
+    initial_weights_sha256: str
+    data_sha256: str
+    run_dir: Path
+
+    # ----------------------------------------------------------- construction
+    @classmethod
+    def create(cls, cfg: ExperimentConfig, run_dir: str | Path) -> "Workload":
+        """Build the dataset and initial weights from ``cfg`` and save them in ``run_dir``.
+
+        The initial weights come from Keras initializers seeded with
+        ``cfg.training.seed``. Writes ``config.json``, ``workload/workload.json`` and
+        ``workload/initial_weights.npz``.
+
+        Raises:
+            DataError: the dataset cannot be loaded.
+            ConfigError: the training split is smaller than one global batch.
+        """
+        import keras
+
+        from distbench.models import build_model, num_parameters
+
+        run_dir = Path(run_dir)
+        ds = load_dataset(cfg.data, cfg.training.seed)
+        check_batch(cfg, ds)
+        keras.utils.set_random_seed(cfg.training.seed)
+        model = build_model(cfg.model, ds.input_shape, ds.num_classes)
+        weights = [np.asarray(w, dtype=np.float32) for w in model.get_weights()]
+        wdir = run_dir / WORKLOAD_DIR
+        wdir.mkdir(parents=True, exist_ok=True)
+        save_weights(wdir / WEIGHTS_FILE, weights)
+        meta = {
+            "data_sha256": fingerprint(ds),
+            "initial_weights_sha256": weights_sha256(weights),
+            "input_shape": list(ds.input_shape),
+            "num_classes": ds.num_classes,
+            "sizes": ds.sizes(),
+            "num_parameters": num_parameters(weights),
+            "weight_shapes": [list(w.shape) for w in weights],
+        }
+        (wdir / META_FILE).write_text(json.dumps(meta, indent=2))
+        (run_dir / CONFIG_FILE).write_text(json.dumps(cfg.to_dict(), indent=2))
+        return cls(cfg, ds, weights, meta["initial_weights_sha256"], meta["data_sha256"], run_dir)
+
+    @classmethod
+    def load(cls, run_dir: str | Path) -> "Workload":
+        """Load the workload saved in ``run_dir`` and verify data and weights hashes.
+
+        Raises:
+            ConfigError: ``run_dir`` holds no workload, or its data/weights no longer
+                match the recorded hashes (e.g. the data file changed since the run began).
+        """
+        run_dir = Path(run_dir)
+        wdir = run_dir / WORKLOAD_DIR
+        try:
+            raw = json.loads((run_dir / CONFIG_FILE).read_text())
+            meta = json.loads((wdir / META_FILE).read_text())
+        except (OSError, ValueError) as e:
+            raise ConfigError(f"{run_dir} holds no readable workload ({e}); start a new run "
+                              "with 'distbench run --out DIR'") from None
+        cfg = config_mod.from_dict(raw)
+        ds = load_dataset(cfg.data, cfg.training.seed)
+        if fingerprint(ds) != meta["data_sha256"]:
+            raise ConfigError(f"dataset {cfg.data.name!r} differs from the one recorded in {wdir} "
+                              "(fingerprint mismatch): the data file changed; start a new run directory")
+        weights = load_weights(wdir / WEIGHTS_FILE)
+        sha = weights_sha256(weights)
+        if sha != meta["initial_weights_sha256"]:
+            raise ConfigError(f"{wdir / WEIGHTS_FILE} does not match its recorded SHA-256; "
+                              "the file was modified: start a new run directory")
+        return cls(cfg, ds, weights, sha, meta["data_sha256"], run_dir)
+
+    # ------------------------------------------------------------- training
+    def learning_rate(self, replicas: int) -> float:
+        """The local learning rate for ``replicas`` replicas (``lr_scaling`` applied)."""
+        t = self.config.training
+        return t.learning_rate * (replicas if t.lr_scaling == "linear" else 1)
+
+    def build_model(self) -> Any:
+        """Build the Keras model and load the initial weights into it."""
+        from distbench.models import build_model
+
+        model = build_model(self.config.model, self.dataset.input_shape, self.dataset.num_classes)
+        model.set_weights(self.initial_weights)
+        return model
+
+    def make_optimizer(self, replicas: int = 1) -> Any:
+        """Build the local Keras optimizer named in the config."""
+        import keras
+
+        t = self.config.training
+        lr = self.learning_rate(replicas)
+        if t.optimizer == "sgd":
+            return keras.optimizers.SGD(learning_rate=lr, momentum=t.momentum)
+        if t.optimizer == "adam":
+            return keras.optimizers.Adam(learning_rate=lr)
+        return keras.optimizers.RMSprop(learning_rate=lr)
+
+    @staticmethod
+    def loss_fn() -> Any:
+        """Per-sample sparse categorical cross-entropy on logits (reduction none)."""
+        import keras
+
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
+
+    def steps_per_epoch(self) -> int:
+        """Optimizer steps per epoch: ``n_train // global_batch_size`` (same for every strategy)."""
+        return len(self.dataset.y_train) // self.config.training.global_batch_size
+
+    def describe(self) -> dict[str, Any]:
+        """Workload facts for records: dataset, sizes, model, parameters, hashes."""
+        from distbench.models import num_parameters
+
+        return {
+            "dataset": self.config.data.name,
+            "sizes": self.dataset.sizes(),
+            "model": self.config.model.name,
+            "num_parameters": num_parameters(self.initial_weights),
+            "data_sha256": self.data_sha256,
+        }
+
+
+def check_batch(cfg: ExperimentConfig, ds: Dataset) -> None:
+    """Raise :class:`ConfigError` if the training split cannot fill one global batch."""
+    n = len(ds.y_train)
+    if n < cfg.training.global_batch_size:
+        raise ConfigError(
+            f"training.global_batch_size = {cfg.training.global_batch_size} exceeds the "
+            f"{n} training samples of {cfg.data.name!r}: lower the batch size"
+        )
