@@ -85,6 +85,9 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
     run_dir = Path(cfg.run.out or f"runs/{time.strftime('%Y%m%d-%H%M%S')}")
     if resume and not run_dir.exists():
         raise ConfigError(f"--resume given but the run directory {str(run_dir)!r} does not exist; pass --out DIR")
+    from distbench.harness.evaluate import hide_accelerators
+
+    hide_accelerators()  # import TensorFlow here quietly, off the GPUs the children use
     records = _run_with_progress(cfg, run_dir, resume, run_sweep)
     _print_report(records, run_dir)
 
@@ -92,6 +95,7 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
 def _run_with_progress(cfg: config_mod.ExperimentConfig, run_dir: Path, resume: bool,
                        run_sweep: Callable[..., list[dict[str, Any]]]) -> list[dict[str, Any]]:
     from rich.console import Console
+    from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     console = Console(stderr=True)
@@ -108,13 +112,14 @@ def _run_with_progress(cfg: config_mod.ExperimentConfig, run_dir: Path, resume: 
                 t = (rec.get("timings") or {}).get("train_s")
                 detail = (f"test acc {acc:.3f}, train {t:.1f} s" if rec["status"] == "ok" and acc is not None
                           else rec.get("reason", ""))
-                progress.console.print(f"[{i}/{n}] {key}: [bold]{rec['status']}[/] {detail}")
+                progress.console.print(f"[{i}/{n}] {escape(key)}: [bold]{rec['status']}[/] {escape(detail)}")
 
         return run_sweep(cfg, run_dir, resume=resume, on_progress=on_progress)
 
 
 def _print_report(records: list[dict[str, Any]], run_dir: Path) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from distbench.results.report import COLUMNS, table_rows, write_report
@@ -122,7 +127,7 @@ def _print_report(records: list[dict[str, Any]], run_dir: Path) -> None:
 
     table = Table(title=f"distbench: {run_dir}")
     for c in COLUMNS:
-        table.add_column(c)
+        table.add_column(escape(c))
     summaries = summarize(records)
     for row in table_rows(summaries):
         table.add_row(*row)

@@ -314,6 +314,11 @@ def from_dict(raw: dict[str, Any]) -> ExperimentConfig:
         raise ConfigError(f"config must be a TOML table, got {type(raw).__name__}")
     parts = {}
     for section, value in raw.items():
+        if not isinstance(value, dict):
+            owner = next((n for n, c in SECTIONS.items() if section in {f.name for f in dataclasses.fields(c)}), None)
+            hint = f"put it under [{owner}]" if owner else "keys belong in a section: " + ", ".join(
+                f"[{n}]" for n in SECTIONS)
+            raise ConfigError(f"top-level key {section!r} = {value!r} is outside any section; {hint}")
         if section not in SECTIONS:
             raise ConfigError(
                 f"unknown section [{section}]; allowed sections: {', '.join(SECTIONS)}"

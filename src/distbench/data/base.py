@@ -79,9 +79,13 @@ def split_stratified(
     """
     from sklearn.model_selection import train_test_split
 
-    x_keep, x_held, y_keep, y_held = train_test_split(
-        x, y, test_size=fraction, random_state=seed, stratify=y
-    )
+    try:
+        x_keep, x_held, y_keep, y_held = train_test_split(
+            x, y, test_size=fraction, random_state=seed, stratify=y
+        )
+    except ValueError as e:
+        raise DataError(f"cannot split {len(y)} samples of {len(np.unique(y))} classes with a held-out "
+                        f"fraction of {fraction}: {e}; use more samples or a larger fraction") from None
     return x_keep, y_keep, x_held, y_held
 
 

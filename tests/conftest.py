@@ -1,0 +1,42 @@
+"""Shared test helpers: the ``requires`` marker helper and the distbench CLI runner."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def requires(*, gpu: bool = False, tpu: bool = False, executable: str | None = None,
+             module: str | None = None) -> pytest.MarkDecorator:
+    """Skip a test with the exact missing requirement (a GPU, a TPU, a program, a module).
+
+    Only for things this machine may genuinely lack; never for something it can run.
+    """
+    missing = []
+    if gpu and not shutil.which("nvidia-smi"):
+        missing.append("a GPU (nvidia-smi not found)")
+    if tpu and not os.environ.get("TPU_NAME"):
+        missing.append("a TPU (TPU_NAME unset)")
+    if executable and not shutil.which(executable):
+        missing.append(f"the program {executable!r} on PATH")
+    if module:
+        import importlib.util
+
+        if importlib.util.find_spec(module) is None:
+            missing.append(f"the Python module {module!r}")
+    return pytest.mark.skipif(bool(missing), reason="requires " + ", ".join(missing))
+
+
+def distbench(*args: str, env: dict[str, str] | None = None, timeout: float = 600,
+              cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m distbench ARGS`` and return the completed process (text output)."""
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "distbench", *args], capture_output=True, text=True,
+                          timeout=timeout, env=full_env, cwd=cwd)

@@ -1,0 +1,41 @@
+"""Matrix expansion and resume bookkeeping (no engine started)."""
+
+from __future__ import annotations
+
+import pytest
+
+from distbench import config
+from distbench.config import ConfigError
+from distbench.harness.matrix import expand
+from distbench.harness.runner import prepare_run_dir
+
+
+def test_expand_repeats_and_single_runs_once_per_repeat():
+    cfg = config.override(config.load(None), run__strategies=["single", "mirrored"], run__workers=[1, 2, 4],
+                          run__repeats=2)
+    keys = [p.key for p in expand(cfg)]
+    assert keys == ["single_w1_r0", "single_w1_r1", "mirrored_w1_r0", "mirrored_w1_r1", "mirrored_w2_r0",
+                    "mirrored_w2_r1", "mirrored_w4_r0", "mirrored_w4_r1"]
+
+
+def test_all_expands_to_every_registered_strategy():
+    cfg = config.override(config.load(None), run__strategies=["all"])
+    names = {p.strategy for p in expand(cfg)}
+    assert {"single", "mirrored", "tpu"} <= names
+
+
+def test_unknown_strategy():
+    cfg = config.override(config.load(None), run__strategies=["mirorred"])
+    with pytest.raises(ConfigError, match="unknown strategy 'mirorred'; known strategies: single, mirrored"):
+        expand(cfg)
+
+
+def test_resume_rules(tmp_path):
+    cfg = config.override(config.load(None), training__epochs=1)
+    prepare_run_dir(cfg, tmp_path / "r", resume=False)
+    with pytest.raises(ConfigError, match="pass --resume"):
+        prepare_run_dir(cfg, tmp_path / "r", resume=False)
+    w = prepare_run_dir(config.override(cfg, run__workers=[4]), tmp_path / "r", resume=True)
+    assert w.config.run.workers == [4]
+    with pytest.raises(ConfigError, match=r"\[training\] differs"):
+        prepare_run_dir(config.override(cfg, training__epochs=2), tmp_path / "r", resume=True)

@@ -1,0 +1,88 @@
+"""End to end: ``distbench run`` starts real TensorFlow children on digits."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+
+from distbench.results.store import read_records
+from tests.conftest import ROOT, distbench
+
+pytestmark = pytest.mark.integration
+PLUGIN_ENV = {"DISTBENCH_PLUGINS": "tests.plugins.faulty",
+              "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+
+
+def test_single_mirrored_tpu_and_a_crash(tmp_path):
+    out = tmp_path / "run"
+    cp = distbench("run", "--strategies", "single,mirrored,tpu,test_crash", "--workers", "2", "--epochs", "3",
+                   "--out", str(out), env=PLUGIN_ENV)
+    assert cp.returncode == 0, cp.stderr[-3000:]
+    recs = {r["strategy"]: r for r in read_records(out)}
+    assert set(recs) == {"single", "mirrored", "tpu", "test_crash"}
+    for name in ("single", "mirrored"):
+        r = recs[name]
+        assert r["status"] == "ok", r["reason"]
+        assert r["final_test_accuracy"] >= 0.85
+        assert len(r["curve"]) == 3 and r["curve"][-1]["epoch"] == 3
+        assert 0 < r["timings"]["train_s"] < r["timings"]["total_s"]
+        assert r["samples_per_s"] > 0 and r["per_replica_batch_size"] * r["replicas"] == r["global_batch_size"]
+        assert r["provenance"]["cpu_count"] == os.cpu_count()
+    assert recs["single"]["initial_weights_sha256"] == recs["mirrored"]["initial_weights_sha256"]
+    assert recs["mirrored"]["details"]["devices"] == ["/cpu:0", "/cpu:1"]
+    assert recs["mirrored"]["replicas"] == 2 and recs["mirrored"]["per_replica_batch_size"] == 32
+    assert recs["tpu"]["status"] == "unavailable" and "TPUClusterResolver" in recs["tpu"]["reason"]
+    crash = recs["test_crash"]
+    assert crash["status"] == "failed" and "exit code 3" in crash["reason"] and "about to crash" in crash["log_tail"]
+    report = (out / "report.md").read_text()
+    assert "| single | 1 | ok |" in report and "`tpu_w2` (unavailable)" in report
+    assert "single" in cp.stdout and "mirrored" in cp.stdout  # the table is printed
+
+    # --resume skips everything recorded: no new record, fast
+    t0 = time.monotonic()
+    cp = distbench("run", "--strategies", "single,mirrored,tpu,test_crash", "--workers", "2", "--epochs", "3",
+                   "--out", str(out), "--resume", env=PLUGIN_ENV)
+    assert cp.returncode == 0, cp.stderr[-2000:]
+    assert len(read_records(out)) == 4 and time.monotonic() - t0 < 60
+
+
+def test_timeout_record_and_no_process_left(tmp_path):
+    out = tmp_path / "run"
+    cp = distbench("run", "--strategies", "test_hang", "--epochs", "1", "--timeout", "20", "--out", str(out),
+                   env=PLUGIN_ENV)
+    assert cp.returncode == 0, cp.stderr[-2000:]
+    (rec,) = read_records(out)
+    assert rec["status"] == "timeout" and "timed out after 20 s" in rec["reason"]
+    pid = int((out / "artifacts" / "test_hang_w2_r0" / "pid").read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_bad_input_exits_2_with_one_line(tmp_path):
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text("[run]\nworkers = [0]\n")
+    cp = distbench("run", str(cfg), "--out", str(tmp_path / "x"))
+    assert cp.returncode == 2 and "Traceback" not in cp.stderr
+    assert cp.stderr.strip() == "distbench: error: run.workers = 0: must be >= 1"
+    assert not (tmp_path / "x").exists()
+    cp = distbench("run", "--workers", "two")
+    assert cp.returncode == 2 and "--workers 'two'" in cp.stderr
+    cp = distbench("run", "--strategies", "nope", "--out", str(tmp_path / "y"))
+    assert cp.returncode == 2 and "unknown strategy 'nope'" in cp.stderr and not (tmp_path / "y").exists()
+    cp = distbench("report", str(tmp_path))
+    assert cp.returncode == 2 and "holds no results.jsonl" in cp.stderr
+
+
+def test_env_and_list():
+    cp = distbench("list")
+    assert cp.returncode == 0 and "mirrored" in cp.stdout and "digits" in cp.stdout
+    cp = distbench("env", "--json")
+    assert cp.returncode == 0, cp.stderr
+    info = json.loads(cp.stdout)
+    by = {s["name"]: s for s in info["strategies"]}
+    assert by["single"]["available"] and by["mirrored"]["available"]
+    assert not by["tpu"]["available"] and "TPUClusterResolver" in by["tpu"]["reason"]
+    assert info["provenance"]["versions"]["tensorflow"].startswith("2.21")

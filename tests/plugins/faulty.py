@@ -1,0 +1,36 @@
+"""Strategies that misbehave on purpose, loaded through DISTBENCH_PLUGINS in tests."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from distbench.strategies.base import LaunchContext, Strategy
+from distbench.strategies.registry import register
+from distbench.training import TrainOutput
+
+
+@register
+class Crash(Strategy):
+    """Dies with exit code 3 partway through, like a segfaulting engine."""
+
+    name = "test_crash"
+    description = "test only: crashes"
+
+    def launch(self, ctx: LaunchContext) -> TrainOutput:
+        print("about to crash", flush=True)
+        os._exit(3)
+
+
+@register
+class Hang(Strategy):
+    """Sleeps far past any timeout."""
+
+    name = "test_hang"
+    description = "test only: hangs"
+
+    def launch(self, ctx: LaunchContext) -> TrainOutput:
+        with open(ctx.artifacts_dir / "pid", "w") as f:
+            f.write(str(os.getpid()))
+        time.sleep(3600)
+        raise AssertionError("unreachable")

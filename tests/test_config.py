@@ -1,0 +1,60 @@
+"""Config validation: every kind of bad input gives a ConfigError naming key and value."""
+
+from __future__ import annotations
+
+import pytest
+
+from distbench import config
+from distbench.config import ConfigError
+
+
+def test_default_is_valid():
+    cfg = config.load(None)
+    assert cfg.data.name == "digits" and cfg.run.workers == [2] and cfg.run.strategies == ["all"]
+
+
+def test_toml_file_roundtrip(tmp_path):
+    p = tmp_path / "c.toml"
+    p.write_text('[training]\nepochs = 3\nlearning_rate = 1\n[run]\nworkers = [1, 2]\n')
+    cfg = config.load(p)
+    assert cfg.training.epochs == 3 and cfg.training.learning_rate == 1.0 and cfg.run.workers == [1, 2]
+
+
+@pytest.mark.parametrize("toml,needle", [
+    ('[training]\nepochz = 3\n', "unknown key 'training.epochz'"),
+    ('[trainin]\nepochs = 3\n', "unknown section [trainin]"),
+    ('[training]\nepochs = "3"\n', "training.epochs = '3': expected an integer"),
+    ('[training]\nepochs = 0\n', "training.epochs = 0: must be >= 1"),
+    ('[run]\nworkers = [0]\n', "run.workers = 0"),
+    ('[run]\nworkers = 2\n', "run.workers = 2: expected a list"),
+    ('[training]\nglobal_batch_size = 2\n[run]\nworkers = [4]\n', "smaller than run.workers = 4"),
+    ('[training]\nglobal_batch_size = 10\n[run]\nworkers = [4]\n', "not divisible by run.workers = 4"),
+    ('[data]\nname = "cifar"\n', "data.name = 'cifar': expected one of"),
+    ('[data]\nname = "mnist"\n', "data.path is empty"),
+    ('[data]\nname = "mnist"\npath = "/nonexistent/x.npz"\n', "no such file"),
+    ('[model]\ndropout = 1.5\n', "model.dropout = 1.5"),
+    ('[training]\noptimizer = "lbfgs"\n', "training.optimizer = 'lbfgs'"),
+    ('[training]\ntarget_accuracy = 2\n', "training.target_accuracy = 2.0"),
+    ('[run]\ntimeout_s = -1\n', "run.timeout_s = -1.0"),
+    ('[training]\nepochs = true\n', "expected an integer"),
+    ('epochs = 3\n', "top-level key 'epochs' = 3 is outside any section; put it under [training]"),
+    ('[training\n', "not valid TOML"),
+])
+def test_bad_configs(tmp_path, toml, needle):
+    p = tmp_path / "bad.toml"
+    p.write_text(toml)
+    with pytest.raises(ConfigError) as e:
+        config.load(p)
+    assert needle in str(e.value)
+
+
+def test_missing_file():
+    with pytest.raises(ConfigError, match="cannot read config file"):
+        config.load("/nonexistent/cfg.toml")
+
+
+def test_override_validates():
+    cfg = config.load(None)
+    assert config.override(cfg, run__workers=[4], training__epochs=2).run.workers == [4]
+    with pytest.raises(ConfigError, match="run.workers"):
+        config.override(cfg, run__workers=[0])
