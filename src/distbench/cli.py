@@ -203,6 +203,15 @@ def list_cmd() -> None:
         click.echo(f"  {m:<22} {desc}")
 
 
+@main.command()
+@click.argument("what", type=click.Choice(["spark-app"]))
+def where(what: str) -> None:
+    """Print the path of an entry point for external launchers (spark-app: for spark-submit)."""
+    from distbench.harness import spark_app
+
+    click.echo(Path(spark_app.__file__).resolve())
+
+
 @main.group()
 def worker() -> None:
     """Entry points run by launchers (and by users under their own launchers)."""

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from distbench import config as config_mod
-from distbench.config import ConfigError, ExperimentConfig
+from distbench.config import ConfigError, ExperimentConfig, TrainingConfig
 from distbench.data import Dataset, fingerprint, load_dataset
 
 WORKLOAD_DIR = "workload"
@@ -138,8 +138,7 @@ class Workload:
     # ------------------------------------------------------------- training
     def learning_rate(self, replicas: int) -> float:
         """The local learning rate for ``replicas`` replicas (``lr_scaling`` applied)."""
-        t = self.config.training
-        return t.learning_rate * (replicas if t.lr_scaling == "linear" else 1)
+        return learning_rate(self.config.training, replicas)
 
     def build_model(self) -> Any:
         """Build the Keras model and load the initial weights into it."""
@@ -150,16 +149,8 @@ class Workload:
         return model
 
     def make_optimizer(self, replicas: int = 1) -> Any:
-        """Build the local Keras optimizer named in the config."""
-        import keras
-
-        t = self.config.training
-        lr = self.learning_rate(replicas)
-        if t.optimizer == "sgd":
-            return keras.optimizers.SGD(learning_rate=lr, momentum=t.momentum)
-        if t.optimizer == "adam":
-            return keras.optimizers.Adam(learning_rate=lr)
-        return keras.optimizers.RMSprop(learning_rate=lr)
+        """Build the local Keras optimizer named in the config (see :func:`make_optimizer`)."""
+        return make_optimizer(self.config.training, replicas)
 
     @staticmethod
     def loss_fn() -> Any:
@@ -183,6 +174,23 @@ class Workload:
             "num_parameters": num_parameters(self.initial_weights),
             "data_sha256": self.data_sha256,
         }
+
+
+def learning_rate(t: TrainingConfig, replicas: int) -> float:
+    """The local learning rate for ``replicas`` replicas (``t.lr_scaling`` applied)."""
+    return t.learning_rate * (replicas if t.lr_scaling == "linear" else 1)
+
+
+def make_optimizer(t: TrainingConfig, replicas: int = 1) -> Any:
+    """Build the local Keras optimizer of training config ``t`` for ``replicas`` replicas."""
+    import keras
+
+    lr = learning_rate(t, replicas)
+    if t.optimizer == "sgd":
+        return keras.optimizers.SGD(learning_rate=lr, momentum=t.momentum)
+    if t.optimizer == "adam":
+        return keras.optimizers.Adam(learning_rate=lr)
+    return keras.optimizers.RMSprop(learning_rate=lr)
 
 
 def check_batch(cfg: ExperimentConfig, ds: Dataset) -> None:

@@ -118,21 +118,35 @@ def run_point(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[st
         reason = meta.get("reason") or group.reason(cfg.run.timeout_s) or "no result written"
         return mk("failed", reason=reason, log_tail=tail, failed_process=meta.get("failed_process"),
                   timings={"total_s": total_s, "startup_s": None, "train_s": None, "eval_s": None})
-    out = TrainOutput.load(art)
-    scored = evaluator().score(out, cfg.training.target_accuracy)
+    return ok_record(workload, point, run_id, prov, TrainOutput.load(art), evaluator(), total_s, spawn,
+                     log=str(log.relative_to(run_dir)))
+
+
+def ok_record(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[str, Any], out: TrainOutput,
+              evaluator: Evaluator, total_s: float, spawn_unix: float, **fields: Any) -> dict[str, Any]:
+    """The record of a configuration that trained: evaluate ``out`` and fill every field.
+
+    Args:
+        total_s: wall seconds of the whole configuration (spawn to end of training).
+        spawn_unix: Unix time the configuration's process (or job) started.
+        fields: extra record fields (e.g. ``log``).
+
+    A ``replicas_in_sync_check`` of ``"failed"`` in ``out.extra`` makes the record
+    ``failed`` ("ranks diverged"), with its numbers kept.
+    """
+    cfg = workload.config
+    base = base_fields(workload, point, out.replicas)
+    scored = evaluator.score(out, cfg.training.target_accuracy)
     extra = dict(out.extra)
     status, reason = "ok", ""
     if extra.get("replicas_in_sync_check") == "failed":
         status, reason = "failed", "ranks diverged: replicas ended with different weights"
-    return mk(
-        status, reason=reason,
-        replicas=out.replicas,
-        per_replica_batch_size=cfg.training.global_batch_size // out.replicas,
-        timings={"total_s": total_s, "startup_s": max(0.0, out.first_step_unix - spawn),
+    return new_record(
+        run_id, point.strategy, point.workers, point.repeat, status, **base, provenance=prov, reason=reason,
+        timings={"total_s": total_s, "startup_s": max(0.0, out.first_step_unix - spawn_unix),
                  "train_s": out.train_s, "eval_s": scored.pop("eval_s")},
         samples_per_s=out.samples / out.train_s if out.train_s > 0 else None,
-        steps=out.steps, samples=out.samples, log=str(log.relative_to(run_dir)),
-        details=extra, **scored,
+        steps=out.steps, samples=out.samples, details=extra, **scored, **fields,
     )
 
 

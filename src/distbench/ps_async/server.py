@@ -1,0 +1,546 @@
+"""The parameter server: holds the centre variable ``C`` and folds worker commits into it.
+
+Transport choice: **pyzmq** (ROUTER socket here, DEALER in the client).
+ZeroMQ does the framing, buffering and connection handling in its own I/O
+threads, so a peer that stalls mid-message can never block the server loop
+(``stop()`` only has to leave a ``poll`` with a short timeout), multipart
+messages let every tensor travel in its own frame with zero-copy send
+(``copy=False``) and receive (``np.frombuffer`` over the ``zmq.Frame``), and
+``MAXMSGSIZE`` lets libzmq drop a connection that announces an oversized frame
+before allocating it.  ``multiprocessing.connection`` was the alternative: its
+authkey handshake is built in, but ``Listener.accept`` runs it synchronously
+(a silent peer blocks the accept loop), each connection needs its own blocking
+thread, and ``recv_bytes`` copies every message through a ``BytesIO``.
+
+Authentication (no CURVE): a per-run secret (bytes, >= 16) known to the driver
+and its workers.  Handshake on a fresh connection::
+
+    client -> HELLO(worker_id, client_nonce)
+    server -> CHALLENGE(server_nonce, HMAC(secret, "server", cn, sn, id))   # server proves itself
+    client -> AUTH(HMAC(secret, "client", cn, sn, id))                      # client proves itself
+    server -> WELCOME(clock, num_workers)
+
+Both sides then derive ``token = HMAC(secret, "session", cn, sn, id)[:16]``;
+every later request must carry it and come from the same ZeroMQ peer.  A peer
+without the secret gets only error replies and never reaches ``C``.  This
+authenticates peers; it does not encrypt or integrity-protect traffic against
+an on-path attacker (use CURVE or a private network for that).
+
+Everything about ``C`` happens in one background thread of the driver process;
+the fold runs under ``self._lock`` (which ``center()`` and ``stats()`` also take).
+Pulled tensors are sent zero-copy; a fold that finds a previous send of ``C``
+still in flight writes a new array instead of modifying it in place
+(copy-on-write), so no reply is ever torn.
+"""
+from __future__ import annotations
+
+import collections
+import hmac
+import logging
+import math
+import secrets
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import zmq
+
+from . import protocol as P
+from .rules import get_optimizer, resolve_params
+
+__all__ = ["ParameterServer", "staleness_summary"]
+
+_LOG = logging.getLogger("distbench.ps_async.server")
+_LABEL_SERVER, _LABEL_CLIENT, _LABEL_SESSION = b"distbench-ps server", b"distbench-ps client", \
+    b"distbench-ps session"
+
+
+@dataclass
+class _Session:
+    worker_id: int
+    token: bytes
+
+
+def staleness_summary(histogram: Mapping[int, int]) -> dict:
+    """Summarise a staleness histogram ``{tau: count}``.
+
+    Returns:
+        ``{"count", "min", "median", "p95", "max", "mean", "histogram"}`` where
+        quantiles use linear interpolation between order statistics (as
+        ``numpy.percentile``) and ``histogram`` has string keys (JSON-able).
+        Values are None when the histogram is empty.
+    """
+    items = sorted((int(k), int(v)) for k, v in histogram.items() if v > 0)
+    n = sum(v for _, v in items)
+    out: dict[str, Any] = {"count": n, "min": None, "median": None, "p95": None, "max": None,
+                           "mean": None, "histogram": {str(k): v for k, v in items}}
+    if n == 0:
+        return out
+
+    def order_stat(i: int) -> int:  # i-th smallest value, 0-based
+        acc = 0
+        for k, v in items:
+            acc += v
+            if i < acc:
+                return k
+        return items[-1][0]
+
+    def quantile(q: float) -> float:
+        pos = q * (n - 1)
+        lo, hi = math.floor(pos), math.ceil(pos)
+        a, b = order_stat(lo), order_stat(hi)
+        return float(a + (b - a) * (pos - lo))
+
+    out.update(min=items[0][0], max=items[-1][0], median=quantile(0.5), p95=quantile(0.95),
+               mean=sum(k * v for k, v in items) / n)
+    return out
+
+
+class ParameterServer:
+    """Asynchronous / synchronous parameter server for one training run.
+
+    Args:
+        initial_weights: the model's initial weights (list of arrays); ``C``
+            starts as a float32 copy of them and defines the template every
+            commit, sync contribution and pull must match.
+        optimizer: a name from :data:`distbench.ps_async.rules.OPTIMIZERS`.
+        secret: per-run secret (bytes, >= 16); see :func:`protocol.new_secret`.
+        num_workers: number of workers N.  Required for sync optimizers (barrier
+            size); for async ones it bounds the accepted worker ids (0..N-1).
+        host: interface to bind; default loopback.  Binding all interfaces
+            (``"0.0.0.0"``) must be asked for explicitly and is logged.
+        port: TCP port; 0 picks a free one (see :attr:`address`).
+        params: optimizer parameter overrides (see :func:`rules.resolve_params`).
+        max_bytes: bound on one message; default from the template plus 64 KiB.
+        sync_timeout_s: a sync round whose contributions are still incomplete
+            this long after the first one arrived is abandoned; waiting workers
+            get an error naming the missing workers.
+        poll_interval_s: loop wake-up period (bounds how long ``stop`` waits).
+        io_threads: ZeroMQ I/O threads.
+    Raises:
+        ValueError / TypeError / KeyError: bad optimizer, secret, weights or num_workers.
+    """
+
+    def __init__(self, initial_weights: Sequence[np.ndarray], optimizer: str, secret: bytes, *,
+                 num_workers: int | None = None, host: str = "127.0.0.1", port: int = 0,
+                 params: Mapping[str, Any] | None = None, max_bytes: int | None = None,
+                 sync_timeout_s: float = 60.0, poll_interval_s: float = 0.05,
+                 io_threads: int = 1) -> None:
+        self.spec = get_optimizer(optimizer)
+        self.params = resolve_params(optimizer, params)
+        self._secret = P.check_secret(secret)
+        if not initial_weights:
+            raise ValueError("initial_weights is empty: the model has no variables")
+        self._center = [np.array(w, dtype=np.float32, order="C", copy=True)
+                        for w in initial_weights]
+        self.template = P.template_from(self._center)
+        if num_workers is not None and (isinstance(num_workers, bool) or num_workers < 1):
+            raise ValueError(f"num_workers must be a positive integer, got {num_workers!r}")
+        if self.spec.kind == "sync" and num_workers is None:
+            raise ValueError(f"optimizer {optimizer!r} is synchronous: num_workers is required "
+                             "(size of the barrier)")
+        self.num_workers = num_workers
+        self.max_bytes = int(max_bytes) if max_bytes else P.default_max_bytes(self.template)
+        self._host, self._port_req = host, int(port)
+        self._sync_timeout_s = float(sync_timeout_s)
+        self._poll_ms = max(1, int(poll_interval_s * 1000))
+        self._io_threads = int(io_threads)
+        u8 = [((P.NONCE_BYTES,), np.dtype("u1"))]
+        self._expected = {P.MsgType.HELLO: u8, P.MsgType.AUTH: u8,
+                          P.MsgType.COMMIT: self.template, P.MsgType.SYNC: self.template}
+        self._lock = threading.Lock()
+        self._stop_evt = threading.Event()
+        self._done_evt = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._ctx: zmq.Context | None = None
+        self._sock: zmq.Socket | None = None
+        self.address: str | None = None
+        self.port: int | None = None
+        # protocol state (server thread only)
+        self._pending: collections.OrderedDict = collections.OrderedDict()
+        self._sessions: collections.OrderedDict = collections.OrderedDict()
+        self._applied: dict[int, set] = collections.defaultdict(set)
+        self._trackers: list = []
+        self._round = 0
+        self._round_contribs: dict[int, list] = {}
+        self._round_waiters: dict[int, tuple] = {}
+        self._round_started = 0.0
+        self._last_round_workers: set = set()
+        # statistics (read under lock)
+        self._clock = 0
+        self._n = collections.Counter()
+        self._rejected = collections.Counter()
+        self._per_worker = collections.Counter()
+        self._stale_hist: collections.Counter = collections.Counter()
+        self._done_workers: set = set()
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> "ParameterServer":
+        """Bind the socket and start the serving thread.
+
+        Returns:
+            ``self`` (so ``server = ParameterServer(...).start()`` works).
+        Raises:
+            RuntimeError: if already started; ``zmq.ZMQError`` if the bind fails.
+        """
+        if self._thread is not None:
+            raise RuntimeError("ParameterServer.start() called twice")
+        if self._host in ("0.0.0.0", "*", "::"):
+            _LOG.warning("parameter server binds ALL interfaces (%s): any host that can reach "
+                         "this port can attempt to connect", self._host)
+        self._ctx = zmq.Context(io_threads=self._io_threads)
+        sock = self._ctx.socket(zmq.ROUTER)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
+        sock.setsockopt(zmq.MAXMSGSIZE, self.max_bytes)
+        sock.setsockopt(zmq.RCVHWM, 64)
+        sock.setsockopt(zmq.SNDHWM, 64)
+        host = self._host
+        if ":" in host:
+            sock.setsockopt(zmq.IPV6, 1)
+            host = f"[{host}]"
+        try:
+            sock.bind(f"tcp://{host}:{self._port_req if self._port_req else '*'}")
+        except zmq.ZMQError:
+            sock.close(0)
+            self._ctx.term()
+            raise
+        self.address = sock.getsockopt_string(zmq.LAST_ENDPOINT)
+        self.port = int(self.address.rsplit(":", 1)[1])
+        self._sock = sock
+        self._thread = threading.Thread(target=self._serve, name="distbench-ps-server",
+                                        daemon=True)
+        self._thread.start()
+        _LOG.info("parameter server (%s) listening on %s", self.spec.name, self.address)
+        return self
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        """Stop serving and release the socket; returns within about ``timeout_s``.
+
+        Waiting sync workers get no reply (their clients time out).  Safe to call twice.
+        """
+        if self._thread is None:
+            return
+        self._stop_evt.set()
+        self._thread.join(timeout_s)
+        if self._thread.is_alive():  # pragma: no cover - loop wakes every poll interval
+            _LOG.error("parameter server thread did not stop within %.1f s", timeout_s)
+            return
+        if self._ctx is not None:
+            self._ctx.term()
+            self._ctx = None
+
+    def __enter__(self) -> "ParameterServer":
+        return self.start() if self._thread is None else self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def wait_done(self, timeout_s: float | None = None) -> bool:
+        """Block until all ``num_workers`` workers sent DONE (or timeout).
+
+        Returns:
+            True if they all did.  Raises ValueError if ``num_workers`` is unknown.
+        """
+        if self.num_workers is None:
+            raise ValueError("wait_done needs num_workers")
+        return self._done_evt.wait(timeout_s)
+
+    # ------------------------------------------------------------------ inspection
+    @property
+    def clock(self) -> int:
+        """Logical clock: number of updates applied to ``C`` (commits or sync rounds)."""
+        with self._lock:
+            return self._clock
+
+    def center(self) -> list:
+        """A copy of the centre variable ``C`` (list of float32 arrays, template shapes)."""
+        with self._lock:
+            return [c.copy() for c in self._center]
+
+    def stats(self) -> dict:
+        """JSON-able statistics.
+
+        Returns:
+            dict with ``optimizer``, ``address``, ``num_workers``, ``clock``,
+            ``sync_rounds``, ``commits``, ``duplicate_commits``, ``pulls``,
+            ``syncs``, ``rejected`` ({"total", "by_reason": {kind: n}}),
+            ``bytes_received``, ``bytes_sent``, ``per_worker_commits``
+            ({"id": n}), ``staleness`` (see :func:`staleness_summary`),
+            ``workers_done``, ``send_failures``, ``sync_timeouts``.
+        """
+        with self._lock:
+            return {
+                "optimizer": self.spec.name, "address": self.address,
+                "num_workers": self.num_workers, "clock": self._clock,
+                "sync_rounds": self._round, "commits": self._n["commits"],
+                "duplicate_commits": self._n["duplicates"], "pulls": self._n["pulls"],
+                "syncs": self._n["syncs"],
+                "rejected": {"total": sum(self._rejected.values()),
+                             "by_reason": dict(sorted(self._rejected.items()))},
+                "bytes_received": self._n["bytes_received"], "bytes_sent": self._n["bytes_sent"],
+                "per_worker_commits": {str(k): v for k, v in sorted(self._per_worker.items())},
+                "staleness": staleness_summary(self._stale_hist),
+                "workers_done": sorted(self._done_workers),
+                "send_failures": self._n["send_failures"],
+                "sync_timeouts": self._n["sync_timeouts"],
+            }
+
+    # ------------------------------------------------------------------ loop
+    def _serve(self) -> None:
+        sock = self._sock
+        try:
+            while not self._stop_evt.is_set():
+                if sock.poll(self._poll_ms, zmq.POLLIN):
+                    for _ in range(256):
+                        try:
+                            frames = sock.recv_multipart(zmq.NOBLOCK, copy=False)
+                        except zmq.Again:
+                            break
+                        self._handle(frames)
+                        if self._stop_evt.is_set():
+                            break
+                self._check_sync_timeout()
+        except Exception:  # pragma: no cover - a bug; keep the traceback
+            _LOG.exception("parameter server loop crashed")
+        finally:
+            sock.close(linger=0)
+
+    def _handle(self, frames: list) -> None:
+        ident = frames[0].bytes
+        body = frames[1:]
+        nbytes = sum(len(f) for f in body)
+        with self._lock:
+            self._n["bytes_received"] += nbytes
+        hdr = None
+        try:
+            if nbytes > self.max_bytes:
+                raise P.ProtocolError("size", f"message of {nbytes} bytes in {len(body)} "
+                                              f"frames exceeds the limit of {self.max_bytes}")
+            if not body:
+                raise P.ProtocolError("truncated", "message has no header frame")
+            hdr = P.decode_header(body[0])
+            if hdr.type in (P.MsgType.HELLO, P.MsgType.AUTH):
+                msg = P.decode(body, self._expected, header=hdr)
+                (self._on_hello if hdr.type == P.MsgType.HELLO else self._on_auth)(ident, msg)
+                return
+            sess = self._sessions.get(ident)
+            if sess is None or not hmac.compare_digest(sess.token, hdr.token) \
+                    or sess.worker_id != hdr.worker_id:
+                raise P.ProtocolError("auth", f"{hdr.type.name} from a peer that is not "
+                                              "authenticated (no or wrong session token or "
+                                              "worker id); complete HELLO/AUTH first")
+            msg = P.decode(body, self._expected, header=hdr,
+                           require_finite=(P.MsgType.COMMIT, P.MsgType.SYNC))
+            handler = {P.MsgType.PULL: self._on_pull, P.MsgType.COMMIT: self._on_commit,
+                       P.MsgType.SYNC: self._on_sync, P.MsgType.DONE: self._on_done}.get(msg.type)
+            if handler is None:
+                raise P.ProtocolError("type", f"{msg.type.name} is a reply type; a client may "
+                                              "send HELLO, AUTH, PULL, COMMIT, SYNC or DONE")
+            handler(ident, msg)
+        except P.ProtocolError as e:
+            self._reject(ident, hdr, e.kind, str(e))
+        except Exception as e:  # pragma: no cover - a bug must not kill the server
+            _LOG.exception("internal error handling a message")
+            self._reject(ident, hdr, "internal", f"internal server error: {type(e).__name__}")
+
+    def _reject(self, ident: bytes, hdr: P.Header | None, kind: str, reason: str) -> None:
+        with self._lock:
+            self._rejected[kind] += 1
+            n = self._rejected[kind]
+        if n <= 20 or n % 1000 == 0:
+            _LOG.warning("rejected message (%s, #%d of this kind) from worker %s: %s", kind, n,
+                         hdr.worker_id if hdr else "?", reason)
+        err = P.Message(P.MsgType.ERROR, worker_id=hdr.worker_id if hdr else 0,
+                        req_id=hdr.req_id if hdr else 0, seq=hdr.seq if hdr else 0,
+                        tensors=[np.frombuffer(f"{kind}: {reason}".encode()[:4000], np.uint8)])
+        self._send(ident, err)
+
+    def _send(self, ident: bytes, msg: P.Message, track: bool = False) -> None:
+        frames = P.encode(msg)
+        sock = self._sock
+        trackers = []
+        try:
+            sock.send(ident, zmq.SNDMORE | zmq.NOBLOCK)
+            last = len(frames) - 1
+            for i, f in enumerate(frames):
+                t = sock.send(f, zmq.NOBLOCK | (zmq.SNDMORE if i < last else 0),
+                              copy=False, track=track)
+                if track and t is not None:
+                    trackers.append(t)
+        except zmq.ZMQError as e:  # peer gone (EHOSTUNREACH) or its queue is full (EAGAIN)
+            with self._lock:
+                self._n["send_failures"] += 1
+            _LOG.info("could not send %s to a peer: %s", msg.type.name, e)
+            return
+        if trackers:
+            if len(self._trackers) > 4096:
+                self._trackers = [t for t in self._trackers if not t.done]
+            self._trackers.extend(trackers)
+        with self._lock:
+            self._n["bytes_sent"] += sum(len(f) if isinstance(f, bytes) else f.nbytes
+                                         for f in frames)
+
+    # ------------------------------------------------------------------ handshake
+    def _on_hello(self, ident: bytes, msg: P.Message) -> None:
+        wid = msg.worker_id
+        if self.num_workers is not None and wid >= self.num_workers:
+            raise P.ProtocolError("state", f"worker id {wid} out of range: this run has "
+                                           f"num_workers={self.num_workers} (ids 0.."
+                                           f"{self.num_workers - 1})")
+        cn = msg.tensors[0].tobytes()
+        sn = secrets.token_bytes(P.NONCE_BYTES)
+        wid_b = wid.to_bytes(4, "little")
+        self._pending[ident] = (wid, cn, sn)
+        self._pending.move_to_end(ident)
+        while len(self._pending) > 1024:
+            self._pending.popitem(last=False)
+        proof = P.hmac_digest(self._secret, _LABEL_SERVER, cn, sn, wid_b)
+        self._send(ident, P.Message(P.MsgType.CHALLENGE, worker_id=wid, req_id=msg.req_id,
+                                    tensors=[np.frombuffer(sn, np.uint8),
+                                             np.frombuffer(proof, np.uint8)]))
+
+    def _on_auth(self, ident: bytes, msg: P.Message) -> None:
+        pend = self._pending.pop(ident, None)
+        if pend is None or pend[0] != msg.worker_id:
+            raise P.ProtocolError("auth", "AUTH without a matching HELLO from this peer")
+        wid, cn, sn = pend
+        wid_b = wid.to_bytes(4, "little")
+        expect = P.hmac_digest(self._secret, _LABEL_CLIENT, cn, sn, wid_b)
+        if not hmac.compare_digest(expect, msg.tensors[0].tobytes()):
+            raise P.ProtocolError("auth", f"authentication failed for worker id {wid}: the "
+                                          "peer does not know the run secret")
+        token = P.hmac_digest(self._secret, _LABEL_SESSION, cn, sn, wid_b)[:P.TOKEN_BYTES]
+        self._sessions[ident] = _Session(wid, token)
+        while len(self._sessions) > 65536:
+            self._sessions.popitem(last=False)
+        with self._lock:
+            clock = self._clock
+        self._send(ident, P.Message(P.MsgType.WELCOME, worker_id=wid, req_id=msg.req_id,
+                                    clock=clock, aux=self.num_workers or 0))
+        _LOG.debug("worker %d authenticated", wid)
+
+    # ------------------------------------------------------------------ requests
+    def _center_reply(self, ident: bytes, mtype: P.MsgType, req: P.Message, clock: int,
+                      seq: int = 0, aux: int = 0) -> None:
+        self._send(ident, P.Message(mtype, worker_id=req.worker_id, req_id=req.req_id, seq=seq,
+                                    clock=clock, aux=aux, tensors=list(self._center)), track=True)
+
+    def _on_pull(self, ident: bytes, msg: P.Message) -> None:
+        with self._lock:
+            self._n["pulls"] += 1
+            clock = self._clock
+        self._center_reply(ident, P.MsgType.PULL_REPLY, msg, clock)
+
+    def _on_commit(self, ident: bytes, msg: P.Message) -> None:
+        if self.spec.kind != "async":
+            raise P.ProtocolError("state", f"COMMIT sent to a {self.spec.name} server, which "
+                                           "is synchronous; expected SYNC")
+        wid, seq = msg.worker_id, msg.seq
+        with self._lock:
+            clock = self._clock
+        if seq in self._applied[wid]:
+            with self._lock:
+                self._n["duplicates"] += 1
+            _LOG.info("worker %d replayed commit seq %d: acknowledged, not applied", wid, seq)
+            tau, dup = 0, True
+        else:
+            if msg.clock > clock:
+                raise P.ProtocolError("state", f"commit seq {seq} claims pull clock {msg.clock}"
+                                               f", but the server clock is only {clock}")
+            tau, dup = clock - msg.clock, False
+            # Copy-on-write: if an earlier reply still references C, do not modify it in place.
+            busy = any(not t.done for t in self._trackers)
+            with self._lock:
+                new = self.spec.server_fold(self._center, msg.tensors, staleness=tau,
+                                            out=None if busy else self._center)
+                if busy:
+                    self._center = [np.ascontiguousarray(a, dtype=np.float32) for a in new]
+                self._clock += 1
+                clock = self._clock
+                self._n["commits"] += 1
+                self._per_worker[wid] += 1
+                self._stale_hist[tau] += 1
+            self._trackers = []  # all done, or C was replaced: none references C now
+            self._applied[wid].add(seq)
+        if msg.flags & P.FLAG_PULL:
+            with self._lock:
+                self._n["pulls"] += 1
+            self._center_reply(ident, P.MsgType.PULL_REPLY, msg, clock, seq=seq, aux=tau)
+        else:
+            self._send(ident, P.Message(P.MsgType.ACK, worker_id=wid, req_id=msg.req_id,
+                                        seq=seq, clock=clock, aux=tau,
+                                        flags=P.FLAG_DUPLICATE if dup else 0))
+
+    def _on_sync(self, ident: bytes, msg: P.Message) -> None:
+        if self.spec.kind != "sync":
+            raise P.ProtocolError("state", f"SYNC sent to a {self.spec.name} server, which is "
+                                           "asynchronous; expected COMMIT")
+        wid = msg.worker_id
+        if msg.clock + 1 == self._round and wid in self._last_round_workers:
+            # A retry (e.g. a reconnect after a client timeout) of a round that has completed
+            # since: C is still that round's result, so answer it again; nothing is re-applied.
+            _LOG.info("worker %d re-sent its contribution to completed round %d; replying "
+                      "with that round's result", wid, msg.clock)
+            self._center_reply(ident, P.MsgType.SYNC_REPLY, msg, self._round)
+            return
+        if msg.clock != self._round:
+            raise P.ProtocolError("state", f"SYNC for round {msg.clock}, but the server is at "
+                                           f"round {self._round}")
+        if not self._round_contribs:
+            self._round_started = time.monotonic()
+        if wid in self._round_contribs:  # a retry: keep the first contribution
+            _LOG.info("worker %d re-sent its contribution to round %d; keeping the first",
+                      wid, self._round)
+        else:
+            self._round_contribs[wid] = msg.tensors
+        self._round_waiters[wid] = (ident, msg)
+        with self._lock:
+            self._n["syncs"] += 1
+        if len(self._round_contribs) < self.num_workers:
+            return
+        payloads = [self._round_contribs[k] for k in sorted(self._round_contribs)]
+        with self._lock:
+            self._center = [np.ascontiguousarray(a, dtype=np.float32)
+                            for a in self.spec.sync_fold(self._center, payloads)]
+            self._clock += 1
+            self._round += 1
+            rnd = self._round
+        self._trackers = []
+        self._last_round_workers = set(self._round_contribs)
+        waiters = self._round_waiters
+        self._round_contribs, self._round_waiters = {}, {}
+        for w in sorted(waiters):
+            ident_w, req = waiters[w]
+            self._center_reply(ident_w, P.MsgType.SYNC_REPLY, req, rnd)
+
+    def _check_sync_timeout(self) -> None:
+        if not self._round_contribs:
+            return
+        waited = time.monotonic() - self._round_started
+        if waited < self._sync_timeout_s:
+            return
+        have = sorted(self._round_contribs)
+        missing = [k for k in range(self.num_workers) if k not in self._round_contribs]
+        reason = (f"sync round {self._round} timed out after {waited:.1f} s: contributions "
+                  f"from workers {have}, missing {missing}")
+        _LOG.error(reason)
+        with self._lock:
+            self._n["sync_timeouts"] += 1
+        waiters = self._round_waiters
+        self._round_contribs, self._round_waiters = {}, {}
+        for ident_w, req in waiters.values():
+            self._send(ident_w, P.Message(P.MsgType.ERROR, worker_id=req.worker_id,
+                                          req_id=req.req_id, tensors=[np.frombuffer(
+                                              f"timeout: {reason}".encode(), np.uint8)]))
+
+    def _on_done(self, ident: bytes, msg: P.Message) -> None:
+        with self._lock:
+            self._done_workers.add(msg.worker_id)
+            clock = self._clock
+            if self.num_workers is not None and len(self._done_workers) >= self.num_workers:
+                self._done_evt.set()
+        self._send(ident, P.Message(P.MsgType.ACK, worker_id=msg.worker_id,
+                                    req_id=msg.req_id, clock=clock))

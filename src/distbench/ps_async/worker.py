@@ -1,0 +1,156 @@
+"""One model replica of a parameter-server run, whatever engine carries it.
+
+:func:`train_replica` is what runs inside a Spark task (and, later, an MPI rank): it
+builds the Workload's Keras model from a :class:`ReplicaSpec`, loads the initial
+weights, trains on its shard with the Workload's local optimizer, and every
+``communication_window`` local mini-batches exchanges with the parameter server
+through :class:`~distbench.ps_async.client.WorkerSession`, which applies the
+optimizer's worker rule (:mod:`distbench.ps_async.rules`). The last partial window is
+committed, not dropped. The replica knows nothing about the optimizer beyond its name.
+
+EAMSGD's local step is Nesterov momentum (Zhang, Choromanska, LeCun 2015, Alg. 2), so
+for ``eamsgd`` the local optimizer is Keras SGD with ``nesterov=True``, the optimizer's
+``learning_rate`` and ``momentum``; every other optimizer uses the Workload's.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from distbench.config import ModelConfig, TrainingConfig
+
+
+@dataclass
+class ReplicaSpec:
+    """Everything a replica needs, small enough to ship to an executor (no dataset).
+
+    Attributes:
+        model: model spec; ``input_shape`` (H, W, C) and ``num_classes`` complete it.
+        initial_weights: the Workload's initial weights (float32 arrays).
+        training: training config (epochs, global batch, local optimizer, seed).
+        num_workers: N replicas.
+        steps_per_epoch: optimizer steps each replica runs per epoch
+            (``n_train // global_batch``, as for every strategy).
+        optimizer: PS optimizer name (``adag``...); ``params`` its resolved parameters.
+        address, secret: the parameter server's endpoint and the per-run secret.
+        threads: intra-op CPU threads for this replica's TensorFlow.
+        timeout_s: seconds to wait for any server reply.
+    """
+
+    model: ModelConfig
+    input_shape: tuple[int, ...]
+    num_classes: int
+    initial_weights: list[np.ndarray]
+    training: TrainingConfig
+    num_workers: int
+    steps_per_epoch: int
+    optimizer: str
+    params: dict[str, Any]
+    address: str
+    secret: bytes
+    threads: int = 1
+    timeout_s: float = 120.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def per_replica_batch(self) -> int:
+        """Samples per local mini-batch: global batch / N."""
+        return self.training.global_batch_size // self.num_workers
+
+    def exchanges(self) -> int:
+        """Commits (async) or barrier rounds (sync) each replica makes in the whole run."""
+        total = self.steps_per_epoch * self.training.epochs
+        w = self.params["communication_window"]
+        return self.training.epochs if w is None else math.ceil(total / w)
+
+
+def train_replica(spec: ReplicaSpec, worker_id: int, x: np.ndarray, y: np.ndarray,
+                  ready: Callable[[], None] | None = None) -> dict[str, Any]:
+    """Train one replica on its shard ``(x, y)`` against the parameter server.
+
+    Args:
+        spec: the replica spec.
+        worker_id: this replica's id, 0..N-1.
+        x: float32 images of this shard, shape ``(n, H, W, C)``; ``y``: int labels ``(n,)``.
+        ready: called once the model is built and before the first pull; an engine
+            passes its barrier here so that every replica starts training together.
+
+    Returns:
+        ``{"worker": id, "steps", "exchanges", "start_unix", "end_unix", "staleness": [tau...]}``.
+
+    Raises:
+        ValueError: the shard is too small for ``steps_per_epoch`` local batches.
+        distbench.ps_async.client.PSError: the server rejected a message or did not answer.
+    """
+    import tensorflow as tf
+
+    if spec.threads:
+        tf.config.threading.set_intra_op_parallelism_threads(spec.threads)
+    import keras
+
+    from distbench.models import build_model
+    from distbench.ps_async.client import PSClient, WorkerSession
+    from distbench.workload import make_optimizer
+
+    B = spec.per_replica_batch
+    if len(y) < spec.steps_per_epoch * B:
+        raise ValueError(f"worker {worker_id}: shard of {len(y)} samples cannot fill {spec.steps_per_epoch} "
+                         f"local batches of {B}; the data is not split evenly across the {spec.num_workers} workers")
+    model = build_model(spec.model, spec.input_shape, spec.num_classes)
+    if spec.optimizer == "eamsgd":
+        opt = keras.optimizers.SGD(learning_rate=spec.params["learning_rate"],
+                                   momentum=spec.params["momentum"], nesterov=True)
+    else:
+        opt = make_optimizer(spec.training, 1)
+    opt.build(model.trainable_variables)
+    loss_obj = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    variables = model.trainable_variables
+
+    @tf.function
+    def step(xb: Any, yb: Any) -> Any:
+        with tf.GradientTape() as tape:
+            loss = loss_obj(yb, model(xb, training=True))
+        opt.apply_gradients(zip(tape.gradient(loss, variables), variables))
+        return loss
+
+    if ready is not None:
+        ready()
+    client = PSClient(spec.address, spec.secret, worker_id, spec.initial_weights, timeout_s=spec.timeout_s)
+    session = WorkerSession(client, spec.optimizer, _overrides(spec))
+    try:
+        model.set_weights(session.start())
+        start = time.time()
+        window = session.window
+        since = steps = exchanges = 0
+        for epoch in range(spec.training.epochs):
+            perm = np.random.default_rng([spec.training.seed, epoch, worker_id]).permutation(len(y))
+            for s in range(spec.steps_per_epoch):
+                idx = perm[s * B:(s + 1) * B]
+                step(x[idx], y[idx])
+                steps += 1
+                since += 1
+                if window is not None and since == window:
+                    model.set_weights(session.exchange(model.get_weights(), since))
+                    since, exchanges = 0, exchanges + 1
+            if window is None:  # model averaging: once per epoch
+                model.set_weights(session.exchange(model.get_weights(), since))
+                since, exchanges = 0, exchanges + 1
+        if since:  # the last partial window is committed, not dropped
+            model.set_weights(session.exchange(model.get_weights(), since))
+            exchanges += 1
+        end = time.time()
+        session.finish()
+    finally:
+        client.close()
+    return {"worker": worker_id, "steps": steps, "exchanges": exchanges, "start_unix": start,
+            "end_unix": end, "staleness": list(session.staleness)}
+
+
+def _overrides(spec: ReplicaSpec) -> dict[str, Any]:
+    """The resolved parameters minus derived ones (``alpha`` is recomputed)."""
+    return {k: v for k, v in spec.params.items() if k != "alpha"}
