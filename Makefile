@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.distbench-installed
-EXTRAS ?= test
+EXTRAS ?= test,spark,horovod
 
 .PHONY: setup system run test bench clean
 
@@ -14,10 +14,11 @@ setup: system $(STAMP)
 system:
 	@bash scripts/setup_system.sh
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml scripts/build_horovod.sh
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip setuptools wheel
 	$(BIN)/python -m pip install -q -e '.[$(EXTRAS)]'
+	bash scripts/build_horovod.sh $(VENV)
 	@touch $(STAMP)
 
 run: setup

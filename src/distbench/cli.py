@@ -222,8 +222,9 @@ def worker() -> None:
 @click.option("--key", required=True)
 @click.option("--strategy", required=True)
 @click.option("--workers", required=True, type=int)
-def worker_config(run_dir: str, key: str, strategy: str, workers: int) -> None:
+@click.option("--window", type=int)
+def worker_config(run_dir: str, key: str, strategy: str, workers: int, window: int | None) -> None:
     """Run one configuration (started by 'distbench run' in a fresh process)."""
     from distbench.harness.runner import child_main
 
-    sys.exit(child_main(Path(run_dir), key, strategy, workers))
+    sys.exit(child_main(Path(run_dir), key, strategy, workers, window))

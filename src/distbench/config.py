@@ -128,6 +128,7 @@ class PSConfig:
         rho: elastic force for AEASGD/EAMSGD/EASGD (Zhang et al. 2015).
         learning_rate: eta in alpha = eta * rho for the elastic optimizers.
         momentum: EAMSGD Nesterov momentum.
+        windows: communication windows to sweep (one configuration each); empty = none.
         host: address the server binds (reachable by executors).
         port: server port, 0 = any free port.
     """
@@ -136,6 +137,7 @@ class PSConfig:
     rho: float = 5.0
     learning_rate: float = 0.1
     momentum: float = 0.9
+    windows: list[int] = field(default_factory=list)
     host: str = "127.0.0.1"
     port: int = 0
 
@@ -287,6 +289,8 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
     if not r.timeout_s > 0:
         raise ConfigError(f"run.timeout_s = {r.timeout_s!r}: must be > 0 seconds")
     _positive("ps.communication_window", cfg.ps.communication_window, 0)
+    for w in cfg.ps.windows:
+        _positive("ps.windows", w)
     if not cfg.ps.rho > 0:
         raise ConfigError(f"ps.rho = {cfg.ps.rho!r}: must be > 0")
     if not 0 <= cfg.ps.port <= 65535:

@@ -16,11 +16,12 @@ class ConfigPoint:
     strategy: str
     workers: int
     repeat: int
+    window: int | None = None
 
     @property
     def config_id(self) -> str:
         """See :func:`distbench.results.records.config_id`."""
-        return config_id(self.strategy, self.workers)
+        return config_id(self.strategy, self.workers, self.window)
 
     @property
     def key(self) -> str:
@@ -47,13 +48,17 @@ def expand(cfg: ExperimentConfig) -> list[ConfigPoint]:
     """Every configuration of the sweep, repeats innermost.
 
     Strategies with a fixed replica count (``single``) run once per repeat with
-    ``workers=1`` whatever ``run.workers`` says.
+    ``workers=1`` whatever ``run.workers`` says. Strategies that take a communication
+    window (the parameter-server ones) run once per entry of ``ps.windows`` when it is
+    set (a window sweep).
     """
     points: list[ConfigPoint] = []
     for name in strategy_names(cfg):
         strat = registry.get(name)
         counts = [1] if strat.replicas(2) == 1 else cfg.run.workers
+        windows: list[int | None] = list(cfg.ps.windows) if cfg.ps.windows and strat.takes_window else [None]
         for w in dict.fromkeys(counts):
-            for r in range(cfg.run.repeats):
-                points.append(ConfigPoint(name, w, r))
+            for win in windows:
+                for r in range(cfg.run.repeats):
+                    points.append(ConfigPoint(name, w, r, win))
     return points

@@ -89,7 +89,7 @@ def run_point(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[st
     fields = base_fields(workload, point, strat.replicas(point.workers))
     fields["provenance"] = prov
     mk = lambda status, **kw: new_record(run_id, point.strategy, point.workers, point.repeat, status,  # noqa: E731
-                                         **{**fields, **kw})
+                                         point.window, **{**fields, **kw})
     avail = strat.is_available(cfg, point.workers)
     if not avail.ok:
         return mk("unavailable", reason=avail.reason)
@@ -100,7 +100,8 @@ def run_point(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[st
                 f.unlink()
     log = run_dir / "logs" / f"{point.key}.log"
     spawn = time.time()
-    argv, env = launchers.config_child_command(run_dir, point.key, point.strategy, point.workers, spawn)
+    argv, env = launchers.config_child_command(run_dir, point.key, point.strategy, point.workers, spawn,
+                                               window=point.window)
     group = launchers.run_processes([launchers.ProcSpec(point.key, argv, env, log)], cfg.run.timeout_s)
     total_s = group.elapsed_s
     tail = launchers.log_tail(log)
@@ -142,7 +143,8 @@ def ok_record(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[st
     if extra.get("replicas_in_sync_check") == "failed":
         status, reason = "failed", "ranks diverged: replicas ended with different weights"
     return new_record(
-        run_id, point.strategy, point.workers, point.repeat, status, **base, provenance=prov, reason=reason,
+        run_id, point.strategy, point.workers, point.repeat, status, point.window, **base, provenance=prov,
+        reason=reason,
         timings={"total_s": total_s, "startup_s": max(0.0, out.first_step_unix - spawn_unix),
                  "train_s": out.train_s, "eval_s": scored.pop("eval_s")},
         samples_per_s=out.samples / out.train_s if out.train_s > 0 else None,
@@ -192,7 +194,7 @@ def run_sweep(cfg: ExperimentConfig, run_dir: Path, resume: bool = False,
     return read_records(run_dir)
 
 
-def child_main(run_dir: Path, key: str, strategy: str, workers: int) -> int:
+def child_main(run_dir: Path, key: str, strategy: str, workers: int, window: int | None = None) -> int:
     """Entry of the per-configuration child process (``distbench worker config``).
 
     Trains with the strategy and saves its :class:`TrainOutput`; on
@@ -209,7 +211,7 @@ def child_main(run_dir: Path, key: str, strategy: str, workers: int) -> int:
     try:
         workload = Workload.load(run_dir)
         ctx = LaunchContext(workload, run_dir, key, workers, art, run_dir / "logs" / key,
-                            workload.config.run.timeout_s)
+                            workload.config.run.timeout_s, window)
         out = registry.get(strategy).launch(ctx)
         out.save(art)
         return 0

@@ -64,13 +64,13 @@ def main(config_file: str | None, out: str, workers: str | None) -> None:
             continue
         t0 = time.time()
         ctx = LaunchContext(workload, run_dir, point.key, point.workers, artifacts_dir(run_dir, point.key),
-                            run_dir / "logs" / point.key, cfg.run.timeout_s)
+                            run_dir / "logs" / point.key, cfg.run.timeout_s, point.window)
         try:
             out_ = train_on_spark(spark, ctx, point.strategy.split(":", 1)[1])
             rec = ok_record(workload, point, run_dir.name, prov, out_, evaluator, time.time() - t0, t0)
         except Exception as e:  # recorded, and the sweep goes on
             traceback.print_exc()
-            rec = new_record(run_dir.name, point.strategy, point.workers, point.repeat, "failed",
+            rec = new_record(run_dir.name, point.strategy, point.workers, point.repeat, "failed", point.window,
                              reason=" ".join(f"{type(e).__name__}: {e}".split())[:500],
                              log_tail=traceback.format_exc()[-4000:], provenance=prov)
         append_record(run_dir, rec)

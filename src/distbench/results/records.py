@@ -22,10 +22,11 @@ REQUIRED_KEYS = (
 TIMING_KEYS = ("total_s", "startup_s", "train_s", "eval_s")
 
 
-def config_id(strategy: str, workers: int) -> str:
+def config_id(strategy: str, workers: int, window: int | None = None) -> str:
     """Identifier of a configuration, safe in file names: ``spark_ps:adag`` with 2
-    workers -> ``spark_ps-adag_w2``."""
-    return f"{strategy.replace(':', '-')}_w{workers}"
+    workers -> ``spark_ps-adag_w2``; with a swept communication window 5 ->
+    ``spark_ps-adag_w2_win5``."""
+    return f"{strategy.replace(':', '-')}_w{workers}" + (f"_win{window}" if window else "")
 
 
 def record_key(cid: str, repeat: int) -> str:
@@ -33,8 +34,11 @@ def record_key(cid: str, repeat: int) -> str:
     return f"{cid}_r{repeat}"
 
 
-def new_record(run_id: str, strategy: str, workers: int, repeat: int, status: str, **fields: Any) -> dict[str, Any]:
+def new_record(run_id: str, strategy: str, workers: int, repeat: int, status: str, window: int | None = None,
+               **fields: Any) -> dict[str, Any]:
     """A record with every required key; ``fields`` override the defaults.
+
+    ``window`` is the communication window of a window sweep (part of ``config_id``).
 
     Raises:
         ValueError: ``status`` is not one of :data:`STATUSES`.
@@ -43,7 +47,8 @@ def new_record(run_id: str, strategy: str, workers: int, repeat: int, status: st
         raise ValueError(f"status {status!r} is not one of {STATUSES}")
     rec: dict[str, Any] = {
         "run_id": run_id,
-        "config_id": config_id(strategy, workers),
+        "config_id": config_id(strategy, workers, window),
+        "communication_window": window,
         "strategy": strategy,
         "workers": workers,
         "repeat": repeat,

@@ -34,7 +34,8 @@ def table_rows(summaries: list[ConfigSummary], target: float | None = None) -> l
         ttt = _fmt(s.time_to_target_s, 2)
         if s.ok and s.reached_target < s.ok:
             ttt = f"{ttt} ({s.reached_target}/{s.ok} reached)"
-        rows.append([s.strategy, str(s.workers), _status(s), _fmt(s.accuracy), _fmt(s.train_s, 2),
+        name = s.strategy + (f" (window {s.window})" if s.window else "")
+        rows.append([name, str(s.workers), _status(s), _fmt(s.accuracy), _fmt(s.train_s, 2),
                      _fmt(s.samples_per_s, 0), ttt, f"{s.speedup:.2f}x" if s.speedup else "-"])
     return rows
 
@@ -71,7 +72,7 @@ def render_markdown(records: list[dict[str, Any]], title: str = "distbench repor
     return "\n".join(lines) + "\n"
 
 
-CSV_FIELDS = ["config_id", "strategy", "workers", "repeats", "ok", "status",
+CSV_FIELDS = ["config_id", "strategy", "workers", "window", "repeats", "ok", "status",
               "acc_median", "acc_min", "acc_max", "train_s_median", "train_s_min", "train_s_max",
               "samples_per_s_median", "samples_per_s_min", "samples_per_s_max",
               "time_to_target_s_median", "time_to_target_s_min", "time_to_target_s_max",
@@ -84,7 +85,7 @@ def write_csv(records: list[dict[str, Any]], path: Path) -> None:
         w = csv.writer(f)
         w.writerow(CSV_FIELDS)
         for s in summarize(records):
-            row: list[Any] = [s.config_id, s.strategy, s.workers, s.repeats, s.ok, _status(s)]
+            row: list[Any] = [s.config_id, s.strategy, s.workers, s.window, s.repeats, s.ok, _status(s)]
             for sp in (s.accuracy, s.train_s, s.samples_per_s, s.time_to_target_s):
                 row += [sp.median, sp.min, sp.max]
             row += [s.reached_target, s.speedup, s.scaling_efficiency, " | ".join(s.reasons)]

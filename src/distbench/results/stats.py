@@ -54,6 +54,7 @@ class ConfigSummary:
     samples_per_s: Spread
     time_to_target_s: Spread
     reached_target: int
+    window: int | None = None
     speedup: float | None = None
     scaling_efficiency: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
@@ -81,6 +82,7 @@ def summarize(records: list[dict[str, Any]]) -> list[ConfigSummary]:
             samples_per_s=Spread.of([r.get("samples_per_s") for r in ok]),
             time_to_target_s=Spread.of([r.get("time_to_target_s") for r in ok]),
             reached_target=sum(1 for r in ok if r.get("time_to_target_s") is not None),
+            window=rs[0].get("communication_window"),
         ))
     base = [s.train_s.median for s in out if s.strategy == "single" and s.train_s.median]
     if base:

@@ -47,6 +47,7 @@ class LaunchContext:
         artifacts_dir: directory for this configuration's outputs.
         log_dir: directory for per-process logs of this configuration.
         timeout_s: seconds left for this configuration (for nested launchers).
+        window: communication window of a window sweep (None = the config's/default).
     """
 
     workload: Workload
@@ -56,6 +57,7 @@ class LaunchContext:
     artifacts_dir: Path
     log_dir: Path
     timeout_s: float
+    window: int | None = None
 
     @property
     def config(self) -> ExperimentConfig:
@@ -77,11 +79,13 @@ class Strategy(abc.ABC):
         description: one line for ``distbench list``.
         family: grouping for reports (``baseline``, ``tf.distribute``, ``horovod``,
             ``parameter-server``).
+        takes_window: the strategy has a communication window (swept by ``ps.windows``).
     """
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
     family: ClassVar[str] = ""
+    takes_window: ClassVar[bool] = False
 
     def is_available(self, config: ExperimentConfig, workers: int) -> Availability:
         """Probe whether this strategy can run here with ``workers`` workers.

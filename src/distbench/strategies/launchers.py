@@ -173,8 +173,8 @@ def child_env(extra: dict[str, str] | None = None, base: dict[str, str] | None =
 
 
 def config_child_command(run_dir: Path, key: str, strategy: str, workers: int,
-                         spawn_unix: float, base_env: dict[str, str] | None = None
-                         ) -> tuple[list[str], dict[str, str]]:
+                         spawn_unix: float, base_env: dict[str, str] | None = None,
+                         window: int | None = None) -> tuple[list[str], dict[str, str]]:
     """argv and env of the harness child that runs one configuration in a fresh process.
 
     ``spawn_unix`` (Unix seconds) is passed as ``DISTBENCH_SPAWN_UNIX`` so the child can
@@ -182,4 +182,6 @@ def config_child_command(run_dir: Path, key: str, strategy: str, workers: int,
     """
     argv = [sys.executable, "-m", "distbench", "worker", "config", "--run-dir", str(run_dir),
             "--key", key, "--strategy", strategy, "--workers", str(workers)]
+    if window:
+        argv += ["--window", str(window)]
     return argv, child_env({"DISTBENCH_SPAWN_UNIX": repr(spawn_unix)}, base_env)

@@ -35,16 +35,16 @@ DISPLAY = {"downpour": "DOWNPOUR", "adag": "ADAG", "dynsgd": "DynSGD", "aeasgd":
            "eamsgd": "EAMSGD", "easgd": "EASGD", "averaging": "model averaging"}
 
 
-def ps_params(cfg: ExperimentConfig, optimizer: str) -> dict[str, Any]:
+def ps_params(cfg: ExperimentConfig, optimizer: str, window: int | None = None) -> dict[str, Any]:
     """The optimizer's parameters: its defaults, overridden by the ``[ps]`` config
     (``communication_window`` 0 keeps the default; ``rho``/``learning_rate``/``momentum``
-    only where the optimizer has them)."""
+    only where the optimizer has them) and by ``window`` (a window sweep's value)."""
     from distbench.ps_async.rules import resolve_params
 
     over: dict[str, Any] = {}
     keys = DEFAULTS[optimizer]
-    if cfg.ps.communication_window:
-        over["communication_window"] = cfg.ps.communication_window
+    if window or cfg.ps.communication_window:
+        over["communication_window"] = window or cfg.ps.communication_window
     for k in ("rho", "learning_rate", "momentum"):
         if k in keys:
             over[k] = getattr(cfg.ps, k)
@@ -64,7 +64,7 @@ def train_on_spark(spark: Any, ctx: LaunchContext, optimizer: str) -> TrainOutpu
     from distbench.ps_async.worker import ReplicaSpec
 
     cfg, wl, n = ctx.config, ctx.workload, ctx.workers
-    params = ps_params(cfg, optimizer)
+    params = ps_params(cfg, optimizer, ctx.window)
     secret = new_secret()
     server = ParameterServer(wl.initial_weights, optimizer, secret, num_workers=n, host=cfg.ps.host,
                              port=cfg.ps.port, params={k: v for k, v in params.items() if k != "alpha"},
@@ -112,6 +112,7 @@ class SparkPS(Strategy):
     """A parameter-server optimizer on Spark: server on the driver, replicas in a barrier stage."""
 
     family = "parameter-server"
+    takes_window = True
 
     def __init__(self, optimizer: str) -> None:
         self.optimizer = optimizer

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# Build and install Horovod 0.28.1 (TensorFlow + Gloo [+ MPI]) into a virtualenv that
+# already has TensorFlow, only when it is not already built against that TensorFlow.
+#
+#   scripts/build_horovod.sh VENV_DIR
+#
+# Environment:
+#   HOROVOD_FORCE_REBUILD=1   rebuild even when the stamp says it is up to date
+#   HOROVOD_BUILD_JOBS=N      parallel compile jobs (default: number of CPUs; Horovod's
+#                             own default is -j8, which on 2 cores only costs memory)
+#   HOROVOD_BUILD_LOG=FILE    build log (default: VENV_DIR/horovod-build.log)
+#   HOROVOD_REQUIRE_MPI=1     fail instead of building Gloo-only when MPI is missing
+#
+# Up to date means: the stamp VENV_DIR/.horovod-build-stamp matches (Horovod version,
+# TensorFlow version, Python version, MPI built yes/no) AND
+# `VENV_DIR/bin/python -c "import horovod.tensorflow"` works. Then it does nothing.
+#
+# Why the build needs help with TensorFlow >= 2.19 (no change to Horovod's source):
+#   * horovod/tensorflow/xla_mpi_ops.cc includes tensorflow/compiler/xla/client/xla_builder.h,
+#     which TF moved to xla/hlo/builder/xla_builder.h. A one-line forwarding header at the
+#     old path, in a temporary include dir, fixes it.
+#   * TF's XLA headers include <highwayhash/...> and "farmhash.h", which TF ships under
+#     its include dir as external/highwayhash and external/farmhash_archive/src but does
+#     not put on the include path. Both go on CPATH.
+# See docs/horovod_build.md.
+set -euo pipefail
+
+HOROVOD_VERSION=0.28.1
+# Build-time Python packages, pinned. cmake<4: Horovod's bundled gloo declares
+# cmake_minimum_required(2.8.12), which CMake 4 rejects.
+BUILD_DEPS=(setuptools==80.9.0 wheel==0.45.1 "packaging>=24" psutil==7.1.3
+            pyyaml==6.0.3 cloudpickle==3.1.2 cmake==3.31.6)
+
+say() { printf 'build_horovod: %s\n' "$*"; }
+die() { printf 'build_horovod: ERROR: %s\n' "$*" >&2; exit 1; }
+
+[[ $# -eq 1 ]] || die "usage: $0 VENV_DIR"
+VENV=$(cd "$1" 2>/dev/null && pwd) || die "no such directory: $1"
+PY=$VENV/bin/python
+[[ -x $PY ]] || die "$PY not found (is $VENV a virtualenv?)"
+STAMP=$VENV/.horovod-build-stamp
+LOG=${HOROVOD_BUILD_LOG:-$VENV/horovod-build.log}
+JOBS=${HOROVOD_BUILD_JOBS:-$(nproc)}
+[[ $JOBS =~ ^[1-9][0-9]*$ ]] || die "HOROVOD_BUILD_JOBS must be a positive integer, got '$JOBS'"
+
+# Versions from package metadata: fast, does not import TensorFlow.
+read -r TF_VERSION PY_VERSION HVD_INSTALLED < <("$PY" - <<'EOF'
+import importlib.metadata as md, platform
+def v(name):
+    try:
+        return md.version(name)
+    except md.PackageNotFoundError:
+        return "none"
+tf = v("tensorflow")
+if tf == "none":
+    tf = v("tensorflow-cpu")
+print(tf, platform.python_version(), v("horovod"))
+EOF
+) || true
+[[ -n ${HVD_INSTALLED:-} ]] || die "could not read package versions with $PY"
+[[ $TF_VERSION != none ]] || die "tensorflow is not installed in $VENV; install it first"
+
+if command -v mpicxx >/dev/null 2>&1 && command -v mpirun >/dev/null 2>&1; then
+    WITH_MPI=1
+else
+    [[ ${HOROVOD_REQUIRE_MPI:-0} != 1 ]] || die "MPI (mpicxx, mpirun) not found; run scripts/setup_system.sh"
+    WITH_MPI=0
+fi
+WANT_STAMP="horovod=$HOROVOD_VERSION tensorflow=$TF_VERSION python=$PY_VERSION mpi=$WITH_MPI"
+
+if [[ ${HOROVOD_FORCE_REBUILD:-0} != 1 && -f $STAMP && "$(cat "$STAMP")" == "$WANT_STAMP" \
+      && $HVD_INSTALLED == "$HOROVOD_VERSION" ]]; then
+    if TF_CPP_MIN_LOG_LEVEL=3 "$PY" -c "import horovod.tensorflow" >/dev/null 2>&1; then
+        say "up to date ($WANT_STAMP); nothing to do"
+        exit 0
+    fi
+    say "stamp matches but 'import horovod.tensorflow' fails; rebuilding"
+fi
+
+# --- rebuild -------------------------------------------------------------------------
+command -v g++ >/dev/null 2>&1 && command -v make >/dev/null 2>&1 \
+    || die "g++ and make are needed to build Horovod; run scripts/setup_system.sh"
+if [[ $WITH_MPI == 0 ]]; then
+    say "MPI not found: building with Gloo only (run scripts/setup_system.sh for MPI)"
+fi
+
+# Serialise concurrent builds into the same venv.
+if command -v flock >/dev/null 2>&1; then
+    exec 9>"$VENV/.horovod-build.lock"
+    flock 9
+fi
+
+say "building horovod $HOROVOD_VERSION for tensorflow $TF_VERSION (python $PY_VERSION, mpi=$WITH_MPI); log: $LOG"
+start=$SECONDS
+: >"$LOG"
+"$PY" -m pip install --disable-pip-version-check --no-cache-dir "${BUILD_DEPS[@]}" >>"$LOG" 2>&1 \
+    || { tail -n 40 "$LOG" >&2; die "installing build dependencies failed (log: $LOG)"; }
+
+# The include dir of tf.sysconfig.get_include(), found without importing TensorFlow.
+TF_INC=$("$PY" -c "import importlib.util, os; print(os.path.join(importlib.util.find_spec('tensorflow').submodule_search_locations[0], 'include'))")
+[[ -d $TF_INC ]] || die "TensorFlow include dir not found: $TF_INC"
+
+SHIM=$(mktemp -d "${TMPDIR:-/tmp}/horovod-build-inc.XXXXXX")
+trap 'rm -rf "$SHIM"' EXIT
+CPATH_ADD=()
+if [[ ! -e $TF_INC/tensorflow/compiler/xla/client/xla_builder.h && -e $TF_INC/xla/hlo/builder/xla_builder.h ]]; then
+    mkdir -p "$SHIM/tensorflow/compiler/xla/client"
+    echo '#include "xla/hlo/builder/xla_builder.h"' >"$SHIM/tensorflow/compiler/xla/client/xla_builder.h"
+    CPATH_ADD+=("$SHIM")
+    echo "build_horovod: forwarding header $SHIM/tensorflow/compiler/xla/client/xla_builder.h" >>"$LOG"
+fi
+for d in "$TF_INC/external/highwayhash" "$TF_INC/external/farmhash_archive/src"; do
+    if [[ -d $d ]]; then CPATH_ADD+=("$d"); fi
+done
+CPATH_NEW=$(IFS=:; echo "${CPATH_ADD[*]}")
+export CPATH="$CPATH_NEW${CPATH:+:$CPATH}"
+echo "build_horovod: CPATH=$CPATH" >>"$LOG"
+
+export HOROVOD_WITH_TENSORFLOW=1 HOROVOD_WITH_GLOO=1 HOROVOD_WITHOUT_PYTORCH=1 HOROVOD_WITHOUT_MXNET=1
+if [[ $WITH_MPI == 1 ]]; then
+    export HOROVOD_WITH_MPI=1; unset HOROVOD_WITHOUT_MPI
+else
+    export HOROVOD_WITHOUT_MPI=1; unset HOROVOD_WITH_MPI
+fi
+export MAKEFLAGS="-j$JOBS"
+# Horovod's setup.py runs `cmake` from PATH: the pinned one in the venv comes first.
+export PATH="$VENV/bin:$PATH"
+rm -f "$STAMP"
+
+# --force-reinstall: the same horovod version built against an older TF must be replaced;
+# --no-deps: its runtime deps are the pinned BUILD_DEPS above, leave the rest alone.
+if ! "$PY" -m pip install --disable-pip-version-check --no-cache-dir --no-build-isolation \
+        --force-reinstall --no-deps -v "horovod==$HOROVOD_VERSION" >>"$LOG" 2>&1; then
+    # The compiler's first errors sit far above pip's clean-up noise: show both.
+    echo "----- first compiler/CMake errors in $LOG -----" >&2
+    grep -n -m 8 -E "fatal error|error:|CMake Error|\*\*\* \[" "$LOG" | cut -c1-400 >&2 || true
+    echo "----- last 40 lines of $LOG -----" >&2
+    tail -n 40 "$LOG" >&2
+    die "horovod build failed after $((SECONDS - start)) s (full log: $LOG)"
+fi
+
+if ! TF_CPP_MIN_LOG_LEVEL=3 "$PY" -c "import horovod.tensorflow" >>"$LOG" 2>&1; then
+    tail -n 30 "$LOG" >&2
+    die "horovod installed but 'import horovod.tensorflow' fails (log: $LOG)"
+fi
+echo "$WANT_STAMP" >"$STAMP"
+say "built in $((SECONDS - start)) s; $VENV/bin/horovodrun --check-build:"
+TF_CPP_MIN_LOG_LEVEL=3 "$VENV/bin/horovodrun" --check-build 2>/dev/null | sed -n '/Available Frameworks/,$p'
