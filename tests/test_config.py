@@ -58,3 +58,14 @@ def test_override_validates():
     assert config.override(cfg, run__workers=[4], training__epochs=2).run.workers == [4]
     with pytest.raises(ConfigError, match="run.workers"):
         config.override(cfg, run__workers=[0])
+
+
+def test_presets_and_flags_win():
+    cfg = config.apply_preset(config.load(None), "production")
+    assert cfg.run.strategies == ["spark_ps:adag"] and cfg.run.workers == [10]
+    assert cfg.ps.communication_window == 12 and cfg.training.global_batch_size == 320
+    assert config.override(cfg, run__workers=[2]).run.workers == [2]
+    for name in config.PRESETS:
+        config.apply_preset(config.load(None), name)  # every preset is valid
+    with pytest.raises(ConfigError, match="unknown preset 'fast'; expected one of local-validation"):
+        config.apply_preset(config.load(None), "fast")

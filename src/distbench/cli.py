@@ -66,15 +66,19 @@ def main() -> None:
 @click.option("--out", type=click.Path(file_okay=False), help="Run directory (default runs/<timestamp>).")
 @click.option("--resume", is_flag=True, help="Continue OUT, skipping configurations already recorded.")
 @click.option("--timeout", type=float, help="Per-configuration time limit, seconds.")
+@click.option("--preset", help="Apply a preset (local-validation, production, max-throughput, elastic) "
+                               "before the other flags.")
 @_user_errors
 def run(config_file: str | None, strategies: str | None, workers: str | None, epochs: int | None,
         batch_size: int | None, repeats: int | None, out: str | None, resume: bool,
-        timeout: float | None) -> None:
+        timeout: float | None, preset: str | None) -> None:
     """Run the sweep in CONFIG_FILE (default: the embedded digits experiment), print the
     comparison table, and write report.md and summary.csv into the run directory."""
     from distbench.harness.runner import run_sweep
 
     cfg = config_mod.load(config_file)
+    if preset:
+        cfg = config_mod.apply_preset(cfg, preset)
     cfg = config_mod.override(
         cfg,
         run__strategies=[s.strip() for s in strategies.split(",") if s.strip()] if strategies else None,

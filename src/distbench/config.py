@@ -353,6 +353,31 @@ def load(path: str | os.PathLike[str] | None) -> ExperimentConfig:
     return from_dict(raw)
 
 
+# Presets from the dist-keras tuning guide (shared/seeds/000_*). dist-keras' batch_size is
+# per worker; distbench's is global, so global = per-worker batch x workers.
+PRESETS: dict[str, dict[str, Any]] = {
+    "local-validation": {"run__strategies": ["spark_ps:adag"], "run__workers": [2],
+                         "ps__communication_window": 8, "training__global_batch_size": 32 * 2},
+    "production": {"run__strategies": ["spark_ps:adag"], "run__workers": [10],
+                   "ps__communication_window": 12, "training__global_batch_size": 32 * 10},
+    "max-throughput": {"run__strategies": ["spark_ps:downpour"], "run__workers": [10],
+                       "ps__communication_window": 4, "training__global_batch_size": 128 * 10},
+    "elastic": {"run__strategies": ["spark_ps:aeasgd"], "run__workers": [10],
+                "ps__communication_window": 32, "training__global_batch_size": 32 * 10},
+}
+
+
+def apply_preset(cfg: ExperimentConfig, name: str) -> ExperimentConfig:
+    """Apply preset ``name`` (see :data:`PRESETS`) on top of ``cfg``; flags applied later win.
+
+    Raises:
+        ConfigError: unknown preset, or the result is invalid.
+    """
+    if name not in PRESETS:
+        raise ConfigError(f"unknown preset {name!r}; expected one of {', '.join(PRESETS)}")
+    return override(cfg, **PRESETS[name])
+
+
 def override(cfg: ExperimentConfig, **values: Any) -> ExperimentConfig:
     """Apply ``section.key=value`` style overrides (``None`` values are ignored).
 
