@@ -31,6 +31,7 @@ def test_summary_numbers():
     assert single.accuracy.median == 0.94 and single.accuracy.min == 0.93 and single.accuracy.max == 0.95
     assert single.train_s.median == 12.0 and single.time_to_target_s.median == 4.5
     assert single.reached_target == 2 and single.speedup == 1.0
+    assert single.ttt.value is None and single.ttt.not_reached  # MLPerf: a non-reaching run stays in the mean
     assert mirrored.ok == 1 and mirrored.repeats == 2
     assert abs(mirrored.speedup - 12.0 / 5.5) < 1e-12 and abs(mirrored.scaling_efficiency - 6.0 / 5.5) < 1e-12
     assert s["tpu_w2"].ok == 0 and s["tpu_w2"].speedup is None
@@ -38,11 +39,13 @@ def test_summary_numbers():
 
 def test_markdown_and_csv(tmp_path):
     md = render_markdown(RECORDS)
-    assert "| single | 1 | ok | 0.940 [0.930-0.950] | 12.00 [10.00-14.00] | 900 [800-1000] | 4.50 [4.00-5.00] (2/3 reached) | 1.00x |" in md
-    assert "| mirrored | 2 | 1/2 ok | 0.920 | 5.50 |" in md and "2.18x" in md
+    assert ("| single | 1 | ok | 0.940 [0.930-0.950] | 12.00 [10.00-14.00] | 900 [800-1000] | "
+            "not reached (2/3 reached) | 1.00x | 1.00 | 1.00 |") in md
+    assert "| mirrored | 2 | 1/2 ok | 0.920 | 5.50 | 2000 | 3.00 | 2.18x | 1.09 | - |" in md
     assert "`tpu_w2` (unavailable): no TPU found" in md
     assert "`mirrored_w2` (failed, ok): worker 1 failed with exit code 3" in md
     paths = write_report(RECORDS, tmp_path)
+    assert [p.name for p in paths[:4]] == ["report.md", "summary.csv", "summary.json", "report.html"]
     rows = list(csv.DictReader(open(paths[1])))
     assert [r["config_id"] for r in rows] == ["single_w1", "mirrored_w2", "tpu_w2"]
     assert float(rows[0]["acc_median"]) == 0.94 and rows[2]["status"] == "unavailable"

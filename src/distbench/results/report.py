@@ -1,18 +1,59 @@
-"""Render a run's records as ``report.md`` and ``summary.csv``."""
+"""Render records as ``report.md``, ``report.html``, ``summary.csv`` and ``summary.json``.
+
+:func:`write_report` is the entry point; :func:`build` turns records into the
+:class:`ReportData` every output format is rendered from, so the numbers agree across
+formats. Plots come from :mod:`distbench.results.plots`, the HTML page from
+:mod:`distbench.results.htmlpage`, TensorBoard scalars from
+:mod:`distbench.results.tensorboard`.
+"""
 
 from __future__ import annotations
 
 import csv
+import json
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Sequence
 
-from distbench.results.stats import ConfigSummary, Spread, summarize
+from distbench.results.stats import (ConfigSummary, Leader, Spread, describe_workload, fastest_to_target,
+                                     hardware_labels, most_accurate, record_groups, summarize, workload_labels)
 
-COLUMNS = ["strategy", "workers", "status", "test acc (median [min-max])", "train s", "samples/s",
-           "time to target s", "speed-up"]
+FORMATS = ("md", "html", "csv", "json")
+
+COLUMNS = ["strategy", "workers", "status", "test acc (median [min-max])", "train s (median [min-max])",
+           "samples/s (median [min-max])", "time to target s (MLPerf)", "speed-up", "scaling eff.",
+           "temporal eff."]
+
+HARDWARE_COLUMN = "hardware"
+WORKLOAD_COLUMN = "workload"
+
+SHORT_COLUMNS = {  # compact headers for the terminal table
+    "test acc (median [min-max])": "test acc", "train s (median [min-max])": "train s",
+    "samples/s (median [min-max])": "samples/s", "time to target s (MLPerf)": "to target s",
+    "scaling eff.": "eff.", "temporal eff.": "temporal",
+}
 
 
-def _fmt(s: Spread, digits: int = 3) -> str:
+def parse_formats(text: str | Iterable[str]) -> tuple[str, ...]:
+    """Parse ``--format`` (``"md,html"`` or a list) into a tuple of :data:`FORMATS`.
+
+    Raises:
+        ValueError: an unknown or empty format, naming the allowed ones.
+    """
+    items = [t.strip().lower() for t in (text.split(",") if isinstance(text, str) else text) if t.strip()]
+    bad = [t for t in items if t not in FORMATS]
+    if bad or not items:
+        raise ValueError(f"--format {','.join(items) or text!r}: expected a comma-separated subset of "
+                         f"{','.join(FORMATS)}")
+    return tuple(dict.fromkeys(items))
+
+
+# ---------------------------------------------------------------------------- formatting
+
+def fmt_spread(s: Spread, digits: int = 3) -> str:
+    """``median [min-max]`` with ``digits`` decimals; just the median for one value; ``-`` for none."""
     if s.median is None:
         return "-"
     if s.n == 1 or s.min == s.max:
@@ -20,82 +61,420 @@ def _fmt(s: Spread, digits: int = 3) -> str:
     return f"{s.median:.{digits}f} [{s.min:.{digits}f}-{s.max:.{digits}f}]"
 
 
-def _status(s: ConfigSummary) -> str:
-    if s.ok == s.repeats:
-        return "ok"
-    kinds = sorted(set(s.statuses) - {"ok"})
-    return f"{s.ok}/{s.repeats} ok" if s.ok else "/".join(kinds)
+def fmt_mean_ci(s: Spread, digits: int = 3) -> str:
+    """``mean ± 1.96·sd`` (Horovod's convention); ``-`` with fewer than two values."""
+    if s.ci95 is None or s.mean is None:
+        return "-"
+    return f"{s.mean:.{digits}f} ± {s.ci95:.{digits}f}"
+
+
+def fmt_ttt(s: ConfigSummary) -> str:
+    """Time-to-target cell: the MLPerf score with the range of the runs that reached the
+    target, ``not reached`` when the score is infinite, and ``(k/n reached)`` when some
+    but not all runs reached it."""
+    if not s.ttt.runs:
+        return "-"
+    suffix = f" ({s.ttt.reached}/{s.ttt.runs} reached)" if 0 < s.ttt.reached < s.ttt.runs else ""
+    if s.ttt.value is None:
+        return "not reached" + suffix
+    rng = (f" [{s.time_to_target_s.min:.2f}-{s.time_to_target_s.max:.2f}]"
+           if s.time_to_target_s.n > 1 and s.time_to_target_s.min != s.time_to_target_s.max else "")
+    return f"{s.ttt.value:.2f}{rng}{suffix}"
+
+
+def _x(v: float | None) -> str:
+    return f"{v:.2f}x" if v is not None else "-"
+
+
+def _f(v: float | None, digits: int = 2) -> str:
+    return f"{v:.{digits}f}" if v is not None else "-"
+
+
+def multi_hardware(summaries: Sequence[ConfigSummary]) -> bool:
+    """True when the summaries come from more than one hardware key."""
+    return len({s.hardware_key for s in summaries}) > 1
+
+
+def multi_workload(summaries: Sequence[ConfigSummary]) -> bool:
+    """True when the summaries come from more than one workload (data, model, epochs, ...)."""
+    return len({s.workload_key for s in summaries}) > 1
+
+
+def table_columns(summaries: Sequence[ConfigSummary]) -> list[str]:
+    """:data:`COLUMNS`, with ``hardware`` (and ``workload``) columns after ``workers`` when
+    records of several machines (or workloads) are merged."""
+    cols = list(COLUMNS)
+    extra = ([HARDWARE_COLUMN] if multi_hardware(summaries) else []) + \
+        ([WORKLOAD_COLUMN] if multi_workload(summaries) else [])
+    return cols[:2] + extra + cols[2:]
 
 
 def table_rows(summaries: list[ConfigSummary], target: float | None = None) -> list[list[str]]:
-    """Rows of the comparison table (strings), one per configuration."""
+    """Rows of the comparison table (strings), one per configuration, matching
+    :func:`table_columns` (``target`` is accepted for compatibility and unused)."""
+    multi, multi_wl = multi_hardware(summaries), multi_workload(summaries)
     rows = []
     for s in summaries:
-        ttt = _fmt(s.time_to_target_s, 2)
-        if s.ok and s.reached_target < s.ok:
-            ttt = f"{ttt} ({s.reached_target}/{s.ok} reached)"
         name = s.strategy + (f" (window {s.window})" if s.window else "")
-        rows.append([name, str(s.workers), _status(s), _fmt(s.accuracy), _fmt(s.train_s, 2),
-                     _fmt(s.samples_per_s, 0), ttt, f"{s.speedup:.2f}x" if s.speedup else "-"])
+        row = [name, str(s.workers), s.status, fmt_spread(s.accuracy), fmt_spread(s.train_s, 2),
+               fmt_spread(s.samples_per_s, 0), fmt_ttt(s), _x(s.speedup), _f(s.scaling_efficiency),
+               _f(s.temporal_efficiency)]
+        extra = ([s.hardware] if multi else []) + ([s.workload] if multi_wl else [])
+        rows.append(row[:2] + extra + row[2:])
     return rows
 
 
-def render_markdown(records: list[dict[str, Any]], title: str = "distbench report") -> str:
-    """The Markdown report: comparison table, then non-ok configurations with reasons."""
+# ---------------------------------------------------------------------------- the data
+
+@dataclass
+class HardwareInfo:
+    """One hardware key: its letter, key and a one-line description."""
+
+    letter: str
+    key: str
+    description: str
+
+
+@dataclass
+class WorkloadInfo:
+    """One workload key: its number, key and a one-line description."""
+
+    label: str
+    key: str
+    description: str
+
+
+@dataclass
+class Headline:
+    """The summary for one comparable group (hardware x workload): fastest configuration to
+    the target and most accurate one."""
+
+    hardware: HardwareInfo
+    workload: WorkloadInfo
+    fastest: Leader | None
+    accurate: Leader | None
+    sentences: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ReportData:
+    """Everything the outputs render (built once by :func:`build`)."""
+
+    records: list[dict[str, Any]]
+    summaries: list[ConfigSummary]
+    hardware: list[HardwareInfo]
+    workloads: list[WorkloadInfo]
+    headlines: list[Headline]
+    target: float | None
+    runs: list[str]
+    workload: str
+    notes: list[str]
+    provenance: list[dict[str, Any]]
+    generated: str
+
+    @property
+    def multi_hardware(self) -> bool:
+        """True when records from more than one machine are merged."""
+        return len(self.hardware) > 1
+
+    @property
+    def multi_workload(self) -> bool:
+        """True when records of more than one workload are merged."""
+        return len(self.workloads) > 1
+
+    def tag(self, s: ConfigSummary) -> str:
+        """`` [hw B, workload 2]``-style suffix telling merged rows apart ('' when not merged)."""
+        parts = ([f"hw {s.hardware}"] if self.multi_hardware else []) + \
+            ([f"workload {s.workload}"] if self.multi_workload else [])
+        return f" [{', '.join(parts)}]" if parts else ""
+
+    @property
+    def failures(self) -> list[ConfigSummary]:
+        """Configurations with at least one non-ok repeat."""
+        return [s for s in self.summaries if s.ok < s.repeats]
+
+
+def describe_hardware(prov: dict[str, Any]) -> str:
+    """One line: ``host vm: 2 x AMD EPYC, 23.5 GiB, no GPU``."""
+    mem = prov.get("memory_bytes")
+    gpus = prov.get("gpus") or []
+    parts = [f"{prov.get('cpu_count')} x {prov.get('cpu_model')}"]
+    if mem:
+        parts.append(f"{mem / 2**30:.1f} GiB")
+    parts.append(f"{len(gpus)} GPU{'s' if len(gpus) != 1 else ''}: {', '.join(gpus)}" if gpus else "no GPU")
+    return f"host {prov.get('hostname')}: " + ", ".join(parts)
+
+
+def _headline(hw: HardwareInfo, wl: WorkloadInfo, subset: list[ConfigSummary], target: float | None,
+              data_multi: tuple[bool, bool]) -> Headline:
+    fast, acc = fastest_to_target(subset), most_accurate(subset)
+    h = Headline(hw, wl, fast, acc)
+    parts = ([f"hardware {hw.letter}"] if data_multi[0] else []) + ([f"workload {wl.label}"] if data_multi[1] else [])
+    prefix = (", ".join(parts) + ": ") if parts else ""
+    prefix = prefix[:1].upper() + prefix[1:]
+    if fast is not None:
+        text = (f"{prefix}Fastest to {target} test accuracy: {fast.summary.label}, {fast.value:.2f} s "
+                f"(MLPerf score over {fast.summary.ttt.runs} run{'s' if fast.summary.ttt.runs != 1 else ''})")
+        if fast.runner_up is not None and fast.runner_up_value:
+            text += (f", {fast.runner_up_value / fast.value:.2f}x faster than {fast.runner_up.label} "
+                     f"({fast.runner_up_value:.2f} s)")
+            if fast.overlaps:
+                text += "; their ranges over repeats overlap, so the margin is within run-to-run noise"
+        h.sentences.append(text + ".")
+    elif target is not None and any(s.ok for s in subset):
+        h.sentences.append(f"{prefix}No configuration reached the target test accuracy {target}.")
+    if acc is not None:
+        text = f"{prefix}Most accurate: {acc.summary.label}, median test accuracy {acc.value:.3f}"
+        if acc.runner_up is not None and acc.runner_up_value is not None:
+            margin = 100 * (acc.value - acc.runner_up_value)
+            text += (f", tied with {acc.runner_up.label}" if margin < 0.05 else
+                     f", {margin:+.1f} points over {acc.runner_up.label} ({acc.runner_up_value:.3f})")
+            if acc.overlaps:
+                text += "; their ranges over repeats overlap, so the margin is within run-to-run noise"
+        h.sentences.append(text + ".")
+    return h
+
+
+def build(records: list[dict[str, Any]]) -> ReportData:
+    """Summarise ``records`` into a :class:`ReportData` (statistics, headlines, hardware and
+    workload legends, provenance per run), the single source of every output format."""
     summaries = summarize(records)
+    hw_labels, wl_labels = hardware_labels(records), workload_labels(records)
+    groups = record_groups(records)
+    first_prov: dict[str, dict[str, Any]] = {}
+    first_rec: dict[str, dict[str, Any]] = {}
+    for r, (hw, wk) in zip(records, groups):
+        first_prov.setdefault(hw, r.get("provenance") or {})
+        first_rec.setdefault(wk, r)
+    hardware = [HardwareInfo(letter, key, describe_hardware(first_prov[key])) for key, letter in hw_labels.items()]
+    workloads = [WorkloadInfo(label, key, describe_workload(first_rec[key])) for key, label in wl_labels.items()]
     target = next((r.get("target_accuracy") for r in records if r.get("target_accuracy")), None)
-    runs = sorted({r.get("run_id", "?") for r in records})
-    lines = [f"# {title}", "", f"Runs: {', '.join(runs)}. Records: {len(records)}.", ""]
-    if target:
-        lines += [f"Target test accuracy for time-to-target: {target}.", ""]
+    multi = (len(hardware) > 1, len(workloads) > 1)
+    headlines = [_headline(hw, wl, subset, target, multi) for hw in hardware for wl in workloads
+                 for subset in [[s for s in summaries if (s.hardware_key, s.workload_key) == (hw.key, wl.key)]]
+                 if subset]
+    notes = []
+    if multi[0]:
+        notes.append("Records from different hardware are kept apart (column 'hardware'); speed-up and temporal "
+                     "efficiency compare a configuration only with `single` on the same hardware.")
+    if multi[1]:
+        notes.append("The merged runs used different workloads (column 'workload'); their rows are kept apart "
+                     "and compared only with `single` of the same workload.")
+    prov_groups: "OrderedDict[tuple[str, str], dict[str, Any]]" = OrderedDict()
+    for r, (hw, _) in zip(records, groups):
+        g = prov_groups.setdefault((str(r.get("run_id", "?")), hw), {
+            "run_id": r.get("run_id", "?"), "hardware": hw_labels[hw], "provenance": r.get("provenance") or {},
+            "records": 0})
+        g["records"] += 1
+    return ReportData(
+        records=records, summaries=summaries, hardware=hardware, workloads=workloads, headlines=headlines,
+        target=target, runs=list(dict.fromkeys(str(r.get("run_id", "?")) for r in records)),
+        workload=workloads[0].description if len(workloads) == 1 and records else "", notes=notes,
+        provenance=list(prov_groups.values()), generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+    )
+
+
+def provenance_lines(prov: dict[str, Any]) -> list[tuple[str, str]]:
+    """``(label, value)`` pairs describing one record's provenance, for the reports."""
+    v = prov.get("versions") or {}
+    out = [("machine", describe_hardware(prov)), ("Python / OS", f"{prov.get('python')}, {prov.get('os')}"),
+           ("versions", ", ".join(f"{k} {val}" for k, val in v.items() if val) or "-"),
+           ("git commit", str(prov.get("git_commit"))), ("seed", str(prov.get("seed")))]
+    if prov.get("launcher"):
+        out.append(("launcher", str(prov["launcher"])))
+    return out
+
+
+# ---------------------------------------------------------------------------- Markdown
+
+def render_markdown(records: list[dict[str, Any]], title: str = "distbench report",
+                    plots: Sequence[tuple[str, str]] = (), data: ReportData | None = None) -> str:
+    """The Markdown report: headline, comparison table, spread over repeats, plots (as
+    links to the PNG files ``plots`` = ``[(title, relative path)]``), non-ok configurations
+    with reasons, and the provenance of each run."""
+    d = data or build(records)
+    lines = [f"# {title}", "", f"Runs: {', '.join(d.runs)}. Records: {len(d.records)}.", ""]
+    if d.workload:
+        lines += [f"Workload: {d.workload}.", ""]
+    if d.target:
+        lines += [f"Target test accuracy for time-to-target: {d.target}.", ""]
+    for h in d.headlines:
+        lines += [f"- {s}" for s in h.sentences]
+    if any(h.sentences for h in d.headlines):
+        lines.append("")
+    if d.multi_hardware:
+        lines += ["Hardware:", ""] + [f"- **{hw.letter}**: {hw.description}" for hw in d.hardware] + [""]
+    if d.multi_workload:
+        lines += ["Workloads:", ""] + [f"- **{w.label}**: {w.description}" for w in d.workloads] + [""]
+    lines += [f"{n}" for n in d.notes] + ([""] if d.notes else [])
     lines += ["Speed-up = median training time of `single` / median training time of the configuration "
-              "(same machine, same epochs and global batch).", ""]
-    lines.append("| " + " | ".join(COLUMNS) + " |")
-    lines.append("|" + "---|" * len(COLUMNS))
-    for row in table_rows(summaries, target):
+              "(same hardware, same epochs and global batch); scaling eff. = speed-up / workers; "
+              "temporal eff. = Hermans' ratio of areas under accuracy-vs-time versus `single` (> 1: "
+              "more accuracy sooner). Time to target: MLPerf rule (mean of the runs, dropping the fastest "
+              "and slowest with 5 or more; a run that never reaches the target counts as slowest).", ""]
+    cols = table_columns(d.summaries)
+    lines.append("| " + " | ".join(cols) + " |")
+    lines.append("|" + "---|" * len(cols))
+    for row in table_rows(d.summaries, d.target):
         lines.append("| " + " | ".join(row) + " |")
-    bad = [s for s in summaries if s.ok < s.repeats]
-    if bad:
+    spread = [s for s in d.summaries if s.ok >= 2]
+    if spread:
+        lines += ["", "## Spread over repeats", "",
+                  "Mean ± 1.96 standard deviations over the ok repeats (Horovod's benchmark convention).", "",
+                  "| configuration | ok runs | test acc | train s | samples/s |", "|---|---|---|---|---|"]
+        for s in spread:
+            lines.append(f"| {s.label}{d.tag(s)} | {s.ok} | "
+                         f"{fmt_mean_ci(s.accuracy)} | {fmt_mean_ci(s.train_s, 2)} | "
+                         f"{fmt_mean_ci(s.samples_per_s, 0)} |")
+    if plots:
+        lines += ["", "## Plots", ""]
+        for ptitle, rel in plots:
+            lines += [f"![{ptitle}]({rel})", ""]
+    if d.failures:
         lines += ["", "## Not run or failed", ""]
-        for s in bad:
+        for s in d.failures:
             for reason in s.reasons:
                 lines.append(f"- `{s.config_id}` ({', '.join(sorted(set(s.statuses)))}): {reason}")
-    prov = next((r.get("provenance") for r in records if r.get("provenance")), None)
-    if prov:
-        v = prov.get("versions", {})
-        lines += ["", "## Provenance", "",
-                  f"- host {prov.get('hostname')}, {prov.get('cpu_count')} x {prov.get('cpu_model')}, "
-                  f"GPUs: {', '.join(prov.get('gpus') or []) or 'none'}",
-                  f"- Python {prov.get('python')}, {prov.get('os')}",
-                  "- " + ", ".join(f"{k} {val}" for k, val in v.items() if val),
-                  f"- git {prov.get('git_commit')}, seed {prov.get('seed')}"]
+    if d.provenance:
+        lines += ["", "## Provenance", ""]
+        for g in d.provenance:
+            hw = f", hardware {g['hardware']}" if d.multi_hardware else ""
+            lines.append(f"- run `{g['run_id']}` ({g['records']} records{hw})")
+            lines += [f"  - {k}: {v}" for k, v in provenance_lines(g["provenance"])]
     return "\n".join(lines) + "\n"
 
 
-CSV_FIELDS = ["config_id", "strategy", "workers", "window", "repeats", "ok", "status",
-              "acc_median", "acc_min", "acc_max", "train_s_median", "train_s_min", "train_s_max",
-              "samples_per_s_median", "samples_per_s_min", "samples_per_s_max",
-              "time_to_target_s_median", "time_to_target_s_min", "time_to_target_s_max",
-              "reached_target", "speedup", "scaling_efficiency", "reasons"]
+# ---------------------------------------------------------------------------- CSV / JSON
+
+CSV_FIELDS = ["config_id", "strategy", "workers", "window", "hardware", "workload", "repeats", "ok", "status",
+              "acc_median", "acc_min", "acc_max", "acc_mean", "acc_ci95",
+              "loss_median", "loss_min", "loss_max",
+              "train_s_median", "train_s_min", "train_s_max", "train_s_mean", "train_s_ci95",
+              "samples_per_s_median", "samples_per_s_min", "samples_per_s_max", "samples_per_s_mean",
+              "samples_per_s_ci95",
+              "time_to_target_s_mlperf", "time_to_target_s_median", "time_to_target_s_min",
+              "time_to_target_s_max", "reached_target",
+              "speedup", "scaling_efficiency", "temporal_efficiency", "hardware_key", "reasons"]
 
 
-def write_csv(records: list[dict[str, Any]], path: Path) -> None:
-    """Write ``summary.csv``: one row per configuration (see :data:`CSV_FIELDS`)."""
+def _spread_dict(s: Spread) -> dict[str, Any]:
+    return {"median": s.median, "min": s.min, "max": s.max, "mean": s.mean, "ci95": s.ci95, "sd": s.sd, "n": s.n}
+
+
+def summary_dict(s: ConfigSummary) -> dict[str, Any]:
+    """One configuration as a JSON-ready dict (units: seconds, samples/s, fractions)."""
+    return {
+        "config_id": s.config_id, "strategy": s.strategy, "workers": s.workers, "window": s.window,
+        "hardware": s.hardware, "hardware_key": s.hardware_key, "workload": s.workload, "repeats": s.repeats,
+        "ok": s.ok,
+        "status": s.status, "statuses": s.statuses, "reasons": s.reasons,
+        "test_accuracy": _spread_dict(s.accuracy), "test_loss": _spread_dict(s.loss),
+        "train_s": _spread_dict(s.train_s), "samples_per_s": _spread_dict(s.samples_per_s),
+        "time_to_target_s": {"mlperf": s.ttt.value, "runs": s.ttt.runs, "reached": s.ttt.reached,
+                             "averaged": s.ttt.kept, "not_reached": s.ttt.not_reached,
+                             **{k: v for k, v in _spread_dict(s.time_to_target_s).items() if k != "n"}},
+        "speedup": s.speedup, "scaling_efficiency": s.scaling_efficiency,
+        "temporal_efficiency": s.temporal_efficiency,
+    }
+
+
+def write_csv(records: list[dict[str, Any]], path: Path, data: ReportData | None = None) -> None:
+    """Write ``summary.csv``: one row per configuration and hardware (see :data:`CSV_FIELDS`);
+    empty cells for missing values."""
+    d = data or build(records)
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(CSV_FIELDS)
-        for s in summarize(records):
-            row: list[Any] = [s.config_id, s.strategy, s.workers, s.window, s.repeats, s.ok, _status(s)]
-            for sp in (s.accuracy, s.train_s, s.samples_per_s, s.time_to_target_s):
-                row += [sp.median, sp.min, sp.max]
-            row += [s.reached_target, s.speedup, s.scaling_efficiency, " | ".join(s.reasons)]
+        for s in d.summaries:
+            row: list[Any] = [s.config_id, s.strategy, s.workers, s.window, s.hardware, s.workload, s.repeats, s.ok,
+                              s.status]
+            row += [s.accuracy.median, s.accuracy.min, s.accuracy.max, s.accuracy.mean, s.accuracy.ci95]
+            row += [s.loss.median, s.loss.min, s.loss.max]
+            for sp in (s.train_s, s.samples_per_s):
+                row += [sp.median, sp.min, sp.max, sp.mean, sp.ci95]
+            row += [s.ttt.value, s.time_to_target_s.median, s.time_to_target_s.min, s.time_to_target_s.max,
+                    s.reached_target, s.speedup, s.scaling_efficiency, s.temporal_efficiency, s.hardware_key,
+                    " | ".join(s.reasons)]
             w.writerow(["" if v is None else v for v in row])
 
 
-def write_report(records: list[dict[str, Any]], out_dir: Path) -> list[Path]:
-    """Write ``report.md`` and ``summary.csv`` into ``out_dir``; return their paths."""
+def summary_json(data: ReportData) -> dict[str, Any]:
+    """``summary.json``'s content: target, hardware legend, headline and one entry per configuration."""
+    def leader(lead: Leader | None) -> dict[str, Any] | None:
+        """A leader as JSON (None when there is none)."""
+        if lead is None:
+            return None
+        return {"config_id": lead.summary.config_id, "label": lead.summary.label, "value": lead.value,
+                "runner_up": lead.runner_up.config_id if lead.runner_up else None,
+                "runner_up_value": lead.runner_up_value, "within_spread": lead.overlaps}
+
+    from distbench import __version__
+    return {
+        "generated_by": f"distbench {__version__}", "generated": data.generated, "runs": data.runs,
+        "records": len(data.records), "target_accuracy": data.target, "workload": data.workload,
+        "hardware": {hw.letter: {"key": hw.key, "description": hw.description} for hw in data.hardware},
+        "workloads": {w.label: w.description for w in data.workloads},
+        "headline": [{"hardware": h.hardware.letter, "workload": h.workload.label,
+                      "fastest_to_target": leader(h.fastest), "most_accurate": leader(h.accurate),
+                      "text": h.sentences} for h in data.headlines],
+        "configurations": [summary_dict(s) for s in data.summaries],
+    }
+
+
+# ---------------------------------------------------------------------------- all outputs
+
+def write_report(records: list[dict[str, Any]], out_dir: Path, formats: Iterable[str] = FORMATS,
+                 tensorboard: bool = False) -> list[Path]:
+    """Write the selected outputs into ``out_dir`` and return their paths.
+
+    Args:
+        records: records of one or more runs (merged; each keeps its provenance).
+        out_dir: output directory (created if missing).
+        formats: subset of :data:`FORMATS`: ``md`` -> ``report.md``, ``html`` ->
+            ``report.html`` (self-contained), ``csv`` -> ``summary.csv``, ``json`` ->
+            ``summary.json``. ``md`` and ``html`` also write the plots as PNG files in
+            ``out_dir/plots/``.
+        tensorboard: also write TensorBoard scalars under ``out_dir/tensorboard/``.
+
+    Returns:
+        paths written, in the order md, csv, json, html, tensorboard directory, PNG files.
+
+    Raises:
+        ValueError: an unknown format.
+    """
+    fmts = parse_formats(list(formats))
+    out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    md_path, csv_path = out_dir / "report.md", out_dir / "summary.csv"
-    md_path.write_text(render_markdown(records))
-    write_csv(records, csv_path)
-    return [md_path, csv_path]
+    data = build(records)
+    plots: list[Any] = []
+    pngs: list[Path] = []
+    if "md" in fmts or "html" in fmts:
+        from distbench.results import plots as plots_mod
+
+        plots = plots_mod.make_plots(data)
+        pngs = plots_mod.write_pngs(plots, out_dir / plots_mod.PLOT_DIR)
+    written: list[Path] = []
+    if "md" in fmts:
+        p = out_dir / "report.md"
+        p.write_text(render_markdown(records, plots=[(pl.title, pl.rel_path) for pl in plots],
+                                     data=data))
+        written.append(p)
+    if "csv" in fmts:
+        p = out_dir / "summary.csv"
+        write_csv(records, p, data)
+        written.append(p)
+    if "json" in fmts:
+        p = out_dir / "summary.json"
+        p.write_text(json.dumps(summary_json(data), indent=2, allow_nan=False) + "\n")
+        written.append(p)
+    if "html" in fmts:
+        from distbench.results.htmlpage import render_html
+
+        p = out_dir / "report.html"
+        p.write_text(render_html(data, plots), encoding="utf-8")
+        written.append(p)
+    if tensorboard:
+        from distbench.results.tensorboard import write_scalars
+
+        written.append(write_scalars(records, out_dir / "tensorboard"))
+    return written + pngs

@@ -1,44 +1,257 @@
-"""Statistics over repeats, per configuration."""
+"""Statistics over repeats, per configuration, and comparisons between configurations.
+
+Every statistic here is a plain function of the records, documented with its source:
+
+- median and min-max over repeats (the spread a reader can see without assuming a
+  distribution);
+- mean +/- 1.96 sd, the convention of Horovod's synthetic benchmark
+  (``examples/tensorflow2/tensorflow2_synthetic_benchmark.py``: ``np.mean`` and
+  ``1.96 * np.std``, i.e. the population standard deviation), which is the range
+  holding ~95 % of single runs if they are normally distributed, *not* a confidence
+  interval of the mean;
+- time to target accuracy over repeats by MLPerf Training's scoring rule
+  (:func:`mlperf_time_to_target`);
+- speed-up versus the ``single`` configuration measured on the same hardware
+  (:func:`distbench.results.provenance.hardware_key`) and scaling efficiency;
+- Hermans' temporal efficiency between two accuracy-versus-time curves
+  (:func:`temporal_efficiency`).
+"""
 
 from __future__ import annotations
 
+import json
+import math
 import statistics
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
+
+from distbench.results.provenance import hardware_key
+
+Z95 = 1.96  # two-sided 95 % quantile of the standard normal distribution
 
 
 @dataclass
 class Spread:
-    """Median and range of one metric over repeats (``n`` values, ``None`` when empty)."""
+    """Median, range, mean and standard deviation of one metric over repeats.
+
+    Attributes:
+        median, min, max: of the ``n`` values (``None`` when ``n == 0``).
+        n: number of values.
+        mean: arithmetic mean (``None`` when ``n == 0``).
+        sd: population standard deviation (``numpy.std`` with ``ddof=0``, as Horovod's
+            benchmark uses; ``None`` when ``n == 0``).
+    """
 
     median: float | None
     min: float | None
     max: float | None
     n: int
+    mean: float | None = None
+    sd: float | None = None
+
+    @property
+    def ci95(self) -> float | None:
+        """Half-width ``1.96 * sd`` of Horovod's "mean +- 1.96 sd" convention, in the
+        metric's unit; ``None`` with fewer than two values (one run has no spread)."""
+        if self.sd is None or self.n < 2:
+            return None
+        return Z95 * self.sd
 
     @classmethod
-    def of(cls, values: list[float | None]) -> "Spread":
-        """Spread of the non-``None`` values."""
+    def of(cls, values: Sequence[float | None]) -> "Spread":
+        """Spread of the non-``None`` values (``None`` marks a missing measurement)."""
         vals = [float(v) for v in values if v is not None]
         if not vals:
             return cls(None, None, None, 0)
-        return cls(statistics.median(vals), min(vals), max(vals), len(vals))
+        mean = statistics.fmean(vals)
+        return cls(statistics.median(vals), min(vals), max(vals), len(vals), mean, statistics.pstdev(vals, mean))
+
+
+@dataclass
+class TimeToTarget:
+    """Time to the target accuracy over repeats, scored with MLPerf's rule.
+
+    Attributes:
+        value: the score in seconds, or ``None`` when there is no run or the runs kept
+            for the average include one that never reached the target ("not reached").
+        runs: number of runs scored.
+        reached: how many of them reached the target.
+        kept: how many runs were averaged (``runs - 2`` when ``runs >= 5``).
+    """
+
+    value: float | None
+    runs: int
+    reached: int
+    kept: int
+
+    @property
+    def not_reached(self) -> bool:
+        """True when there were runs but the score is "not reached"."""
+        return self.runs > 0 and self.value is None
+
+
+def mlperf_time_to_target(times: Sequence[float | None]) -> TimeToTarget:
+    """Score repeated time-to-target measurements with MLPerf Training's rule.
+
+    MLPerf Training Rules (mlcommons/training_policies, ``training_rules.adoc``, section
+    "Benchmark Results"): "Each benchmark result is computed by dropping the fastest and
+    slowest runs, then taking the mean of the remaining times. For this purpose, a single
+    non-converging run may be treated as the slowest run and dropped. A benchmark result
+    is invalid if there is more than one non-converging run." MLPerf always has at least
+    five runs; distbench applies the drop only then and, with fewer runs, averages them
+    all. A run that never reaches the target counts as infinitely slow, so whenever one
+    remains among the averaged runs the score is "not reached" (``None``).
+
+    Args:
+        times: seconds from training start to the target accuracy, one per run;
+            ``None`` for a run that never reached it.
+
+    Returns:
+        :class:`TimeToTarget`. Examples: ``[4, 5, None]`` -> not reached;
+        ``[1, 2, 3, 4, None]`` -> mean(2, 3, 4) = 3.0.
+    """
+    vals = sorted(math.inf if t is None else float(t) for t in times)
+    n = len(vals)
+    kept = vals[1:-1] if n >= 5 else vals
+    reached = sum(1 for v in vals if math.isfinite(v))
+    if not kept or any(math.isinf(v) for v in kept):
+        return TimeToTarget(None, n, reached, len(kept))
+    return TimeToTarget(statistics.fmean(kept), n, reached, len(kept))
+
+
+def _points(curve: Sequence[dict[str, Any]], key: str = "test_accuracy") -> list[tuple[float, float]]:
+    """``(elapsed_s, value)`` pairs of a record's curve, sorted by time, ``None`` values dropped."""
+    pts = [(float(p["elapsed_s"]), float(p[key])) for p in curve
+           if p.get("elapsed_s") is not None and p.get(key) is not None]
+    return sorted(pts)
+
+
+def area_under_curve(curve: Sequence[dict[str, Any]], t_end: float) -> float:
+    """Area under a record's test-accuracy-versus-time curve from 0 to ``t_end`` seconds.
+
+    Trapezoidal rule on the evaluated points, joined by straight lines, starting from
+    accuracy 0 at ``t = 0``. The initial accuracy is not recorded; every strategy starts
+    from the same initial weights, so one common starting value keeps the comparison
+    fair, and 0 is the conservative choice. After the last point the curve holds its
+    final value; between points that straddle ``t_end`` it is interpolated linearly.
+
+    Args:
+        curve: record curve points with ``elapsed_s`` (seconds since training start)
+            and ``test_accuracy`` (fraction in [0, 1]).
+        t_end: upper limit of the integral, seconds (>= 0).
+
+    Returns:
+        accuracy x seconds.
+    """
+    pts = [(0.0, 0.0)] + [p for p in _points(curve) if p[0] > 0]
+    area = 0.0
+    for (t0, a0), (t1, a1) in zip(pts, pts[1:]):
+        if t0 >= t_end:
+            return area
+        if t1 > t_end:
+            a_end = a0 + (a1 - a0) * (t_end - t0) / (t1 - t0)
+            return area + (a0 + a_end) / 2 * (t_end - t0)
+        area += (a0 + a1) / 2 * (t1 - t0)
+    t_last, a_last = pts[-1]
+    return area + a_last * max(0.0, t_end - t_last)
+
+
+def curve_duration(curve: Sequence[dict[str, Any]]) -> float | None:
+    """Time of the last evaluated point of a curve, seconds (``None`` for an empty curve)."""
+    pts = _points(curve)
+    return pts[-1][0] if pts else None
+
+
+def temporal_efficiency(curve_a: Sequence[dict[str, Any]], curve_b: Sequence[dict[str, Any]]) -> float | None:
+    """Hermans' temporal efficiency of run ``a`` relative to run ``b``.
+
+    ``E(a, b) = integral_0^T acc_a(t) dt / integral_0^T acc_b(t) dt`` with
+    ``T = min(duration_a, duration_b)``: the ratio of the areas under the two
+    test-accuracy-versus-wall-clock curves, integrated over the shorter run's duration
+    (a run's duration is the time of its last curve point). ``E > 1`` means ``a``
+    delivered more accuracy sooner than ``b``; ``E = 1`` means equally efficient in time.
+    Each area is computed by :func:`area_under_curve` (trapezoids from accuracy 0 at
+    ``t = 0``).
+
+    Source: J. Hermans, "On Scalable Deep Learning and Parallelizing Gradient Descent",
+    MSc thesis, Maastricht University, 2017, chapter "Accumulated Gradient
+    Normalization" (equation ``temporal_efficiency``, written there with integrals of the
+    two accuracy curves over time), the metric behind the comparisons in J. Hermans,
+    G. Spanakis, R. Moeckel, "Accumulated Gradient Normalization", ACML 2017. Limiting
+    the integral to the shorter run keeps both areas over the same time span.
+
+    Args:
+        curve_a, curve_b: record curves (points with ``elapsed_s`` and ``test_accuracy``).
+
+    Returns:
+        the ratio, or ``None`` if either curve is empty or ``b``'s area over ``[0, T]`` is 0.
+    """
+    da, db = curve_duration(curve_a), curve_duration(curve_b)
+    if da is None or db is None:
+        return None
+    t_end = min(da, db)
+    den = area_under_curve(curve_b, t_end)
+    if den <= 0:
+        return None
+    return area_under_curve(curve_a, t_end) / den
+
+
+def median_curve(curves: Sequence[Sequence[dict[str, Any]]], key: str = "test_accuracy"
+                 ) -> tuple[list[float], list[float], list[float], list[float]]:
+    """Median and min-max band over repeats of several curves, for plotting.
+
+    Repeats are aligned snapshot by snapshot: points are matched by ``epoch`` (by
+    position in the curve when a point has no epoch). For each snapshot the x value is
+    the median of its ``elapsed_s`` over the repeats that have it, the y value the median
+    of ``key``, and the band the min and max of ``key``.
+
+    Args:
+        curves: one record curve per repeat.
+        key: the curve value to aggregate (``test_accuracy`` or ``test_loss``).
+
+    Returns:
+        ``(times_s, median, low, high)`` lists of equal length, ordered by time (empty if
+        no points).
+    """
+    by_snapshot: "OrderedDict[Any, list[tuple[float, float]]]" = OrderedDict()
+    for c in curves:
+        pts = sorted((p for p in c if p.get("elapsed_s") is not None and p.get(key) is not None),
+                     key=lambda p: float(p["elapsed_s"]))
+        for i, p in enumerate(pts):
+            snap = ("epoch", p["epoch"]) if p.get("epoch") is not None else ("index", i)
+            by_snapshot.setdefault(snap, []).append((float(p["elapsed_s"]), float(p[key])))
+    rows = sorted((statistics.median(t for t, _ in v), statistics.median(a for _, a in v),
+                   min(a for _, a in v), max(a for _, a in v)) for v in by_snapshot.values())
+    return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows]
 
 
 @dataclass
 class ConfigSummary:
-    """One configuration's summary over its repeats.
+    """One configuration's summary over its repeats, on one hardware.
 
     Attributes:
-        config_id, strategy, workers: the configuration.
+        config_id, strategy, workers, window: the configuration (``window``: swept
+            communication window, ``None`` outside window sweeps).
         repeats: number of records; ``ok``: how many are ``ok``.
         statuses: status of each record; ``reasons``: distinct reasons of non-ok ones.
-        accuracy, loss, train_s, samples_per_s, time_to_target_s: spreads over ok repeats.
-        reached_target: ok repeats that reached the target accuracy.
-        speedup: median single-device training time / this median training time
-            (``None`` without an ok ``single`` record).
-        scaling_efficiency: speedup / workers.
+        accuracy, loss: final test accuracy (fraction) and loss over ok repeats.
+        train_s: training time (seconds) over ok repeats.
+        samples_per_s: throughput (samples per second, all replicas) over ok repeats.
+        time_to_target_s: spread of the time to target (seconds) of the repeats that
+            reached it; ``reached_target``: how many did.
+        ttt: the MLPerf score of the time to target over all ok repeats.
+        speedup: median training time of ``single`` on the same hardware / this
+            configuration's median training time (``None`` without such a baseline).
+        scaling_efficiency: speedup / workers (1.0 for ``single``).
+        temporal_efficiency: median over all (this repeat, ``single`` repeat) pairs of
+            :func:`temporal_efficiency`, same hardware only.
+        hardware: letter of the hardware (``A``, ``B``, ... in first-seen order).
+        hardware_key: :func:`distbench.results.provenance.hardware_key` of the records.
+        workload: number of the workload (``1``, ``2``, ... in first-seen order; merged
+            runs with different data, model, epochs, batch or optimizer settings).
+        workload_key: :func:`workload_key` of the records.
+        records: the records summarised (not serialised).
     """
 
     config_id: str
@@ -57,22 +270,115 @@ class ConfigSummary:
     window: int | None = None
     speedup: float | None = None
     scaling_efficiency: float | None = None
+    ttt: TimeToTarget = field(default_factory=lambda: TimeToTarget(None, 0, 0, 0))
+    temporal_efficiency: float | None = None
+    hardware: str = "A"
+    hardware_key: str = ""
+    workload: str = "1"
+    workload_key: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    records: list[dict[str, Any]] = field(default_factory=list, repr=False)
+
+    @property
+    def status(self) -> str:
+        """``ok`` when every repeat is ok, ``k/n ok`` when some are, else the non-ok statuses."""
+        if self.ok == self.repeats:
+            return "ok"
+        return f"{self.ok}/{self.repeats} ok" if self.ok else "/".join(sorted(set(self.statuses) - {"ok"}))
+
+    @property
+    def label(self) -> str:
+        """Human name: ``mirrored (2 workers)``, ``spark_ps:adag (2 workers, window 5)``."""
+        parts = [f"{self.workers} worker{'s' if self.workers != 1 else ''}"]
+        if self.window:
+            parts.append(f"window {self.window}")
+        return f"{self.strategy} ({', '.join(parts)})"
+
+
+def hardware_labels(records: Sequence[dict[str, Any]]) -> "OrderedDict[str, str]":
+    """Map each distinct hardware key of ``records`` to a letter ``A``, ``B``, ... (first-seen order)."""
+    out: "OrderedDict[str, str]" = OrderedDict()
+    for r in records:
+        k = hardware_key(r.get("provenance") or {})
+        if k not in out:
+            out[k] = _letter(len(out))
+    return out
+
+
+def _letter(i: int) -> str:
+    s = ""
+    i += 1
+    while i:
+        i, rem = divmod(i - 1, 26)
+        s = chr(65 + rem) + s
+    return s
+
+
+def workload_key(record: dict[str, Any]) -> str | None:
+    """What must match for two records' times to be comparable: dataset and its
+    fingerprint, model, epochs, global batch, local optimizer, learning rate and its
+    scaling, as a JSON string; ``None`` when the record carries none of them."""
+    w = record.get("workload") or {}
+    vals = [w.get("dataset"), w.get("data_sha256"), w.get("model"), record.get("epochs"),
+            record.get("global_batch_size"), record.get("optimizer"), record.get("learning_rate"),
+            record.get("lr_scaling")]
+    return None if all(v is None for v in vals) else json.dumps(vals)
+
+
+def describe_workload(record: dict[str, Any]) -> str:
+    """One line: ``digits, mlp, 5 epochs, global batch 64, sgd lr 0.1`` (unknown parts left out)."""
+    w = record.get("workload") or {}
+    get = record.get
+    parts = [str(w["dataset"]) if w.get("dataset") else "", str(w["model"]) if w.get("model") else "",
+             f"{get('epochs')} epochs" if get("epochs") is not None else "",
+             f"global batch {get('global_batch_size')}" if get("global_batch_size") is not None else "",
+             " ".join(x for x in (str(get("optimizer") or ""),
+                                  f"lr {get('learning_rate')}" if get("learning_rate") is not None else "") if x),
+             f"lr scaling {get('lr_scaling')}" if get("lr_scaling") not in (None, "none") else ""]
+    return ", ".join(p for p in parts if p)
+
+
+def record_groups(records: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
+    """``(hardware key, workload key)`` of each record. A record without workload fields
+    (e.g. hand-made) takes the workload of its run, else the first one seen, else ``""``."""
+    wks = [workload_key(r) for r in records]
+    by_run: dict[Any, str] = {}
+    for r, k in zip(records, wks):
+        if k is not None:
+            by_run.setdefault(r.get("run_id"), k)
+    first = next((k for k in wks if k is not None), "")
+    return [(hardware_key(r.get("provenance") or {}), k if k is not None else by_run.get(r.get("run_id"), first))
+            for r, k in zip(records, wks)]
+
+
+def workload_labels(records: Sequence[dict[str, Any]]) -> "OrderedDict[str, str]":
+    """Map each distinct workload key (as in :func:`record_groups`) to ``1``, ``2``, ... (first-seen order)."""
+    out: "OrderedDict[str, str]" = OrderedDict()
+    for _, wk in record_groups(records):
+        out.setdefault(wk, str(len(out) + 1))
+    return out
 
 
 def summarize(records: list[dict[str, Any]]) -> list[ConfigSummary]:
-    """Group records by ``config_id`` (first-seen order) and summarise each group.
+    """Group records by (``config_id``, hardware, workload) and summarise each group;
+    groups are ordered by hardware, then workload, then first appearance.
 
-    Speed-up is computed against the ``single`` strategy's median training time among
-    the same records.
+    Records of the same configuration from different hardware (or with a different
+    workload: data, model, epochs, batch, optimizer) are kept apart. Speed-up, scaling
+    efficiency and temporal efficiency compare a configuration only with the ``single``
+    records of the same hardware key and workload; without an ok ``single`` record
+    there they are ``None``.
     """
-    groups: "OrderedDict[str, list[dict[str, Any]]]" = OrderedDict()
-    for r in records:
-        groups.setdefault(r["config_id"], []).append(r)
+    hw_labels = hardware_labels(records)
+    wl_labels = workload_labels(records)
+    groups: "OrderedDict[tuple[str, str, str], list[dict[str, Any]]]" = OrderedDict()
+    for r, (hw, wk) in zip(records, record_groups(records)):
+        groups.setdefault((r["config_id"], hw, wk), []).append(r)
     out = []
-    for cid, rs in groups.items():
+    for (cid, hw, wk), rs in groups.items():
         ok = [r for r in rs if r.get("status") == "ok"]
         reasons = list(dict.fromkeys(r.get("reason", "") for r in rs if r.get("status") != "ok"))
+        ttts = [r.get("time_to_target_s") for r in ok]
         out.append(ConfigSummary(
             config_id=cid, strategy=rs[0]["strategy"], workers=rs[0]["workers"],
             repeats=len(rs), ok=len(ok), statuses=[r.get("status", "?") for r in rs], reasons=reasons,
@@ -80,15 +386,94 @@ def summarize(records: list[dict[str, Any]]) -> list[ConfigSummary]:
             loss=Spread.of([r.get("final_test_loss") for r in ok]),
             train_s=Spread.of([(r.get("timings") or {}).get("train_s") for r in ok]),
             samples_per_s=Spread.of([r.get("samples_per_s") for r in ok]),
-            time_to_target_s=Spread.of([r.get("time_to_target_s") for r in ok]),
-            reached_target=sum(1 for r in ok if r.get("time_to_target_s") is not None),
+            time_to_target_s=Spread.of(ttts),
+            reached_target=sum(1 for t in ttts if t is not None),
+            ttt=mlperf_time_to_target(ttts),
             window=rs[0].get("communication_window"),
+            hardware=hw_labels[hw], hardware_key=hw, workload=wl_labels[wk], workload_key=wk, records=rs,
         ))
-    base = [s.train_s.median for s in out if s.strategy == "single" and s.train_s.median]
-    if base:
-        t1 = statistics.median(base)
-        for s in out:
-            if s.train_s.median:
-                s.speedup = t1 / s.train_s.median
-                s.scaling_efficiency = s.speedup / s.workers if s.strategy != "single" else 1.0
+    hw_order = {k: i for i, k in enumerate(hw_labels)}
+    wl_order = {k: i for i, k in enumerate(wl_labels)}
+    out.sort(key=lambda s: (hw_order[s.hardware_key], wl_order[s.workload_key]))  # stable: first-seen within
+    _compare_with_single(out)
     return out
+
+
+def _compare_with_single(summaries: list[ConfigSummary]) -> None:
+    """Fill speed-up, scaling and temporal efficiency against ``single`` on the same
+    hardware and workload."""
+    for group in dict.fromkeys((s.hardware_key, s.workload_key) for s in summaries):
+        same = [s for s in summaries if (s.hardware_key, s.workload_key) == group]
+        base = [s for s in same if s.strategy == "single" and s.train_s.median]
+        if not base:
+            continue
+        t1 = statistics.median([s.train_s.median for s in base])  # type: ignore[misc]
+        base_curves = [r.get("curve") or [] for s in base for r in s.records if r.get("status") == "ok"]
+        for s in same:
+            if not s.train_s.median:
+                continue
+            s.speedup = t1 / s.train_s.median
+            s.scaling_efficiency = 1.0 if s.strategy == "single" else s.speedup / s.workers
+            if s.strategy == "single":
+                s.temporal_efficiency = 1.0
+                continue
+            tes = [temporal_efficiency(r.get("curve") or [], c) for r in s.records if r.get("status") == "ok"
+                   for c in base_curves]
+            vals = [t for t in tes if t is not None]
+            s.temporal_efficiency = statistics.median(vals) if vals else None
+
+
+@dataclass
+class Leader:
+    """A configuration that leads on one criterion, with its margin over the runner-up.
+
+    Attributes:
+        summary: the leading configuration.
+        value: its value (seconds for time to target, fraction for accuracy).
+        runner_up: the second-best configuration (``None`` when alone).
+        runner_up_value: the runner-up's value.
+        overlaps: True when the two configurations' min-max ranges over repeats overlap,
+            i.e. the margin is within the run-to-run spread.
+    """
+
+    summary: ConfigSummary
+    value: float
+    runner_up: ConfigSummary | None = None
+    runner_up_value: float | None = None
+    overlaps: bool = False
+
+
+def fastest_to_target(summaries: Sequence[ConfigSummary]) -> Leader | None:
+    """The configuration with the smallest MLPerf time to target (see
+    :func:`mlperf_time_to_target`), among those that reached it; ``None`` if none did."""
+    ranked = sorted((s for s in summaries if s.ttt.value is not None), key=lambda s: s.ttt.value)  # type: ignore
+    if not ranked:
+        return None
+    best = ranked[0]
+    lead = Leader(best, best.ttt.value)  # type: ignore[arg-type]
+    if len(ranked) > 1:
+        nxt = ranked[1]
+        lead.runner_up, lead.runner_up_value = nxt, nxt.ttt.value
+        lead.overlaps = _overlap(best.time_to_target_s, nxt.time_to_target_s)
+    return lead
+
+
+def most_accurate(summaries: Sequence[ConfigSummary]) -> Leader | None:
+    """The configuration with the highest median final test accuracy; ``None`` if no ok run."""
+    ranked = sorted((s for s in summaries if s.accuracy.median is not None),
+                    key=lambda s: -s.accuracy.median)  # type: ignore[operator]
+    if not ranked:
+        return None
+    best = ranked[0]
+    lead = Leader(best, best.accuracy.median)  # type: ignore[arg-type]
+    if len(ranked) > 1:
+        nxt = ranked[1]
+        lead.runner_up, lead.runner_up_value = nxt, nxt.accuracy.median
+        lead.overlaps = _overlap(best.accuracy, nxt.accuracy)
+    return lead
+
+
+def _overlap(a: Spread, b: Spread) -> bool:
+    if None in (a.min, a.max, b.min, b.max):
+        return False
+    return a.min <= b.max and b.min <= a.max  # type: ignore[operator]

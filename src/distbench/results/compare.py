@@ -1,0 +1,156 @@
+"""``distbench report --compare BASE NEW``: what changed between two runs, per configuration.
+
+Modelled on PyTorch's DDP benchmark diff (``benchmarks/distributed/ddp/diff.py``), which
+prints each measurement of the base and the new run side by side with the relative
+change: here, per configuration, the median and min-max over repeats of the final test
+accuracy and of the training time in both runs, the change of the medians (accuracy in
+percentage points, time in percent) and whether the change exceeds the run-to-run
+spread (the min-max ranges of BASE and NEW do not overlap).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from distbench.results.report import fmt_spread
+from distbench.results.stats import ConfigSummary, Spread, summarize
+
+COMPARE_COLUMNS = ["configuration", "test acc BASE", "test acc NEW", "Δ acc (points)", "train s BASE",
+                   "train s NEW", "Δ time", "verdict"]
+
+
+@dataclass
+class CompareRow:
+    """One configuration in both runs (``base`` or ``new`` is ``None`` when it ran in one only)."""
+
+    config_id: str
+    label: str
+    base: ConfigSummary | None
+    new: ConfigSummary | None
+
+    @property
+    def acc_delta_points(self) -> float | None:
+        """Change of the median final test accuracy, percentage points (NEW - BASE)."""
+        a, b = self._medians("accuracy")
+        return None if a is None or b is None else 100.0 * (b - a)
+
+    @property
+    def time_change(self) -> float | None:
+        """Relative change of the median training time, NEW / BASE - 1 (negative: faster)."""
+        a, b = self._medians("train_s")
+        return None if not a or b is None else b / a - 1.0
+
+    def _medians(self, attr: str) -> tuple[float | None, float | None]:
+        if self.base is None or self.new is None:
+            return None, None
+        return getattr(self.base, attr).median, getattr(self.new, attr).median
+
+    @property
+    def verdict(self) -> str:
+        """``faster``/``slower`` and ``more``/``less accurate`` when the min-max ranges of the
+        two runs do not overlap; ``within spread`` otherwise; ``1 run: spread unknown`` when a
+        side has a single ok repeat; ``only in BASE/NEW`` when unmatched."""
+        if self.base is None:
+            return "only in NEW"
+        if self.new is None:
+            return "only in BASE"
+        if not self.base.ok or not self.new.ok:
+            return f"BASE {self.base.status}, NEW {self.new.status}"
+        if min(self.base.ok, self.new.ok) < 2:
+            return "1 run: spread unknown"
+        out = []
+        if _apart(self.base.train_s, self.new.train_s):
+            out.append("faster" if self.new.train_s.median < self.base.train_s.median else "slower")  # type: ignore
+        if _apart(self.base.accuracy, self.new.accuracy):
+            more = self.new.accuracy.median > self.base.accuracy.median  # type: ignore[operator]
+            out.append("more accurate" if more else "less accurate")
+        return ", ".join(out) if out else "within spread"
+
+
+def _apart(a: Spread, b: Spread) -> bool:
+    """True when both ranges exist and do not overlap."""
+    if None in (a.min, a.max, b.min, b.max):
+        return False
+    return a.max < b.min or b.max < a.min  # type: ignore[operator]
+
+
+def compare(base: list[dict[str, Any]], new: list[dict[str, Any]]) -> tuple[list[CompareRow], list[str]]:
+    """Match the configurations of two runs by ``config_id`` (in order of appearance).
+
+    Args:
+        base, new: the records of the BASE and the NEW run.
+
+    Returns:
+        ``(rows, notes)``: one :class:`CompareRow` per configuration, and notes when the
+        runs differ in hardware or workload (then time changes mix code and machine).
+    """
+    sb, sn = summarize(base), summarize(new)
+    by_b: "OrderedDict[str, list[ConfigSummary]]" = OrderedDict()
+    by_n: "OrderedDict[str, list[ConfigSummary]]" = OrderedDict()
+    for s in sb:
+        by_b.setdefault(s.config_id, []).append(s)
+    for s in sn:
+        by_n.setdefault(s.config_id, []).append(s)
+    rows = []
+    for cid in list(dict.fromkeys([*by_b, *by_n])):
+        lb, ln = by_b.get(cid, []), by_n.get(cid, [])
+        for i in range(max(len(lb), len(ln))):
+            b = lb[i] if i < len(lb) else None
+            n = ln[i] if i < len(ln) else None
+            rows.append(CompareRow(cid, (b or n).label, b, n))  # type: ignore[union-attr]
+    notes = []
+    hb, hn = {s.hardware_key for s in sb}, {s.hardware_key for s in sn}
+    if hb and hn and hb != hn:
+        notes.append("BASE and NEW ran on different hardware: time changes mix the code change and the machine "
+                     f"(BASE {', '.join(sorted(hb))}; NEW {', '.join(sorted(hn))}).")
+    wb, wn = {s.workload_key for s in sb}, {s.workload_key for s in sn}
+    if wb and wn and wb != wn:
+        notes.append("BASE and NEW trained different workloads (data, model, epochs, batch or optimizer); "
+                     "compare their numbers with care.")
+    return rows, notes
+
+
+def compare_table(rows: Sequence[CompareRow]) -> list[list[str]]:
+    """Rows of strings matching :data:`COMPARE_COLUMNS`."""
+    out = []
+    for r in rows:
+        d_acc, d_t = r.acc_delta_points, r.time_change
+        out.append([
+            r.label,
+            fmt_spread(r.base.accuracy) if r.base else "-", fmt_spread(r.new.accuracy) if r.new else "-",
+            f"{d_acc:+.1f}" if d_acc is not None else "-",
+            fmt_spread(r.base.train_s, 2) if r.base else "-", fmt_spread(r.new.train_s, 2) if r.new else "-",
+            f"{100 * d_t:+.1f}%" if d_t is not None else "-",
+            r.verdict,
+        ])
+    return out
+
+
+def print_comparison(base: list[dict[str, Any]], new: list[dict[str, Any]], base_name: str, new_name: str,
+                     console: Any) -> None:
+    """Print the comparison of two runs as a table on a :class:`rich.console.Console`
+    (widened to fit the table when it writes to a file or pipe), then a legend and notes."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    rows, notes = compare(base, new)
+    table = Table(title=f"distbench: BASE {base_name} -> NEW {new_name}")
+    for c in COMPARE_COLUMNS:
+        table.add_column(escape(c), justify="left" if c in ("configuration", "verdict") else "right")
+    for row in compare_table(rows):
+        table.add_row(*(escape(c) for c in row))
+    if not console.is_terminal:  # a file or pipe: as wide as the table needs, so no cell wraps
+        from rich.console import Console
+        from rich.measure import Measurement
+
+        need = Measurement.get(console, console.options.update_width(260), table).maximum
+        console = Console(width=max(100, min(260, need)))
+    console.print(table)
+    console.print(escape("test acc and train s: median [min-max] over repeats; Δ acc = NEW - BASE median, "
+                         "percentage points; Δ time = NEW / BASE median - 1 (negative: faster); verdict compares "
+                         "the min-max ranges (changes whose ranges overlap are within run-to-run spread)."),
+                  soft_wrap=True)
+    for n in notes:
+        console.print(f"note: {escape(n)}", soft_wrap=True)
