@@ -143,6 +143,19 @@ class PSConfig:
 
 
 @dataclass
+class TFConfig:
+    """Settings of TensorFlow's multi-process strategies.
+
+    Attributes:
+        collective: MultiWorkerMirroredStrategy's all-reduce: ``ring`` | ``nccl`` | ``auto``.
+        ps_tasks: parameter-server tasks of ``tf_ps``.
+    """
+
+    collective: str = "ring"
+    ps_tasks: int = 1
+
+
+@dataclass
 class SparkConfig:
     """Spark session settings.
 
@@ -165,6 +178,7 @@ class ExperimentConfig:
     run: RunConfig = field(default_factory=RunConfig)
     ps: PSConfig = field(default_factory=PSConfig)
     spark: SparkConfig = field(default_factory=SparkConfig)
+    tf: TFConfig = field(default_factory=TFConfig)
 
     def to_dict(self) -> dict[str, Any]:
         """Return the config as plain JSON-able dicts."""
@@ -293,6 +307,8 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         _positive("ps.windows", w)
     if not cfg.ps.rho > 0:
         raise ConfigError(f"ps.rho = {cfg.ps.rho!r}: must be > 0")
+    _choice("tf.collective", cfg.tf.collective, ("ring", "nccl", "auto"))
+    _positive("tf.ps_tasks", cfg.tf.ps_tasks)
     if not 0 <= cfg.ps.port <= 65535:
         raise ConfigError(f"ps.port = {cfg.ps.port!r}: must be in 0..65535 (0 = any free port)")
     return cfg
@@ -305,6 +321,7 @@ SECTIONS = {
     "run": RunConfig,
     "ps": PSConfig,
     "spark": SparkConfig,
+    "tf": TFConfig,
 }
 
 

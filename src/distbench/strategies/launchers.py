@@ -10,6 +10,8 @@ exit code and its log tail.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
 import signal
 import subprocess
@@ -20,6 +22,18 @@ from pathlib import Path
 
 GRACE_S = 5.0
 _live_groups: set[int] = set()
+PR_SET_PDEATHSIG = 1
+try:  # loaded once here, so the child between fork and exec only makes one libc call
+    _libc: ctypes.CDLL | None = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+except OSError:  # not Linux/glibc: children are still killed by group, just not on a SIGKILLed parent
+    _libc = None
+
+
+def _die_with_parent() -> None:
+    """In a freshly forked child: ask the kernel to SIGKILL it when its parent dies (Linux
+    PR_SET_PDEATHSIG), so a SIGKILLed ``distbench run`` leaves no orphaned training behind."""
+    if _libc is not None:
+        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 @dataclass
@@ -65,9 +79,7 @@ class GroupResult:
         if self.timed_out:
             return f"timed out after {timeout_s:g} s (all processes killed)"
         if self.failed is not None:
-            rc = self.failed.returncode
-            how = f"killed by signal {-rc}" if rc is not None and rc < 0 else f"exit code {rc}"
-            return f"{self.failed.name} failed with {how}"
+            return f"{self.failed.name} failed with {describe_exit(self.failed.returncode)}"
         return ""
 
 
@@ -82,6 +94,23 @@ def log_tail(path: Path, lines: int = 40, max_chars: int = 4000) -> str:
     except OSError:
         return ""
     return "\n".join(text.splitlines()[-lines:])[-max_chars:]
+
+
+def describe_exit(rc: int | None) -> str:
+    """``exit code 3`` or ``signal 9 (SIGKILL)`` for a Popen return code."""
+    if rc is not None and rc < 0:
+        try:
+            return f"signal {-rc} ({signal.Signals(-rc).name})"
+        except ValueError:
+            return f"signal {-rc}"
+    return f"exit code {rc}"
+
+
+def last_error_line(text: str) -> str:
+    """The last line of ``text`` that names an error or exception (or its last non-empty line)."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if "Error" in ln or "Exception" in ln or "error:" in ln]
+    return (errors or lines or [""])[-1][:400]
 
 
 def _kill_group(pid: int, sig: int) -> None:
@@ -117,6 +146,60 @@ def install_cleanup_handler() -> None:
     signal.signal(signal.SIGTERM, handler)
 
 
+class ProcessGroup:
+    """Processes started together, each in a new session (its own process group), and
+    terminated together.
+
+    Args:
+        specs: the processes (see :class:`ProcSpec`); stdout+stderr go to each ``log``.
+    """
+
+    def __init__(self, specs: list[ProcSpec]) -> None:
+        self.specs = specs
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.t0 = time.monotonic()
+
+    def start(self) -> "ProcessGroup":
+        """Start every process; on a start failure, kill those already started and re-raise."""
+        try:
+            for spec in self.specs:
+                spec.log.parent.mkdir(parents=True, exist_ok=True)
+                with open(spec.log, "ab") as log:
+                    p = subprocess.Popen(spec.argv, env=spec.env, stdout=log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, start_new_session=True,
+                                         preexec_fn=_die_with_parent)
+                _live_groups.add(p.pid)
+                self.procs.append(p)
+        except BaseException:
+            self.terminate(grace_s=1.0)
+            raise
+        return self
+
+    def first_failure(self) -> ProcResult | None:
+        """The first process (in start order) that has exited non-zero, if any."""
+        for spec, p in zip(self.specs, self.procs):
+            if p.poll() not in (None, 0):
+                return ProcResult(spec.name, p.returncode, spec.log)
+        return None
+
+    def all_succeeded(self) -> bool:
+        """Every process has exited with code 0."""
+        return all(p.poll() == 0 for p in self.procs)
+
+    def results(self) -> list[ProcResult]:
+        """Each process's current exit code (None while running)."""
+        return [ProcResult(s.name, p.poll(), s.log) for s, p in zip(self.specs, self.procs)]
+
+    def terminate(self, grace_s: float = GRACE_S) -> None:
+        """SIGTERM every group, SIGKILL after ``grace_s``; reap the processes."""
+        terminate_groups([p.pid for p in self.procs], grace_s)
+        for p in self.procs:
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
+
+
 def run_processes(specs: list[ProcSpec], timeout_s: float, poll_s: float = 0.1) -> GroupResult:
     """Start ``specs`` (each in a new session), wait for all, kill all on first failure.
 
@@ -128,37 +211,22 @@ def run_processes(specs: list[ProcSpec], timeout_s: float, poll_s: float = 0.1) 
     Returns:
         :class:`GroupResult`; no process of the group is left running when it returns.
     """
-    t0 = time.monotonic()
-    procs: list[tuple[ProcSpec, subprocess.Popen[bytes]]] = []
+    group = ProcessGroup(specs).start()
     try:
-        for spec in specs:
-            spec.log.parent.mkdir(parents=True, exist_ok=True)
-            with open(spec.log, "ab") as log:
-                p = subprocess.Popen(spec.argv, env=spec.env, stdout=log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, start_new_session=True)
-            _live_groups.add(p.pid)
-            procs.append((spec, p))
         while True:
-            codes = [p.poll() for _, p in procs]
-            bad = [(s, p) for (s, p), c in zip(procs, codes) if c not in (None, 0)]
-            if bad:
-                s, p = bad[0]
-                first = ProcResult(s.name, p.returncode, s.log)
-                terminate_groups([q.pid for _, q in procs])
-                res = [ProcResult(sp.name, q.poll(), sp.log) for sp, q in procs]
-                return GroupResult(False, False, time.monotonic() - t0, first, res)
-            if all(c == 0 for c in codes):
-                for _, p in procs:  # reap stragglers of each group (daemons left behind)
-                    terminate_groups([p.pid], grace_s=0.0)
-                res = [ProcResult(s.name, 0, s.log) for s, _ in procs]
-                return GroupResult(True, False, time.monotonic() - t0, None, res)
-            if time.monotonic() - t0 > timeout_s:
-                terminate_groups([p.pid for _, p in procs])
-                res = [ProcResult(s.name, p.poll(), s.log) for s, p in procs]
-                return GroupResult(False, True, time.monotonic() - t0, None, res)
+            first = group.first_failure()
+            if first is not None:
+                group.terminate()
+                return GroupResult(False, False, time.monotonic() - group.t0, first, group.results())
+            if group.all_succeeded():
+                group.terminate(grace_s=0.0)  # reap stragglers of each group (daemons left behind)
+                return GroupResult(True, False, time.monotonic() - group.t0, None, group.results())
+            if time.monotonic() - group.t0 > timeout_s:
+                group.terminate()
+                return GroupResult(False, True, time.monotonic() - group.t0, None, group.results())
             time.sleep(poll_s)
     except BaseException:
-        terminate_groups([p.pid for _, p in procs], grace_s=1.0)
+        group.terminate(grace_s=1.0)
         raise
 
 

@@ -37,21 +37,17 @@ def configure_threads(intra_op: int, inter_op: int = 0) -> dict[str, int]:
     return {"intra_op_threads": intra_op, "inter_op_threads": inter_op}
 
 
-def train_with_strategy(
-    strategy: Any,
-    workload: Workload,
-    worker_rank: int = 0,
-    num_workers: int = 1,
-) -> TrainOutput:
+def train_with_strategy(strategy: Any, workload: Workload) -> TrainOutput:
     """Train ``workload``'s model under a ``tf.distribute`` strategy.
 
     Args:
         strategy: a ``tf.distribute.Strategy`` (OneDevice, Mirrored, MultiWorkerMirrored).
         workload: the run's workload (data, model, initial weights, optimizer).
-        worker_rank: this process's index among the processes feeding the strategy
-            (0 for single-process strategies).
-        num_workers: number of input-feeding processes (1 for single-process strategies);
-            each feeds its contiguous ``global_batch / num_workers`` share of every batch.
+
+    Input goes through ``distribute_datasets_from_function``: each input pipeline (one
+    per worker process) builds, for each of its local replicas, exactly that replica's
+    ``global_batch / replicas`` slice of every global batch, so every strategy sees the
+    same samples per step whatever its process and device layout.
 
     Returns:
         :class:`TrainOutput` with the final weights, per-epoch snapshots and timings.
@@ -63,7 +59,6 @@ def train_with_strategy(
     ds = workload.dataset
     replicas = strategy.num_replicas_in_sync
     G = cfg.global_batch_size
-    local_batch = G // num_workers
     with strategy.scope():
         model = workload.build_model()
         optimizer = workload.make_optimizer(replicas)
@@ -86,25 +81,37 @@ def train_with_strategy(
         per_replica = strategy.run(step_fn, args=(x, y))
         return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
 
-    options = tf.data.Options()
-    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
     n = len(ds.y_train)
     steps_per_epoch = n // G
+    per_replica = G // replicas
+
+    def epoch_data(epoch: int) -> Any:
+        order = epoch_order(n, G, epoch, cfg.seed).reshape(steps_per_epoch, G)
+
+        def dataset_fn(ctx: Any) -> Any:
+            # Input pipeline p feeds its R local replicas; replica r (global index) gets the
+            # r-th G/replicas slice of every global batch, in step order.
+            local = replicas // ctx.num_input_pipelines
+            first = ctx.input_pipeline_id * local
+            idx = np.concatenate([replica_slice(b, first + j, replicas) for b in order for j in range(local)])
+            return (tf.data.Dataset.from_tensor_slices((ds.x_train[idx], ds.y_train[idx]))
+                    .batch(per_replica, drop_remainder=True).prefetch(2))
+
+        return strategy.distribute_datasets_from_function(dataset_fn)
+
     rec = SnapshotRecorder()
     steps = 0
     last_loss = float("nan")
     for epoch in range(cfg.epochs):
-        order = epoch_order(n, G, epoch, cfg.seed).reshape(steps_per_epoch, G)
-        mine = np.concatenate([replica_slice(b, worker_rank, num_workers) for b in order])
-        data = (tf.data.Dataset.from_tensor_slices((ds.x_train[mine], ds.y_train[mine]))
-                .batch(local_batch, drop_remainder=True).with_options(options).prefetch(2))
+        data = epoch_data(epoch)
         if epoch == 0:
             rec.start()
-        for x, y in strategy.experimental_distribute_dataset(data):
+        for x, y in data:
             loss = train_step(x, y)
             steps += 1
         last_loss = float(loss)
         rec.take(epoch + 1, steps, model.get_weights)
+        print(f"epoch {epoch + 1}/{cfg.epochs} done: {steps} steps, last loss {last_loss:.4f}", flush=True)
     train_s = rec.stop()
     return TrainOutput(
         final_weights=[np.asarray(w, dtype=np.float32) for w in model.get_weights()],

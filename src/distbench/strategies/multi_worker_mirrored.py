@@ -1,0 +1,173 @@
+"""``multi_worker_mirrored``: synchronous all-reduce across worker processes with
+``tf.distribute.MultiWorkerMirroredStrategy``.
+
+How it trains: N worker processes, each with a ``TF_CONFIG`` naming the cluster
+(``127.0.0.1:<free port>`` per worker locally; any host list on a cluster) and its own
+index. Each runs the shared custom loop (:mod:`distbench.training.tf_loop`) with
+one input pipeline per worker: worker r feeds the r-th ``G/N`` slice of every
+global batch, so the steps and samples are exactly those of
+``single`` and ``mirrored``; gradients are summed by collective all-reduce
+(``ring``/``nccl``/``auto``, recorded). Keras 3 ``model.fit`` is broken under this
+strategy (keras-team/keras#20585), hence the custom loop. The chief (worker 0) saves
+the result; every worker writes the SHA-256 of its final weights, and the launcher
+checks that they are all equal (``replicas_in_sync_check``).
+
+How it is launched: :func:`worker_commands` builds each process's argv and env (pure,
+tested exactly); :func:`distbench.strategies.launchers.run_processes` starts them in
+new process groups, kills all if one dies, and reports which task failed. On a cluster
+users run ``distbench worker tf --run-dir DIR --config cfg.toml`` on every host with
+their own ``TF_CONFIG``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from distbench.strategies import launchers
+from distbench.strategies.base import LaunchContext, Strategy
+from distbench.strategies.registry import register
+from distbench.training import TrainOutput
+from distbench.workload import Workload, weights_sha256
+
+HASH_FILE = "weights_sha256_worker{}.txt"
+
+
+class TaskFailed(RuntimeError):
+    """A task of a multi-process strategy failed; ``failed_process`` names it."""
+
+    def __init__(self, message: str, failed_process: str) -> None:
+        super().__init__(message)
+        self.failed_process = failed_process
+
+
+def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
+    """``n`` distinct TCP ports free on ``host`` right now (bound to port 0, then released)."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind((host, 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def tf_config(cluster: dict[str, list[str]], task_type: str, index: int) -> str:
+    """The ``TF_CONFIG`` JSON for task ``task_type:index`` of ``cluster``
+    (e.g. ``{"worker": ["127.0.0.1:2222", ...]}``)."""
+    return json.dumps({"cluster": cluster, "task": {"type": task_type, "index": index}}, sort_keys=True)
+
+
+def worker_commands(run_dir: Path, key: str, ports: list[int], threads: int, collective: str = "ring",
+                    base_env: dict[str, str] | None = None, host: str = "127.0.0.1"
+                    ) -> list[tuple[list[str], dict[str, str]]]:
+    """argv and env of each MultiWorkerMirroredStrategy worker process.
+
+    Args:
+        run_dir: run directory; key: record key (``<config_id>_r<repeat>``).
+        ports: one port per worker on ``host``.
+        threads: intra-op threads per worker.
+        collective: ``ring`` | ``nccl`` | ``auto`` (the strategy is built before the config is read).
+    """
+    cluster = {"worker": [f"{host}:{p}" for p in ports]}
+    out = []
+    for i in range(len(ports)):
+        argv = [sys.executable, "-m", "distbench", "worker", "tf", "--run-dir", str(run_dir), "--key", key]
+        env = launchers.child_env({"TF_CONFIG": tf_config(cluster, "worker", i), "DISTBENCH_THREADS": str(threads),
+                                   "DISTBENCH_COLLECTIVE": collective}, base_env)
+        out.append((argv, env))
+    return out
+
+
+def collective_options(name: str) -> Any:
+    """``tf.distribute.experimental.CommunicationOptions`` for ``ring`` | ``nccl`` | ``auto``."""
+    import tensorflow as tf
+
+    impl = {"ring": tf.distribute.experimental.CommunicationImplementation.RING,
+            "nccl": tf.distribute.experimental.CommunicationImplementation.NCCL,
+            "auto": tf.distribute.experimental.CommunicationImplementation.AUTO}[name]
+    return tf.distribute.experimental.CommunicationOptions(implementation=impl)
+
+
+def threads_for(workers: int) -> int:
+    """Intra-op threads of one worker process: ``DISTBENCH_THREADS`` if set, else cores // workers."""
+    return int(os.environ.get("DISTBENCH_THREADS", "0")) or max(1, (os.cpu_count() or 1) // workers)
+
+
+def train_worker(load_workload: Callable[[], Workload], artifacts_dir: Path | None) -> TrainOutput:
+    """Body of one worker process: read ``TF_CONFIG``, build the strategy, then load the
+    workload with ``load_workload()`` (after the strategy: collective ops must be
+    configured before any other TensorFlow op) and train.
+
+    Every worker writes its final weights' SHA-256 to ``artifacts_dir``; the chief
+    (worker 0) also saves the :class:`TrainOutput` there (when ``artifacts_dir`` is set).
+
+    Raises:
+        ValueError: ``TF_CONFIG`` is missing or malformed.
+    """
+    raw = os.environ.get("TF_CONFIG", "")
+    try:
+        tfc = json.loads(raw)
+        n = len(tfc["cluster"]["worker"])
+        index = int(tfc["task"]["index"])
+        task_type = tfc["task"]["type"]
+    except (ValueError, KeyError, TypeError):
+        raise ValueError(f"TF_CONFIG = {raw!r}: expected JSON like {{\"cluster\": {{\"worker\": "
+                         "[\"host1:port\", ...]}}, \"task\": {\"type\": \"worker\", \"index\": 0}}") from None
+    if task_type not in ("worker", "chief"):
+        raise ValueError(f"TF_CONFIG task type {task_type!r}: multi_worker_mirrored needs 'worker' tasks")
+    from distbench.training.tf_loop import configure_threads, train_with_strategy
+
+    threads = configure_threads(threads_for(n))
+    import tensorflow as tf
+
+    collective = os.environ.get("DISTBENCH_COLLECTIVE", "ring")
+    strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=collective_options(collective))
+    workload = load_workload()
+    if workload.config.tf.collective != collective:
+        raise ValueError(f"DISTBENCH_COLLECTIVE={collective!r} but the run's config says tf.collective = "
+                         f"{workload.config.tf.collective!r}; start the workers with matching settings")
+    out = train_with_strategy(strategy, workload)
+    sha = weights_sha256(out.final_weights)
+    out.extra.update(threads, collective=collective, workers=n, cluster=tfc["cluster"],
+                     devices=[d.name for d in tf.config.list_logical_devices("CPU")])
+    if artifacts_dir is not None:
+        artifacts_dir.mkdir(parents=True, exist_ok=True)
+        (artifacts_dir / HASH_FILE.format(index)).write_text(sha)
+        if index == 0:
+            out.save(artifacts_dir)
+    return out
+
+
+@register
+class MultiWorkerMirrored(Strategy):
+    """MultiWorkerMirroredStrategy over N local worker processes (TF_CONFIG on 127.0.0.1)."""
+
+    name = "multi_worker_mirrored"
+    description = "tf.distribute.MultiWorkerMirroredStrategy: N processes, collective all-reduce (TF_CONFIG)"
+    family = "tf.distribute"
+
+    def launch(self, ctx: LaunchContext) -> TrainOutput:
+        """Start N worker processes, wait, check every worker ended with the same weights."""
+        n = ctx.workers
+        cmds = worker_commands(ctx.run_dir, ctx.key, free_ports(n), ctx.threads_per_process(n),
+                               ctx.config.tf.collective)
+        specs = [launchers.ProcSpec(f"worker {i}", argv, env, ctx.log_dir / f"worker{i}.log")
+                 for i, (argv, env) in enumerate(cmds)]
+        res = launchers.run_processes(specs, ctx.timeout_s)
+        if not res.ok:
+            name = res.failed.name if res.failed else "a worker"
+            last = launchers.last_error_line(launchers.log_tail(res.failed.log)) if res.failed else ""
+            raise TaskFailed(f"{res.reason(ctx.timeout_s)}" + (f" ({last})" if last else ""), name)
+        out = TrainOutput.load(ctx.artifacts_dir)
+        hashes = [(ctx.artifacts_dir / HASH_FILE.format(i)).read_text() for i in range(n)]
+        out.extra["worker_weight_sha256"] = hashes
+        out.extra["replicas_in_sync_check"] = "passed" if len(set(hashes)) == 1 else "failed"
+        return out

@@ -1,0 +1,192 @@
+"""``tf_ps``: TensorFlow's own asynchronous parameter server,
+``tf.distribute.ParameterServerStrategy`` with a ``ClusterCoordinator``.
+
+How it trains: the configuration's process is the chief (coordinator). N worker tasks
+and ``tf.ps_tasks`` parameter-server tasks run as separate local processes, each a
+``tf.distribute.Server`` (``distbench worker tf-server``). Variables live on the ps
+tasks; the coordinator schedules step functions, and whichever worker is free runs one:
+each step is one optimizer update of the shared variables with a per-worker batch of
+``G/N`` samples, and ``N * (n_train // G)`` steps make an epoch, as for the other
+parameter-server strategies. Worker i reads the i-th strided shard of the training split
+(``Dataset.shard``), shuffled with the run's seed. The coordinator joins at each epoch end
+to take a snapshot (the join is part of the training time: it is how this strategy
+observes progress). Steps run by each worker are recorded.
+
+On 2 cores an in-process cluster hangs with default thread pools (PITFALLS.md): the
+coordinator raises inter-op parallelism to 16, each server uses 8 inter-op threads, and
+every task is its own process.
+
+How it is launched: :func:`server_commands` (pure) builds each task's argv and env; a
+:class:`~distbench.strategies.launchers.ProcessGroup` runs them; a watchdog thread
+ends the configuration with a failure naming the task as soon as one task dies (the
+coordinator itself would wait for a lost worker to come back).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from distbench.strategies import launchers
+from distbench.strategies.base import LaunchContext, Strategy
+from distbench.strategies.multi_worker_mirrored import free_ports, tf_config
+from distbench.strategies.registry import register
+from distbench.training import SnapshotRecorder, TrainOutput
+from distbench.training.output import RESULT_FILE
+
+COORDINATOR_INTER_OP = 16
+SERVER_INTER_OP = 8
+
+
+def cluster_spec(ports: list[int], workers: int, ps_tasks: int, host: str = "127.0.0.1") -> dict[str, list[str]]:
+    """The cluster dict: ``chief`` (ports[0]), ``workers`` workers, ``ps_tasks`` ps tasks."""
+    addr = [f"{host}:{p}" for p in ports]
+    return {"chief": addr[:1], "worker": addr[1:1 + workers], "ps": addr[1 + workers:1 + workers + ps_tasks]}
+
+
+def server_commands(cluster: dict[str, list[str]], threads: int, run_dir: Path,
+                    base_env: dict[str, str] | None = None) -> list[tuple[str, list[str], dict[str, str]]]:
+    """``(task name, argv, env)`` of each worker and ps server process of ``cluster``
+    (``run_dir`` is in the argv so the processes of a run can be found in the process table)."""
+    out = []
+    for job in ("worker", "ps"):
+        for i in range(len(cluster[job])):
+            argv = [sys.executable, "-m", "distbench", "worker", "tf-server", "--run-dir", str(run_dir)]
+            env = launchers.child_env({"TF_CONFIG": tf_config(cluster, job, i), "DISTBENCH_THREADS": str(threads)},
+                                      base_env)
+            out.append((f"{job} {i}", argv, env))
+    return out
+
+
+def serve_forever() -> None:
+    """Body of ``distbench worker tf-server``: a ``tf.distribute.Server`` for the task in
+    ``TF_CONFIG``, serving until killed.
+
+    Raises:
+        ValueError: ``TF_CONFIG`` is missing or malformed.
+    """
+    raw = os.environ.get("TF_CONFIG", "")
+    try:
+        tfc = json.loads(raw)
+        cluster, job, index = tfc["cluster"], tfc["task"]["type"], int(tfc["task"]["index"])
+    except (ValueError, KeyError, TypeError):
+        raise ValueError(f"TF_CONFIG = {raw!r}: expected {{\"cluster\": {{...}}, \"task\": "
+                         "{\"type\": \"worker\"|\"ps\", \"index\": N}}") from None
+    import tensorflow as tf
+
+    threads = int(os.environ.get("DISTBENCH_THREADS", "0"))
+    proto = tf.compat.v1.ConfigProto(inter_op_parallelism_threads=SERVER_INTER_OP,
+                                     intra_op_parallelism_threads=threads)
+    server = tf.distribute.Server(tf.train.ClusterSpec(cluster), job_name=job, task_index=index,
+                                  protocol="grpc", config=proto, start=True)
+    print(f"tf-server {job} {index} listening on {cluster[job][index]}", flush=True)
+    server.join()
+
+
+def _watchdog(group: launchers.ProcessGroup, artifacts_dir: Path, stop: threading.Event) -> None:
+    """End this process as soon as a server task dies, with a result naming it."""
+    while not stop.wait(0.2):
+        failed = group.first_failure()
+        if failed is None:
+            continue
+        last = launchers.last_error_line(launchers.log_tail(failed.log))
+        reason = f"{failed.name} failed with {launchers.describe_exit(failed.returncode)}" + (
+            f" ({last})" if last else "")
+        (artifacts_dir / RESULT_FILE).write_text(json.dumps(
+            {"status": "failed", "reason": reason, "failed_process": failed.name}))
+        print(f"tf_ps: {reason}; stopping", file=sys.stderr, flush=True)
+        group.terminate(grace_s=2.0)
+        os._exit(1)
+
+
+@register
+class TFParameterServer(Strategy):
+    """ParameterServerStrategy: N worker and P ps server processes, coordinator in this process."""
+
+    name = "tf_ps"
+    description = "tf.distribute.ParameterServerStrategy + ClusterCoordinator (async, N workers, P ps tasks)"
+    family = "parameter-server"
+
+    def launch(self, ctx: LaunchContext) -> TrainOutput:
+        """Start the servers, train from this process as the coordinator, stop the servers."""
+        cfg, wl, n = ctx.config, ctx.workload, ctx.workers
+        cluster = cluster_spec(free_ports(1 + n + cfg.tf.ps_tasks), n, cfg.tf.ps_tasks)
+        specs = [launchers.ProcSpec(name, argv, env, ctx.log_dir / f"{name.replace(' ', '')}.log")
+                 for name, argv, env in server_commands(cluster, ctx.threads_per_process(n + 1), ctx.run_dir)]
+        ctx.artifacts_dir.mkdir(parents=True, exist_ok=True)
+        group = launchers.ProcessGroup(specs).start()
+        stop = threading.Event()
+        threading.Thread(target=_watchdog, args=(group, ctx.artifacts_dir, stop), daemon=True).start()
+        try:
+            return self._coordinate(ctx, cluster)
+        finally:
+            stop.set()
+            group.terminate(grace_s=2.0)
+
+    def _coordinate(self, ctx: LaunchContext, cluster: dict[str, list[str]]) -> TrainOutput:
+        import tensorflow as tf
+
+        cfg, wl, n = ctx.config, ctx.workload, ctx.workers
+        tf.config.threading.set_inter_op_parallelism_threads(COORDINATOR_INTER_OP)
+        resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
+            tf.train.ClusterSpec(cluster), task_type="chief", task_id=0, rpc_layer="grpc")
+        strategy = tf.distribute.ParameterServerStrategy(resolver)
+        coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+        with strategy.scope():
+            model = wl.build_model()
+            optimizer = wl.make_optimizer(1)
+            optimizer.build(model.trainable_variables)
+        loss_obj = wl.loss_fn()
+        B = cfg.training.global_batch_size // n
+        x_train, y_train = wl.dataset.x_train, wl.dataset.y_train
+
+        seed = cfg.training.seed
+
+        def dataset_fn() -> Any:  # runs on each worker: its shard, its own seeded shuffle
+            me = tf.distribute.coordinator.experimental_get_current_worker_index()
+            return (tf.data.Dataset.from_tensor_slices((x_train, y_train)).shard(n, me)
+                    .shuffle(len(y_train) // n + 1, seed=seed).repeat().batch(B, drop_remainder=True).prefetch(2))
+
+        @tf.function
+        def step(iterator: Any) -> Any:
+            def replica_fn(x: Any, y: Any) -> Any:
+                with tf.GradientTape() as tape:
+                    loss = tf.reduce_mean(loss_obj(y, model(x, training=True)))
+                grads = tape.gradient(loss, model.trainable_variables)
+                optimizer.apply_gradients(zip(grads, model.trainable_variables))
+                return loss
+
+            x, y = next(iterator)
+            strategy.run(replica_fn, args=(x, y))
+            return tf.distribute.coordinator.experimental_get_current_worker_index()
+
+        per_worker = iter(coordinator.create_per_worker_dataset(dataset_fn))
+        steps_per_epoch = n * wl.steps_per_epoch()
+        rec = SnapshotRecorder()
+        handles = []
+        for epoch in range(cfg.training.epochs):
+            if epoch == 0:
+                rec.start()
+            handles += [coordinator.schedule(step, args=(per_worker,)) for _ in range(steps_per_epoch)]
+            coordinator.join()
+            rec.take(epoch + 1, len(handles), model.get_weights)
+            print(f"epoch {epoch + 1}/{cfg.training.epochs} done: {len(handles)} steps", flush=True)
+        train_s = rec.stop()
+        per_worker_steps = Counter(int(h.fetch()) for h in handles)
+        return TrainOutput(
+            final_weights=[np.asarray(w, np.float32) for w in model.get_weights()],
+            snapshots=rec.snapshots, train_s=train_s, first_step_unix=rec.first_step_unix or time.time(),
+            steps=len(handles), samples=len(handles) * B, replicas=n,
+            extra={"engine": "tf.distribute", "ps_tasks": cfg.tf.ps_tasks, "cluster": cluster,
+                   "per_worker_steps": [per_worker_steps.get(i, 0) for i in range(n)],
+                   "per_replica_batch_size": B, "coordinator_inter_op_threads": COORDINATOR_INTER_OP,
+                   "server_inter_op_threads": SERVER_INTER_OP},
+        )

@@ -1,0 +1,72 @@
+"""SIGINT and SIGKILL to `distbench run` mid-sweep, then --resume: every configuration
+recorded exactly once, no torn line, no orphaned training process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from distbench.results.store import RESULTS_FILE, read_records
+from tests.conftest import distbench
+
+pytestmark = pytest.mark.integration
+STRATS = "single,mirrored,multi_worker_mirrored"
+
+
+def _pids_with(text: str) -> list[int]:
+    out = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit() and int(p.name) != os.getpid():
+            try:
+                if text in (p / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
+                    out.append(int(p.name))
+            except OSError:
+                pass
+    return out
+
+
+def _start(out: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "distbench", "run", "--strategies", STRATS, "--workers", "2",
+                             "--epochs", "3", "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _wait_for_records(out: Path, n: int, proc: subprocess.Popen, timeout: float = 240) -> None:
+    t0 = time.monotonic()
+    while len(read_records(out)) < n:
+        assert proc.poll() is None and time.monotonic() - t0 < timeout
+        time.sleep(0.3)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
+def test_interrupt_then_resume(tmp_path, sig):
+    out = tmp_path / "run"
+    proc = _start(out)
+    _wait_for_records(out, 1, proc)  # the first configuration is recorded, the second is running
+    time.sleep(2)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    if sig == signal.SIGINT:
+        assert proc.returncode == 130 and b"--resume" in err
+    time.sleep(1)
+    assert _pids_with(str(out)) == []  # children died with the sweep, even on SIGKILL
+    before = len(read_records(out))
+    with open(out / RESULTS_FILE, "a") as f:  # as if the writer had been killed mid-line
+        f.write('{"run_id": "x", "config_id": "torn')
+    cp = distbench("run", "--strategies", STRATS, "--workers", "2", "--epochs", "3", "--out", str(out), "--resume")
+    assert cp.returncode == 0, cp.stderr[-2000:]
+    assert "torn" in cp.stderr
+    recs = read_records(out)
+    counts = Counter((r["config_id"], r["repeat"]) for r in recs)
+    assert set(counts) == {("single_w1", 0), ("mirrored_w2", 0), ("multi_worker_mirrored_w2", 0)}
+    assert all(v == 1 for v in counts.values()) and before >= 1
+    assert all(r["status"] == "ok" for r in recs)
+    lines = (out / RESULTS_FILE).read_text().splitlines()
+    assert len(lines) == 3  # the torn line is gone
+    assert "multi_worker_mirrored" in (out / "report.md").read_text()

@@ -1,0 +1,132 @@
+"""multi_worker_mirrored and tf_ps: launch builders, real 2-worker runs, worker death."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from distbench.results.store import read_records
+from distbench.strategies.multi_worker_mirrored import tf_config, worker_commands
+from distbench.strategies.tf_ps import cluster_spec, server_commands
+from tests.conftest import distbench
+
+
+def test_tf_config_and_worker_commands_exact():
+    cmds = worker_commands(Path("/r"), "multi_worker_mirrored_w2_r0", [1111, 2222], threads=1,
+                           collective="nccl", base_env={"PATH": "/bin"})
+    assert len(cmds) == 2
+    argv, env = cmds[1]
+    assert argv == [sys.executable, "-m", "distbench", "worker", "tf", "--run-dir", "/r", "--key",
+                    "multi_worker_mirrored_w2_r0"]
+    assert env == {"PATH": "/bin", "TF_CPP_MIN_LOG_LEVEL": "1", "PYTHONUNBUFFERED": "1", "DISTBENCH_THREADS": "1",
+                   "DISTBENCH_COLLECTIVE": "nccl",
+                   "TF_CONFIG": '{"cluster": {"worker": ["127.0.0.1:1111", "127.0.0.1:2222"]}, '
+                                '"task": {"index": 1, "type": "worker"}}'}
+    assert json.loads(tf_config({"worker": ["h:1"]}, "worker", 0))["task"] == {"type": "worker", "index": 0}
+
+
+def test_tf_ps_cluster_and_servers_exact():
+    cluster = cluster_spec([10, 11, 12, 13], workers=2, ps_tasks=1)
+    assert cluster == {"chief": ["127.0.0.1:10"], "worker": ["127.0.0.1:11", "127.0.0.1:12"], "ps": ["127.0.0.1:13"]}
+    cmds = server_commands(cluster, threads=1, run_dir=Path("/r"), base_env={})
+    assert [c[0] for c in cmds] == ["worker 0", "worker 1", "ps 0"]
+    name, argv, env = cmds[2]
+    assert argv == [sys.executable, "-m", "distbench", "worker", "tf-server", "--run-dir", "/r"]
+    assert json.loads(env["TF_CONFIG"]) == {"cluster": cluster, "task": {"type": "ps", "index": 0}}
+
+
+@pytest.mark.integration
+def test_both_strategies_train_on_two_workers(tmp_path):
+    out = tmp_path / "run"
+    cp = distbench("run", "--strategies", "single,multi_worker_mirrored,tf_ps", "--workers", "2", "--out", str(out),
+                   timeout=900)
+    assert cp.returncode == 0, cp.stderr[-3000:]
+    recs = {r["strategy"]: r for r in read_records(out)}
+    mw, ps = recs["multi_worker_mirrored"], recs["tf_ps"]
+    assert mw["status"] == "ok" and ps["status"] == "ok", (mw["reason"], ps["reason"])
+    assert mw["final_test_accuracy"] >= 0.85 and ps["final_test_accuracy"] >= 0.8
+    assert mw["initial_weights_sha256"] == ps["initial_weights_sha256"] == recs["single"]["initial_weights_sha256"]
+    assert mw["details"]["replicas_in_sync_check"] == "passed" and mw["details"]["collective"] == "ring"
+    assert mw["steps"] == recs["single"]["steps"] == 200  # same optimizer steps as the baseline
+    assert sum(ps["details"]["per_worker_steps"]) == ps["steps"] == 400 and min(ps["details"]["per_worker_steps"]) > 0
+    assert "multi_worker_mirrored" in (out / "report.md").read_text()
+
+
+def _pids_with(text: str) -> list[int]:
+    out = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                if text in (p / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
+                    out.append(int(p.name))
+            except OSError:
+                pass
+    return out
+
+
+def _env_of(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(kv.decode(errors="replace").split("=", 1) for kv in raw if b"=" in kv)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("strategy,log_name,victim", [
+    ("multi_worker_mirrored", "worker0.log", "worker 1"),
+    ("tf_ps", None, "worker 1"),
+])
+def test_killed_worker_gives_failed_record_and_no_leftovers(tmp_path, strategy, log_name, victim):
+    out = tmp_path / "run"
+    key = f"{strategy}_w2_r0"
+    proc = subprocess.Popen([sys.executable, "-m", "distbench", "run", "--strategies", strategy, "--workers", "2",
+                             "--epochs", "200", "--timeout", "300", "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    log = out / "logs" / key / log_name if log_name else out / "logs" / f"{key}.log"
+    t0 = time.monotonic()
+    while not (log.exists() and "epoch 1/" in log.read_text(errors="replace")):
+        assert time.monotonic() - t0 < 180 and proc.poll() is None, "training never started"
+        time.sleep(0.5)
+    job, index = victim.split()
+    pids = [p for p in _pids_with(str(out)) if json.loads(_env_of(p).get("TF_CONFIG", "{}") or "{}").get("task")
+            == {"type": job, "index": int(index)}]
+    assert len(pids) == 1
+    killed_at = time.monotonic()
+    os.kill(pids[0], signal.SIGKILL)
+    proc.communicate(timeout=240)
+    assert time.monotonic() - killed_at < 60  # noticed and cleaned up promptly, not at the timeout
+    (rec,) = read_records(out)
+    assert rec["status"] == "failed"
+    assert f"{victim} failed with signal 9 (SIGKILL)" in rec["reason"]
+    time.sleep(1)
+    assert _pids_with(str(out)) == []  # no process of this run is left
+
+
+@pytest.mark.integration
+def test_user_run_tf_config_workers_write_the_record(tmp_path):
+    """What a platform team does on two hosts, here as two local processes."""
+    from distbench.strategies.multi_worker_mirrored import free_ports
+
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text("[training]\nepochs = 3\n")
+    run_dir = tmp_path / "cluster-run"
+    cluster = {"worker": [f"127.0.0.1:{p}" for p in free_ports(2)]}
+    procs = []
+    for i in range(2):
+        env = {**os.environ, "TF_CONFIG": tf_config(cluster, "worker", i), "DISTBENCH_THREADS": "1"}
+        # the second task starts in its own directory, as on a host without a shared filesystem
+        d = run_dir if i == 0 else tmp_path / "host2"
+        procs.append(subprocess.Popen([sys.executable, "-m", "distbench", "worker", "tf", "--run-dir", str(d),
+                                       "--config", str(cfg)], env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT))
+    outs = [p.communicate(timeout=300)[0].decode(errors="replace") for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs[0][-2000:] + outs[1][-2000:]
+    (rec,) = read_records(run_dir)
+    assert rec["status"] == "ok" and rec["strategy"] == "multi_worker_mirrored" and rec["workers"] == 2
+    assert rec["final_test_accuracy"] >= 0.85 and rec["provenance"]["launcher"] == "TF_CONFIG (user)"
+    assert read_records(tmp_path / "host2") == []  # only the chief records
