@@ -10,6 +10,7 @@ import functools
 import json
 import logging
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -92,8 +93,24 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
     from distbench.harness.evaluate import hide_accelerators
 
     hide_accelerators()  # import TensorFlow here quietly, off the GPUs the children use
-    records = _run_with_progress(cfg, run_dir, resume, run_sweep)
+    # SIGTERM (a scheduler or CI cancelling us) is handled like Ctrl-C: children are killed,
+    # finished records stay, and the run can be resumed.
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        records = _run_with_progress(cfg, run_dir, resume, run_sweep)
+    except KeyboardInterrupt:
+        from distbench.results.store import read_records
+
+        n = len(read_records(run_dir)) if run_dir.exists() else 0
+        click.echo(f"distbench: interrupted; {n} record(s) kept in {run_dir}. Continue with: "
+                   f"distbench run --resume --out {run_dir} (and the same options)", err=True)
+        sys.exit(130)
     _print_report(records, run_dir)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    """Signal handler: turn SIGTERM into KeyboardInterrupt (the same clean-up as Ctrl-C)."""
+    raise KeyboardInterrupt
 
 
 def _run_with_progress(cfg: config_mod.ExperimentConfig, run_dir: Path, resume: bool,
@@ -121,47 +138,91 @@ def _run_with_progress(cfg: config_mod.ExperimentConfig, run_dir: Path, resume: 
         return run_sweep(cfg, run_dir, resume=resume, on_progress=on_progress)
 
 
-def _print_report(records: list[dict[str, Any]], run_dir: Path) -> None:
+def _print_report(records: list[dict[str, Any]], run_dir: Path, formats: tuple[str, ...] | None = None,
+                  tensorboard: bool = False) -> None:
+    """Print the comparison table (and reasons of non-ok configurations), then write the
+    report outputs (``formats``, default all) and optionally TensorBoard scalars into ``run_dir``."""
+    from rich import box
     from rich.console import Console
     from rich.markup import escape
+    from rich.measure import Measurement
     from rich.table import Table
 
-    from distbench.results.report import COLUMNS, table_rows, write_report
+    from distbench.results.report import FORMATS, SHORT_COLUMNS, table_columns, table_rows, write_report
     from distbench.results.stats import summarize
 
-    table = Table(title=f"distbench: {run_dir}")
-    for c in COLUMNS:
-        table.add_column(escape(c))
+    table = Table(title=f"distbench: {run_dir}", box=box.SIMPLE_HEAD)
     summaries = summarize(records)
+    for c in table_columns(summaries):
+        table.add_column(escape(SHORT_COLUMNS.get(c, c)), justify="left" if c in ("strategy", "status") else "right")
     for row in table_rows(summaries):
-        table.add_row(*row)
-    console = Console(width=max(140, Console().width))
+        table.add_row(*(escape(c) for c in row))
+    console = Console()
+    if not console.is_terminal:  # a file or pipe: as wide as the table needs, so no cell wraps
+        need = Measurement.get(console, console.options.update_width(260), table).maximum
+        console = Console(width=max(100, min(260, need)))
     console.print(table)
+    console.print(escape("acc, train s, samples/s: median [min-max] over repeats; to target: MLPerf rule; speed-up "
+                         "vs single on the same hardware; eff.: scaling efficiency; temporal: Hermans' temporal "
+                         "efficiency."), soft_wrap=True)
     for s in summaries:
         if s.ok < s.repeats:
             for reason in s.reasons:
-                console.print(f"  {s.config_id}: {reason}")
-    paths = write_report(records, run_dir)
-    console.print("wrote " + ", ".join(str(p) for p in paths))
+                console.print(f"  {escape(s.config_id)}: {escape(reason)}")
+    paths = write_report(records, run_dir, formats or FORMATS, tensorboard=tensorboard)
+    main_paths = [str(p) for p in paths if p.suffix != ".png"]
+    pngs = [p for p in paths if p.suffix == ".png"]
+    console.print("wrote " + ", ".join(main_paths) + (f" and {len(pngs)} plots in {pngs[0].parent}" if pngs else ""),
+                  soft_wrap=True)
 
 
 @main.command()
-@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(file_okay=False))
+@click.argument("run_dirs", nargs=-1, type=click.Path(file_okay=False))
 @click.option("--out", type=click.Path(file_okay=False), help="Output directory (default: the first RUN_DIR).")
+@click.option("--format", "formats", default="md,html,csv,json", show_default=True,
+              help="Outputs to write, comma-separated: md (report.md), html (self-contained report.html), "
+                   "csv (summary.csv), json (summary.json). md and html also write the plots as PNG files.")
+@click.option("--tensorboard", is_flag=True,
+              help="Also write TensorBoard scalars (test accuracy and loss vs step and vs training time) under "
+                   "OUT/tensorboard/<config_id>/.")
+@click.option("--compare", nargs=2, metavar="BASE NEW", type=click.Path(file_okay=False),
+              help="Print, per configuration, the change from run directory BASE to NEW in median test accuracy "
+                   "and training time with their spread; writes nothing.")
 @_user_errors
-def report(run_dirs: tuple[str, ...], out: str | None) -> None:
-    """Render report.md and summary.csv from one or more run directories."""
-    from distbench.results.report import write_report
+def report(run_dirs: tuple[str, ...], out: str | None, formats: str, tensorboard: bool,
+           compare: tuple[str, str] | None) -> None:
+    """Render report.md, a self-contained report.html (plots embedded), summary.csv and
+    summary.json from one or more run directories. Several directories are merged; each
+    record keeps its provenance, and rows from different hardware are marked and compared
+    only within their hardware."""
+    from distbench.results.report import parse_formats
     from distbench.results.store import RESULTS_FILE, read_records
 
-    records: list[dict[str, Any]] = []
-    for d in run_dirs:
+    def load(d: str) -> list[dict[str, Any]]:
         if not (Path(d) / RESULTS_FILE).exists():
             raise ConfigError(f"{d!r} holds no {RESULTS_FILE}: expected a run directory made by 'distbench run'")
-        records += read_records(d)
-    paths = write_report(records, Path(out or run_dirs[0]))
-    click.echo(Path(paths[0]).read_text())
-    click.echo("wrote " + ", ".join(str(p) for p in paths))
+        return read_records(d)
+
+    if compare:
+        if run_dirs or out or tensorboard:
+            raise ConfigError("--compare BASE NEW takes no RUN_DIR, --out or --tensorboard: it only prints")
+        from rich.console import Console
+
+        from distbench.results.compare import print_comparison
+
+        base, new = compare
+        print_comparison(load(base), load(new), base, new, Console())
+        return
+    if not run_dirs:
+        raise ConfigError("report needs one or more RUN_DIRs (or --compare BASE NEW)")
+    try:
+        fmts = parse_formats(formats)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    records: list[dict[str, Any]] = []
+    for d in run_dirs:
+        records += load(d)
+    _print_report(records, Path(out or run_dirs[0]), fmts, tensorboard=tensorboard)
 
 
 @main.command("env")
@@ -221,6 +282,33 @@ def worker() -> None:
     """Entry points run by launchers (and by users under their own launchers)."""
 
 
+@worker.command("tf")
+@click.option("--run-dir", required=True, type=click.Path(file_okay=False), help="Run directory (shared by the tasks).")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False),
+              help="Experiment TOML, used when DIR holds no workload yet.")
+@click.option("--key", hidden=True, help="Record key (set by distbench run; omit on a cluster).")
+@_user_errors
+def worker_tf(run_dir: str, config_file: str | None, key: str | None) -> None:
+    """One MultiWorkerMirroredStrategy task; run it on every host with that host's TF_CONFIG.
+    The chief (worker 0) appends the record to RUN_DIR/results.jsonl."""
+    from distbench.harness.cluster import tf_worker_main
+
+    sys.exit(tf_worker_main(Path(run_dir), key, config_file))
+
+
+@worker.command("tf-server", hidden=True)
+@click.option("--run-dir", type=click.Path(file_okay=False), help="The run this server belongs to (informational).")
+@_user_errors
+def worker_tf_server(run_dir: str | None) -> None:
+    """A tf.distribute.Server for the task in TF_CONFIG (tf_ps workers and ps tasks)."""
+    from distbench.strategies.tf_ps import serve_forever
+
+    try:
+        serve_forever()
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+
+
 @worker.command("config", hidden=True)
 @click.option("--run-dir", required=True, type=click.Path(file_okay=False))
 @click.option("--key", required=True)
@@ -232,3 +320,20 @@ def worker_config(run_dir: str, key: str, strategy: str, workers: int, window: i
     from distbench.harness.runner import child_main
 
     sys.exit(child_main(Path(run_dir), key, strategy, workers, window))
+
+
+@worker.command("horovod")
+@click.option("--run-dir", required=True, type=click.Path(file_okay=False),
+              help="Run directory (rank 0 writes the workload, artifacts and results there).")
+@click.option("--key", help="Record key; set by 'distbench run' (omit on your own cluster).")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False),
+              help="Experiment TOML for a cluster run (default: the embedded experiment).")
+@_user_errors
+def worker_horovod(run_dir: str, key: str | None, config_file: str | None) -> None:
+    """One Horovod rank; run it under horovodrun or mpirun, e.g.
+    'horovodrun -np 4 -H host1:2,host2:2 python -m distbench worker horovod --run-dir DIR
+    --config cfg.toml'. Without --key, rank 0 evaluates and appends a record to
+    DIR/results.jsonl."""
+    from distbench.harness.horovod_app import worker_main
+
+    sys.exit(worker_main(Path(run_dir), key, config_file))

@@ -16,7 +16,7 @@ from distbench.config import ConfigError
 from distbench.strategies.base import Strategy
 
 # Modules whose import registers strategies, in display order.
-_MODULES = ["single_device", "mirrored", "tpu", "spark_ps"]
+_MODULES = ["single_device", "mirrored", "tpu", "multi_worker_mirrored", "tf_ps", "horovod", "spark_ps"]
 
 _STRATEGIES: dict[str, type[Strategy]] = {}
 _FAMILIES: dict[str, tuple[Callable[[str], Strategy], tuple[str, ...]]] = {}
@@ -53,7 +53,8 @@ def _load() -> None:
 def names() -> list[str]:
     """Every registered strategy name, families expanded, in display order."""
     _load()
-    out = list(_STRATEGIES)
+    order = {f"distbench.strategies.{m}": i for i, m in enumerate(_MODULES)}
+    out = sorted(_STRATEGIES, key=lambda n: order.get(_STRATEGIES[n].__module__, len(order)))
     for prefix, (_, variants) in _FAMILIES.items():
         out += [f"{prefix}:{v}" for v in variants]
     return out

@@ -1,0 +1,111 @@
+"""``distbench worker horovod``: the entry every Horovod rank runs, under the harness or
+under a user's own ``horovodrun``/``mpirun`` on a cluster.
+
+Under the harness (``--key KEY``, started by the ``horovod``/``horovod_mpi`` strategies):
+rank 0 saves its :class:`~distbench.training.TrainOutput` in
+``DIR/artifacts/KEY/``; the harness evaluates it and writes the record.
+
+On a cluster (no ``--key``)::
+
+    horovodrun -np 4 -H host1:2,host2:2 python -m distbench worker horovod --run-dir DIR --config cfg.toml
+    mpirun -np 4 -H host1:2,host2:2 -bind-to none -map-by slot -x PATH -x PYTHONPATH \\
+        python -m distbench worker horovod --run-dir DIR --config cfg.toml
+
+rank 0 creates the workload in ``DIR`` if it has none (from ``--config``, default the
+embedded experiment; an existing one must match ``--config``'s data/model/training),
+every rank gets it from rank 0, and after training rank 0 evaluates the final weights
+and snapshots on the test split and appends one record to ``DIR/results.jsonl``
+(strategy ``horovod`` for Gloo, ``horovod_mpi`` for MPI; ``workers`` = ranks; each new
+run of the same rank count is the next repeat), in the same format as ``distbench run``,
+so ``distbench report`` merges it with other runs. Only rank 0 writes to ``DIR``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from distbench import config as config_mod
+from distbench.config import ConfigError
+from distbench.harness.evaluate import Evaluator
+from distbench.harness.matrix import ConfigPoint
+from distbench.harness.runner import artifacts_dir, ok_record, prepare_run_dir
+from distbench.results import provenance
+from distbench.results.records import config_id
+from distbench.results.store import append_record, read_records
+from distbench.strategies.horovod_rank import RankInfo, configured_threads, run_worker
+from distbench.training import TrainOutput
+from distbench.workload import WORKLOAD_DIR, Workload
+
+
+def worker_main(run_dir: Path, key: str | None = None, config_file: str | None = None) -> int:
+    """Run one rank (call it in every process that ``horovodrun``/``mpirun`` starts).
+
+    Args:
+        run_dir: the run directory (rank 0 writes there; other ranks only read the
+            config file named by ``--config`` if any).
+        key: the record key when started by ``distbench run`` (the workload must exist);
+            None for a user's own cluster run.
+        config_file: experiment TOML for a cluster run (None = the embedded default).
+
+    Returns:
+        Process exit code: 0 when this rank finished.
+
+    Raises:
+        ConfigError: bad input (``--config`` with ``--key``, an unreadable config, a
+            workload that does not match the config); every rank raises it.
+    """
+    if key and config_file:
+        raise ConfigError("--config is for runs outside 'distbench run'; with --key the workload already in "
+                          f"{str(run_dir)!r} is used: drop --config")
+    if not key and config_file:
+        config_mod.load(config_file)  # fail fast on every rank, before hvd.init()
+    threads = configured_threads(run_dir, config_file)
+    if key:
+        art = artifacts_dir(run_dir, key)
+
+        def save(out: TrainOutput, workload: Workload, info: RankInfo) -> None:
+            out.save(art)
+
+        return run_worker(run_dir, lambda: Workload.load(run_dir), save, threads)
+    return run_worker(run_dir, lambda: _prepare(run_dir, config_file),
+                      lambda out, wl, info: record_cluster_run(out, wl, info), threads)
+
+
+def _prepare(run_dir: Path, config_file: str | None) -> Workload:
+    """Rank 0 of a cluster run: create the workload in ``run_dir``, or load the existing
+    one (which must match ``config_file`` when it is given)."""
+    if not (run_dir / WORKLOAD_DIR).exists():
+        return prepare_run_dir(config_mod.load(config_file), run_dir, resume=False)
+    if config_file:
+        return prepare_run_dir(config_mod.load(config_file), run_dir, resume=True)
+    return Workload.load(run_dir)
+
+
+def record_cluster_run(out: TrainOutput, workload: Workload, info: RankInfo) -> dict:
+    """Rank 0 of a cluster run: save ``out`` under ``DIR/artifacts/<key>/``, evaluate it
+    like the harness does and append the record to ``DIR/results.jsonl``.
+
+    Returns:
+        The record written.
+    """
+    run_dir = workload.run_dir
+    cid = config_id(info.strategy, info.size)
+    repeat = sum(1 for r in read_records(run_dir) if r.get("config_id") == cid)
+    point = ConfigPoint(info.strategy, info.size, repeat)
+    art = artifacts_dir(run_dir, point.key)
+    out.save(art)
+    prov = provenance.collect(workload.config.training.seed)
+    prov["launcher"] = "user (horovodrun or mpirun, distbench worker horovod)"
+    prov["hostnames"] = sorted(set(info.hostnames))
+    total_s = time.time() - info.start_unix
+    rec = ok_record(workload, point, run_dir.name, prov, out, Evaluator(workload), total_s, info.start_unix,
+                    launcher="cluster")
+    append_record(run_dir, rec)
+    (run_dir / "provenance.json").write_text(json.dumps(prov, indent=2))
+    acc = rec.get("final_test_accuracy")
+    print(f"distbench: {point.key}: {rec['status']} "
+          + (f"test acc {acc:.3f}, train {out.train_s:.1f} s" if acc is not None else rec.get("reason", ""))
+          + f"; record appended to {run_dir / 'results.jsonl'}", flush=True)
+    return rec

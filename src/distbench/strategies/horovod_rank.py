@@ -1,0 +1,302 @@
+"""What each Horovod rank runs (under ``horovodrun`` or ``mpirun``): the rank side of
+the ``horovod`` / ``horovod_mpi`` strategies (:mod:`distbench.strategies.horovod` has
+the launch side and the whole story).
+
+:func:`run_worker` is one rank's life: ``hvd.init()`` and the intra-op thread pool
+(:func:`init_rank`), the workload from rank 0 (:func:`share_workload`), the training
+loop with ``hvd.DistributedGradientTape`` on the shared batch schedule
+(:func:`train_rank`), the allgathered weight hashes, and rank 0's result callback.
+Entry points: ``distbench worker horovod`` (:mod:`distbench.harness.horovod_app`).
+
+Test hooks (environment, read by the ranks; never set them outside tests):
+``DISTBENCH_HOROVOD_PLAIN_TAPE=1`` uses a plain ``tf.GradientTape`` (no allreduce), so the
+ranks diverge; ``DISTBENCH_HOROVOD_TEST_EXIT=RANK:EPOCH[:CODE|kill]`` makes rank RANK
+``os._exit(CODE)`` (default 9) or SIGKILL itself after epoch EPOCH.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from distbench.config import ConfigError
+from distbench.training import TrainOutput
+from distbench.workload import Workload
+
+PLAIN_TAPE_ENV = "DISTBENCH_HOROVOD_PLAIN_TAPE"
+TEST_EXIT_ENV = "DISTBENCH_HOROVOD_TEST_EXIT"
+
+
+@dataclass
+class RankInfo:
+    """Who this process is in the Horovod job.
+
+    Attributes:
+        rank, size, local_rank, local_size: Horovod's numbering.
+        controller: ``gloo`` or ``mpi``.
+        threads: intra-op threads set for this rank.
+        hostnames: every rank's hostname, in rank order.
+        start_unix: Unix time this rank's process started.
+    """
+
+    rank: int
+    size: int
+    local_rank: int
+    local_size: int
+    controller: str
+    threads: int
+    hostnames: list[str]
+    start_unix: float
+
+    @property
+    def strategy(self) -> str:
+        """The strategy name of this controller: ``horovod`` (gloo) or ``horovod_mpi``."""
+        return "horovod_mpi" if self.controller == "mpi" else "horovod"
+
+
+def init_rank(threads: int = 0) -> tuple[Any, RankInfo]:
+    """``hvd.init()`` and set this rank's intra-op threads before any TensorFlow op.
+
+    Args:
+        threads: intra-op threads; 0 = cores // local ranks (at least 1).
+
+    Returns:
+        ``(hvd, info)``: the ``horovod.tensorflow`` module and :class:`RankInfo`.
+    """
+    import horovod.tensorflow as hvd
+
+    from distbench.training.tf_loop import configure_threads
+
+    hvd.init()
+    n = threads or max(1, (os.cpu_count() or 1) // hvd.local_size())
+    configure_threads(n)
+    controller = "mpi" if hvd.mpi_enabled() else "gloo"
+    try:
+        import psutil
+
+        start = psutil.Process().create_time()
+    except Exception:  # psutil is optional here; the time of init is close enough
+        start = time.time()
+    hosts = hvd.allgather_object(socket.gethostname(), name="distbench_hostnames")
+    return hvd, RankInfo(hvd.rank(), hvd.size(), hvd.local_rank(), hvd.local_size(), controller, n,
+                         list(hosts), start)
+
+
+def share_workload(hvd: Any, run_dir: Path, load_on_root: Callable[[], Workload]) -> Workload:
+    """Rank 0 loads the workload with ``load_on_root()``; every rank gets it from rank 0.
+
+    Rank 0 broadcasts the config, the initial weights and both hashes; the other ranks
+    rebuild the dataset from the config and check its fingerprint, so the run directory
+    need not be on a shared filesystem (only rank 0 writes there). An error on rank 0
+    is broadcast too, so no rank waits forever.
+
+    Raises:
+        ConfigError: rank 0 could not load the workload (its message, on every rank), or
+            this rank's dataset differs from rank 0's, or the batch does not split evenly.
+    """
+    from distbench import config as config_mod
+    from distbench.data import fingerprint, load_dataset
+    from distbench.workload import weights_sha256
+
+    payload: Any
+    if hvd.rank() == 0:
+        try:
+            wl = load_on_root()
+            payload = ("ok", wl.config.to_dict(), wl.initial_weights, wl.initial_weights_sha256, wl.data_sha256)
+        except Exception as e:
+            payload = ("error", f"{type(e).__name__}: {e}")
+            hvd.broadcast_object(payload, root_rank=0, name="distbench_workload")
+            raise
+    else:
+        payload = None
+    payload = hvd.broadcast_object(payload, root_rank=0, name="distbench_workload")
+    if payload[0] == "error":
+        raise ConfigError(f"rank 0 could not load the workload: {payload[1]}")
+    if hvd.rank() == 0:
+        workload = wl
+    else:
+        _, raw, weights, wsha, dsha = payload
+        cfg = config_mod.from_dict(raw)
+        ds = load_dataset(cfg.data, cfg.training.seed)
+        if fingerprint(ds) != dsha:
+            raise ConfigError(f"rank {hvd.rank()} on {socket.gethostname()}: dataset {cfg.data.name!r} differs from "
+                              "rank 0's (fingerprint mismatch): every host needs the same data files")
+        if weights_sha256(weights) != wsha:
+            raise ConfigError(f"rank {hvd.rank()}: initial weights received from rank 0 fail their SHA-256 check")
+        workload = Workload(cfg, ds, [np.asarray(w, np.float32) for w in weights], wsha, dsha, Path(run_dir))
+    g = workload.config.training.global_batch_size
+    if g % hvd.size():
+        raise ConfigError(f"training.global_batch_size = {g} is not divisible by the {hvd.size()} Horovod ranks: "
+                          "every rank must get the same per-rank batch")
+    return workload
+
+
+def _test_exit_hook(rank: int) -> tuple[int, int, str] | None:
+    """Parse :data:`TEST_EXIT_ENV` (``RANK:EPOCH[:CODE|kill]``) if it targets ``rank``."""
+    raw = os.environ.get(TEST_EXIT_ENV, "")
+    if not raw:
+        return None
+    parts = raw.split(":")
+    try:
+        r, e = int(parts[0]), int(parts[1])
+        how = parts[2] if len(parts) > 2 else "9"
+        if how != "kill":
+            int(how)
+    except (ValueError, IndexError):
+        raise ConfigError(f"{TEST_EXIT_ENV}={raw!r}: expected RANK:EPOCH[:CODE|kill], e.g. 1:1:kill") from None
+    return (r, e, how) if r == rank else None
+
+
+def train_rank(hvd: Any, info: RankInfo, workload: Workload) -> TrainOutput:
+    """Train this rank's share of every global batch with gradients averaged by Horovod.
+
+    Returns:
+        On every rank a :class:`TrainOutput` with its final weights; rank 0's also has
+        the epoch-end snapshots. ``extra`` holds the controller, ranks, hosts, threads,
+        bytes allreduced per step, every rank's weights hash and ``replicas_in_sync_check``.
+    """
+    import tensorflow as tf
+
+    from distbench.training.output import SnapshotRecorder
+    from distbench.training.schedule import epoch_order, replica_slice
+    from distbench.workload import weights_sha256
+
+    cfg = workload.config.training
+    ds = workload.dataset
+    rank, size = info.rank, info.size
+    G = cfg.global_batch_size
+    local_batch = G // size
+    plain_tape = os.environ.get(PLAIN_TAPE_ENV, "") not in ("", "0")
+    exit_hook = _test_exit_hook(rank)
+
+    model = workload.build_model()
+    optimizer = workload.make_optimizer(size)
+    optimizer.build(model.trainable_variables)  # slots exist before the tf.function traces
+    # Keras 3 variables are not tf.Variables: Horovod needs the backing ones (.value).
+    hvd.broadcast_variables([v.value for v in model.variables], root_rank=0)
+    loss_obj = workload.loss_fn()
+    tvars = model.trainable_variables
+    tvalues = [v.value for v in tvars]
+
+    # autograph=False: the step has no tensor-dependent Python control flow, and AutoGraph
+    # would transpile Horovod's tape and allreduce code (~70 functions): 3-15 s of tracing
+    # on a 2-core machine instead of ~0.1 s, all of it on the training clock.
+    @tf.function(autograph=False)
+    def train_step(x: Any, y: Any) -> Any:
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(loss_obj(y, model(x, training=True)))  # mean over the local batch
+        tape_ = tape if plain_tape else hvd.DistributedGradientTape(tape)  # Average over ranks
+        grads = tape_.gradient(loss, tvalues)
+        optimizer.apply_gradients(zip(grads, tvars))
+        return loss
+
+    n = len(ds.y_train)
+    steps_per_epoch = n // G
+    rec = SnapshotRecorder()
+    steps = 0
+    last_loss = float("nan")
+    for epoch in range(cfg.epochs):
+        order = epoch_order(n, G, epoch, cfg.seed).reshape(steps_per_epoch, G)
+        mine = np.concatenate([replica_slice(b, rank, size) for b in order])
+        data = (tf.data.Dataset.from_tensor_slices((ds.x_train[mine], ds.y_train[mine]))
+                .batch(local_batch, drop_remainder=True).prefetch(2))
+        if epoch == 0:
+            rec.start()
+        for x, y in data:
+            loss = train_step(x, y)
+            steps += 1
+        last_loss = float(loss)
+        if rank == 0:
+            rec.take(epoch + 1, steps, model.get_weights)
+        if exit_hook and exit_hook[1] == epoch + 1:
+            print(f"test hook {TEST_EXIT_ENV}: rank {rank} exits after epoch {epoch + 1} ({exit_hook[2]})",
+                  file=sys.stderr, flush=True)
+            if exit_hook[2] == "kill":
+                os.kill(os.getpid(), signal.SIGKILL)
+            os._exit(int(exit_hook[2]))
+    train_s = rec.stop()
+    final = [np.asarray(w, dtype=np.float32) for w in model.get_weights()]
+    hashes = list(hvd.allgather_object(weights_sha256(final), name="distbench_weights_sha256"))
+    grad_bytes = sum(int(np.prod(v.shape)) * np.dtype(v.dtype).itemsize for v in tvars)
+    ring_share = 2 * (size - 1) / size * grad_bytes
+    import horovod
+
+    extra = {
+        "controller": info.controller,
+        "ranks": size,
+        "hosts": info.hostnames,
+        "local_size": info.local_size,
+        "intra_op_threads": info.threads,
+        "inter_op_threads": 0,
+        "horovod_version": horovod.__version__,
+        "gradient_averaging": "none (test hook: plain tape)" if plain_tape else "hvd.DistributedGradientTape (Average)",
+        "allreduce_bytes_per_step": grad_bytes,
+        "ring_bytes_per_rank_per_step": ring_share,
+        "bytes_communicated": ring_share * size * steps,
+        "rank_weights_sha256": hashes,
+        "replicas_in_sync_check": "passed" if len(set(hashes)) == 1 else "failed",
+        "last_train_loss": last_loss,
+        "steps_per_epoch": steps_per_epoch,
+        "per_replica_batch_size": local_batch,
+    }
+    return TrainOutput(final, rec.snapshots if rank == 0 else [], train_s, rec.first_step_unix or 0.0,
+                       steps, steps * G, size, extra)
+
+
+def configured_threads(run_dir: Path, config_file: str | None = None) -> int:
+    """``training.threads`` as this host sees it before ``hvd.init()`` (TensorFlow's
+    pools must be sized before its first op): from ``run_dir/config.json`` if present,
+    else from ``config_file``, else 0 (= cores // local ranks). Unreadable files give 0;
+    the workload rank 0 broadcasts is the authority, and the record states the threads
+    actually used."""
+    import json
+
+    from distbench import config as config_mod
+    from distbench.workload import CONFIG_FILE
+
+    try:
+        return int(json.loads((Path(run_dir) / CONFIG_FILE).read_text())["training"]["threads"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    if config_file:
+        try:
+            return config_mod.load(config_file).training.threads
+        except ConfigError:
+            return 0
+    return 0
+
+
+def run_worker(run_dir: Path, load_on_root: Callable[[], Workload],
+               on_root_result: Callable[[TrainOutput, Workload, RankInfo], None], threads: int = 0) -> int:
+    """One rank's whole life: init, share the workload, train, then on rank 0 hand the
+    output to ``on_root_result`` (save it; or save, evaluate and record it).
+
+    Args:
+        run_dir: the run directory.
+        load_on_root: called on rank 0 only; returns the workload (may create it).
+        on_root_result: called on rank 0 after training with ``(output, workload, info)``.
+        threads: intra-op threads per rank (0 = cores // local ranks); see
+            :func:`configured_threads`.
+
+    Returns:
+        0. Errors propagate as exceptions: the rank exits non-zero and the launcher
+        stops the others.
+    """
+    import tensorflow as tf
+
+    hvd, info = init_rank(threads)
+    workload = share_workload(hvd, run_dir, load_on_root)
+    info.threads = tf.config.threading.get_intra_op_parallelism_threads()  # what really runs
+    out = train_rank(hvd, info, workload)
+    if info.rank == 0:
+        on_root_result(out, workload, info)
+    hvd.shutdown()
+    return 0

@@ -1,0 +1,223 @@
+"""Horovod launch side without an engine: exact argv/env of the builders, failure
+parsing of real horovodrun/mpirun output, the --check-build parser, test hooks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from distbench.config import ConfigError
+from distbench.strategies import horovod as H
+from distbench.strategies import horovod_rank as R
+from distbench.strategies import registry
+from distbench.strategies.launchers import GroupResult, ProcResult
+
+PY = "/venv/bin/python"
+BASE = {"PATH": "/usr/bin:/bin", "HOME": "/root"}
+
+
+def test_worker_command_exact():
+    assert H.worker_command(PY, Path("/runs/x"), "horovod_w2_r0") == [
+        PY, "-m", "distbench", "worker", "horovod", "--run-dir", "/runs/x", "--key", "horovod_w2_r0"]
+    assert H.worker_command(PY, Path("/runs/x"), config_file="cfg.toml") == [
+        PY, "-m", "distbench", "worker", "horovod", "--run-dir", "/runs/x", "--config", "cfg.toml"]
+
+
+def test_horovodrun_command_exact():
+    prog = H.worker_command(PY, Path("/runs/x"), "horovod_w2_r0")
+    argv, env = H.horovodrun_command(2, H.localhost_hosts(2), prog, Path("/runs/x/logs/horovod_w2_r0"), 60, PY,
+                                     base_env=BASE, horovodrun="/venv/bin/horovodrun")
+    assert argv == ["/venv/bin/horovodrun", "-np", "2", "-H", "localhost:2", "--gloo", "--start-timeout", "60",
+                    "--output-filename", "/runs/x/logs/horovod_w2_r0",
+                    PY, "-m", "distbench", "worker", "horovod", "--run-dir", "/runs/x", "--key", "horovod_w2_r0"]
+    assert env == {"PATH": "/venv/bin:/usr/bin:/bin", "HOME": "/root", "TF_CPP_MIN_LOG_LEVEL": "1",
+                   "PYTHONUNBUFFERED": "1"}
+
+
+def test_mpirun_command_exact():
+    prog = H.worker_command(PY, Path("/runs/x"), "horovod_mpi_w2_r0")
+    base = {**BASE, "PYTHONPATH": "/src", "TF_CPP_MIN_LOG_LEVEL": "2", "DISTBENCH_HOROVOD_PLAIN_TAPE": "1",
+            "HOROVOD_CYCLE_TIME": "1", "UNRELATED": "x"}
+    argv, env = H.mpirun_command(2, "localhost:2", prog, Path("/runs/x/logs/k"), PY, base_env=base,
+                                 mpirun="/usr/bin/mpirun")
+    assert argv == ["/usr/bin/mpirun", "--allow-run-as-root", "-np", "2", "-H", "localhost:2", "--oversubscribe",
+                    "-bind-to", "none", "-map-by", "slot", "--tag-output", "--output-filename", "/runs/x/logs/k",
+                    "-x", "PATH", "-x", "PYTHONPATH", "-x", "TF_CPP_MIN_LOG_LEVEL", "-x", "PYTHONUNBUFFERED",
+                    "-x", "DISTBENCH_HOROVOD_PLAIN_TAPE", "-x", "HOROVOD_CYCLE_TIME", *prog]
+    assert env == {**base, "PATH": "/venv/bin:/usr/bin:/bin", "PYTHONUNBUFFERED": "1"}
+
+
+def test_launcher_env_keeps_venv_first_once():
+    env = H.launcher_env(PY, {"PATH": "/usr/bin:/venv/bin:/bin"})
+    assert env["PATH"] == "/venv/bin:/usr/bin:/bin"
+    assert H.launcher_env(PY, {"PATH": "/venv/bin:/bin"})["PATH"] == "/venv/bin:/bin"
+    assert H.launcher_env(PY, {})["PATH"] == "/venv/bin"
+
+
+def test_hosts_and_start_timeout():
+    assert H.localhost_hosts(4) == "localhost:4"
+    with pytest.raises(ConfigError, match="at least 1 rank"):
+        H.localhost_hosts(0)
+    assert [H.start_timeout(t) for t in (10, 300, 900, 5000)] == [30, 100, 300, 300]
+
+
+# Real launcher output (docs: captured on the 2-core CI machine).
+GLOO_KILLED = """\
+[1]<stderr>:test hook DISTBENCH_HOROVOD_TEST_EXIT: rank 1 exits after epoch 1 (kill)
+[1]<stderr>:Killed
+[0]<stderr>:[2026-11-30 02:08:25.700390: E horovod/common/operations.cc:697] [0]: Horovod background loop \
+uncaught exception: [gloo/transport/tcp/pair.cc:589] Read error [127.0.0.1]:39830: Connection reset by peer
+Process 1 exit with status code 137.
+Terminating remaining workers after failure of Process 1.
+[0]<stderr>:Terminated
+Process 0 exit with status code 143.
+Traceback (most recent call last):
+RuntimeError: Horovod detected that one or more processes exited with non-zero status, thus causing the job \
+to be terminated. The first process to do so was:
+Process name: 1
+Exit code: 137
+"""
+
+MPI_EXIT = """\
+--------------------------------------------------------------------------
+Primary job  terminated normally, but 1 process returned
+a non-zero exit code. Per user-direction, the job has been aborted.
+--------------------------------------------------------------------------
+--------------------------------------------------------------------------
+mpirun detected that one or more processes exited with non-zero status, thus causing
+the job to be terminated. The first process to do so was:
+
+  Process name: [[28560,1],1]
+  Exit code:    9
+--------------------------------------------------------------------------
+"""
+
+MPI_SIGNAL = """\
+--------------------------------------------------------------------------
+mpirun noticed that process rank 1 with PID 0 on node vm exited on signal 9 (Killed).
+--------------------------------------------------------------------------
+"""
+
+
+def test_parse_launcher_failure():
+    assert H.parse_launcher_failure(GLOO_KILLED) == H.RankFailure(1, exit_code=137)
+    assert H.parse_launcher_failure(MPI_EXIT) == H.RankFailure(1, exit_code=9)
+    assert H.parse_launcher_failure(MPI_SIGNAL) == H.RankFailure(1, signal=9)
+    assert H.parse_launcher_failure("Process name: 0\nExit code: 1\n") == H.RankFailure(0, exit_code=1)
+    assert H.parse_launcher_failure("all good") is None
+
+
+def test_rank_failure_describe():
+    assert H.RankFailure(1, exit_code=137).describe() == "rank 1 failed with exit code 137 (128 + SIGKILL)"
+    assert H.RankFailure(0, exit_code=1).describe() == "rank 0 failed with exit code 1"
+    assert H.RankFailure(1, signal=9).describe() == "rank 1 was killed by signal 9 (SIGKILL)"
+    assert H.RankFailure(2, exit_code=-15).describe() == "rank 2 failed with exit code -15 (SIGTERM)"
+
+
+def test_rank_log_files_both_layouts(tmp_path):
+    for d in ("g/rank.0", "g/rank.1", "m/1/rank.0", "m/1/rank.1"):
+        (tmp_path / d).mkdir(parents=True)
+        (tmp_path / d / "stdout").write_text("out\n")
+        (tmp_path / d / "stderr").write_text("err\n")
+    assert H.rank_log_files(tmp_path / "g", 1) == [tmp_path / "g/rank.1/stderr", tmp_path / "g/rank.1/stdout"]
+    assert H.rank_log_files(tmp_path / "m", 0) == [tmp_path / "m/1/rank.0/stderr", tmp_path / "m/1/rank.0/stdout"]
+    assert H.rank_log_files(tmp_path / "m", 5) == []
+
+
+def test_failure_error_names_rank_exit_code_and_tail(tmp_path):
+    log = tmp_path / "horovodrun.log"
+    log.write_text(GLOO_KILLED)
+    (tmp_path / "rank.1").mkdir()
+    (tmp_path / "rank.1" / "stderr").write_text(
+        "[1]<stderr>:I0000 00:00:1.0 1 port.cc:153] oneDNN custom operations are on. blah\n"
+        "[1]<stderr>:ValueError: boom\n")
+    (tmp_path / "rank.1" / "stdout").write_text("")
+    group = GroupResult(False, False, 3.0, ProcResult("horovodrun", 1, log), [])
+    e = H.failure_error("horovodrun", group, log, tmp_path, 60)
+    first = str(e).splitlines()[0]
+    assert first.startswith("rank 1 failed with exit code 137 (128 + SIGKILL) under horovodrun (launcher exit code 1)")
+    assert e.failed_process == "rank 1"
+    assert "ValueError: boom" in str(e) and "oneDNN" not in str(e) and "rank 1 stdout" not in str(e)
+
+
+def test_failure_error_without_rank_and_timeout(tmp_path):
+    log = tmp_path / "mpirun.log"
+    log.write_text("mpirun was unable to launch the specified application\n")
+    e = H.failure_error("mpirun", GroupResult(False, False, 1.0, ProcResult("mpirun", 1, log)), log, tmp_path, 60)
+    assert str(e).startswith("mpirun failed with exit code 1 before any rank reported a failure: mpirun was unable")
+    assert e.failed_process == "mpirun"
+    e = H.failure_error("mpirun", GroupResult(False, True, 61.0), log, tmp_path, 60)
+    assert str(e).startswith("mpirun timed out after 60 s") and e.failed_process == "mpirun"
+
+
+CHECK_BUILD = """\
+Horovod v0.28.1:
+
+Available Frameworks:
+    [X] TensorFlow
+    [X] PyTorch
+    [ ] MXNet
+
+Available Controllers:
+    [X] MPI
+    [ ] Gloo
+
+Available Tensor Operations:
+    [ ] NCCL
+    [X] MPI
+    [X] Gloo    
+"""
+
+
+def test_parse_check_build():
+    s = H.parse_check_build("WARNING: noise\nI0000 port.cc] oneDNN\n" + CHECK_BUILD)
+    assert s["Available Frameworks"] == {"TensorFlow": True, "PyTorch": True, "MXNet": False}
+    assert s["Available Controllers"] == {"MPI": True, "Gloo": False}
+    assert s["Available Tensor Operations"]["Gloo"] is True
+    assert H.parse_check_build("nothing here") == {}
+
+
+def test_probe_reads_tensorflow_and_controller_lines(monkeypatch):
+    monkeypatch.setattr(H, "find_horovodrun", lambda: "/fake/horovodrun")
+    monkeypatch.setattr(H, "_PROBES", {"/fake/horovodrun": H.Availability(True, CHECK_BUILD)})
+    monkeypatch.setattr(H.importlib.util, "find_spec", lambda name: object())
+    gloo = H.probe("gloo")
+    assert not gloo.ok and "without the Gloo controller" in gloo.reason
+    monkeypatch.setattr(H.shutil, "which", lambda name: None)
+    mpi = H.probe("mpi")
+    assert not mpi.ok and "mpirun not found" in mpi.reason
+    no_tf = CHECK_BUILD.replace("[X] TensorFlow", "[ ] TensorFlow")
+
+    class CP:
+        returncode, stdout, stderr = 0, no_tf, ""
+
+    monkeypatch.setattr(H.subprocess, "run", lambda *a, **k: CP())
+    a = H._check_build("/fake/horovodrun")
+    assert not a.ok and "without TensorFlow" in a.reason  # [X] PyTorch does not count
+
+
+def test_registered_names():
+    assert {"horovod", "horovod_mpi"} <= set(registry.names())
+    assert registry.get("horovod").controller == "gloo" and registry.get("horovod_mpi").controller == "mpi"
+    assert registry.get("horovod").replicas(4) == 4
+
+
+def test_test_exit_hook_parsing(monkeypatch):
+    monkeypatch.setenv(R.TEST_EXIT_ENV, "1:2:kill")
+    assert R._test_exit_hook(1) == (1, 2, "kill") and R._test_exit_hook(0) is None
+    monkeypatch.setenv(R.TEST_EXIT_ENV, "0:1")
+    assert R._test_exit_hook(0) == (0, 1, "9")
+    monkeypatch.setenv(R.TEST_EXIT_ENV, "one")
+    with pytest.raises(ConfigError, match="RANK:EPOCH"):
+        R._test_exit_hook(0)
+
+
+def test_configured_threads(tmp_path):
+    assert R.configured_threads(tmp_path) == 0
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("[training]\nthreads = 3\n")
+    assert R.configured_threads(tmp_path, str(cfg)) == 3
+    (tmp_path / "config.json").write_text(json.dumps({"training": {"threads": 5}}))
+    assert R.configured_threads(tmp_path, str(cfg)) == 5
