@@ -75,7 +75,8 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
         timeout: float | None, preset: str | None) -> None:
     """Run the sweep in CONFIG_FILE (default: the embedded digits experiment), print the
     comparison table, and write report.md and summary.csv into the run directory."""
-    from distbench.harness.runner import run_sweep
+    from distbench.harness.matrix import expand
+    from distbench.harness.runner import prepare_run_dir, run_sweep
 
     cfg = config_mod.load(config_file)
     if preset:
@@ -93,11 +94,13 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
     from distbench.harness.evaluate import hide_accelerators
 
     hide_accelerators()  # import TensorFlow here quietly, off the GPUs the children use
+    expand(cfg)  # unknown strategies are reported before anything is written
+    workload = prepare_run_dir(cfg, run_dir, resume)  # bad data files are reported here, before any progress
     # SIGTERM (a scheduler or CI cancelling us) is handled like Ctrl-C: children are killed,
     # finished records stay, and the run can be resumed.
     signal.signal(signal.SIGTERM, _interrupt)
     try:
-        records = _run_with_progress(cfg, run_dir, resume, run_sweep)
+        records = _run_with_progress(cfg, run_dir, resume, functools.partial(run_sweep, workload=workload))
     except KeyboardInterrupt:
         from distbench.results.store import read_records
 

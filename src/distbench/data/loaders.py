@@ -119,6 +119,9 @@ def load_dataset(cfg: DataConfig, seed: int) -> Dataset:
         classes = 10
         check_arrays(x, y, classes, f"{cfg.path} (train)")
         check_arrays(x_test, y_test, classes, f"{cfg.path} (test)")
+        if x.shape[1:] != x_test.shape[1:]:
+            raise DataError(f"{cfg.path}: training images have shape {x.shape[1:]} but test images "
+                            f"{x_test.shape[1:]}; both splits must hold images of one shape")
         x, y, x_test, y_test = _images(x), y.astype(np.int32), _images(x_test), y_test.astype(np.int32)
     x_tr, y_tr, x_val, y_val = split_stratified(x, y, cfg.validation_fraction, seed)
     return Dataset(cfg.name, x_tr, y_tr, x_val, y_val, x_test, y_test, classes)

@@ -13,6 +13,7 @@ evaluates it (:mod:`distbench.harness.evaluate`) and writes the record.
 from __future__ import annotations
 
 import json
+import shutil
 import time
 import traceback
 from pathlib import Path
@@ -50,8 +51,14 @@ def prepare_run_dir(cfg: ExperimentConfig, run_dir: Path, resume: bool) -> Workl
         raise ConfigError(f"run directory {run_dir} already holds a run: pass --resume to continue it, "
                           "or choose a new --out directory")
     if not has_workload:
+        created = not run_dir.exists()
         run_dir.mkdir(parents=True, exist_ok=True)
-        return Workload.create(cfg, run_dir)
+        try:
+            return Workload.create(cfg, run_dir)
+        except BaseException:
+            if created:  # leave nothing that looks like a run
+                shutil.rmtree(run_dir, ignore_errors=True)
+            raise
     old = json.loads((run_dir / CONFIG_FILE).read_text())
     new = cfg.to_dict()
     for sec in WORKLOAD_SECTIONS:
@@ -153,8 +160,8 @@ def ok_record(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[st
 
 
 def run_sweep(cfg: ExperimentConfig, run_dir: Path, resume: bool = False,
-              on_progress: Callable[[str, int, int, dict[str, Any] | None], None] | None = None
-              ) -> list[dict[str, Any]]:
+              on_progress: Callable[[str, int, int, dict[str, Any] | None], None] | None = None,
+              workload: Workload | None = None) -> list[dict[str, Any]]:
     """Run every configuration of ``cfg`` not yet recorded in ``run_dir``.
 
     Args:
@@ -163,6 +170,7 @@ def run_sweep(cfg: ExperimentConfig, run_dir: Path, resume: bool = False,
         resume: continue an existing run directory, skipping recorded configurations.
         on_progress: called as ``(key, index, total, record_or_None)`` before (record None)
             and after each configuration.
+        workload: the workload already prepared by :func:`prepare_run_dir` (else done here).
 
     Returns:
         Every record of the run directory (earlier and new).
@@ -171,7 +179,7 @@ def run_sweep(cfg: ExperimentConfig, run_dir: Path, resume: bool = False,
         ConfigError: see :func:`prepare_run_dir`; unknown strategies.
     """
     points = expand(cfg)  # validates strategy names before anything is written
-    workload = prepare_run_dir(cfg, run_dir, resume)
+    workload = workload or prepare_run_dir(cfg, run_dir, resume)
     run_id = run_dir.name
     prov = provenance.collect(cfg.training.seed)
     (run_dir / "provenance.json").write_text(json.dumps(prov, indent=2))
