@@ -179,3 +179,11 @@ def test_template_and_secret_validation():
     with pytest.raises(TypeError):
         P.check_secret("a string secret!!")
     assert len(P.new_secret()) == 32
+
+
+def test_tune_malloc_only_for_large_messages():
+    import platform
+
+    assert P.tune_malloc(1 << 20) is False  # small messages: glibc's adaptive threshold suffices
+    if platform.libc_ver()[0] == "glibc":
+        assert P.tune_malloc(64 << 20) is True

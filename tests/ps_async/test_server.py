@@ -149,7 +149,10 @@ def test_commit_and_pull_returns_folded_center(make_server, make_client):
     srv = make_server()
     c = make_client(srv)
     w, clock, ack = c.commit_and_pull(ones(2), 0, 0)
-    assert clock == 1 and ack.staleness == 0
+    assert clock == 1 and ack.staleness == 0 and not ack.duplicate
+    np.testing.assert_array_equal(w[1], np.arange(3) + 2)
+    w, clock, ack = c.commit_and_pull(ones(2), 0, 0)  # replay: same centre, flagged
+    assert clock == 1 and ack.duplicate
     np.testing.assert_array_equal(w[1], np.arange(3) + 2)
 
 
@@ -275,7 +278,10 @@ def test_pull_in_flight_is_not_torn_by_a_later_commit(make_server, make_client):
     slow.handshake(SECRET)
     for _ in range(2):  # two pulls; the second stays stuck in the server's send queue
         slow.send(P.encode(P.Message(P.MsgType.PULL, worker_id=0, token=slow.token)))
-    time.sleep(0.3)
+    deadline = time.monotonic() + 10
+    while srv.stats()["pulls"] < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)  # both pulls answered (the 2nd reply is still being sent)
+    time.sleep(0.1)
     fast = make_client(srv, wid=1, template=big, timeout_s=10)
     assert fast.commit([np.ones(8 << 20, np.float32)], 0, 0).clock == 1
     for _ in range(2):
@@ -289,18 +295,17 @@ def test_pull_in_flight_is_not_torn_by_a_later_commit(make_server, make_client):
 
 def test_client_recovers_after_timeout_and_retry_is_not_double_counted(make_server):
     srv = make_server("averaging", num_workers=2)
-    c0 = PSClient(srv.address, SECRET, 0, INIT, timeout_s=0.3)
-    with pytest.raises(PSTimeout):
-        c0.sync(ones(1), 0)  # worker 1 is late
-    out = {}
-    t = threading.Thread(target=lambda: out.update(r=c0.sync(ones(100), 0, timeout_s=5)))
-    t.start()  # retry of the same round: reconnects, server keeps the first contribution
-    with PSClient(srv.address, SECRET, 1, INIT, timeout_s=5) as c1:
-        mine = c1.sync(ones(5), 0)
-    t.join(5)
+    with PSClient(srv.address, SECRET, 0, INIT, timeout_s=0.3) as c0:
+        with pytest.raises(PSTimeout):
+            c0.sync(ones(1), 0)  # worker 1 is late
+        out = {}
+        t = threading.Thread(target=lambda: out.update(r=c0.sync(ones(100), 0, timeout_s=5)))
+        t.start()  # retry of the same round: reconnects, server keeps the first contribution
+        with PSClient(srv.address, SECRET, 1, INIT, timeout_s=5) as c1:
+            mine = c1.sync(ones(5), 0)
+        t.join(5)
     np.testing.assert_array_equal(mine[0], np.full((4, 3), 3))  # mean(1, 5), not (100, 5)
     np.testing.assert_array_equal(out["r"][0], np.full((4, 3), 3))
-    c0.close()
 
 
 # ----------------------------------------------------------------------------- idempotence

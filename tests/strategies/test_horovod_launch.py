@@ -167,8 +167,8 @@ Available Controllers:
 Available Tensor Operations:
     [ ] NCCL
     [X] MPI
-    [X] Gloo    
-"""
+    [X] Gloo
+""".replace("[X] Gloo\n", "[X] Gloo    \n")  # horovodrun pads its last line with spaces
 
 
 def test_parse_check_build():
@@ -177,6 +177,11 @@ def test_parse_check_build():
     assert s["Available Controllers"] == {"MPI": True, "Gloo": False}
     assert s["Available Tensor Operations"]["Gloo"] is True
     assert H.parse_check_build("nothing here") == {}
+
+
+def test_build_summary_skips_the_pytorch_false_positive():
+    assert H.build_summary(H.parse_check_build(CHECK_BUILD)) == (
+        "horovodrun --check-build: frameworks TensorFlow; controllers MPI; tensor ops MPI, Gloo")
 
 
 def test_probe_reads_tensorflow_and_controller_lines(monkeypatch):
@@ -188,6 +193,10 @@ def test_probe_reads_tensorflow_and_controller_lines(monkeypatch):
     monkeypatch.setattr(H.shutil, "which", lambda name: None)
     mpi = H.probe("mpi")
     assert not mpi.ok and "mpirun not found" in mpi.reason
+    monkeypatch.setattr(H.shutil, "which", lambda name: "/usr/bin/mpirun" if name == "mpirun" else None)
+    assert "rsh agent" in H.probe("mpi").reason
+    monkeypatch.setattr(H.shutil, "which", lambda name: "/usr/bin/" + name)
+    assert H.probe("mpi") == H.Availability(True, H.build_summary(H.parse_check_build(CHECK_BUILD)))
     no_tf = CHECK_BUILD.replace("[X] TensorFlow", "[ ] TensorFlow")
 
     class CP:

@@ -73,3 +73,41 @@ def tf_worker_main(run_dir: Path, key: str | None, config_file: str | None) -> i
         rec = ok_record(workload, point, run_dir.name, prov, out, Evaluator(workload), time.time() - spawn, spawn)
         append_record(run_dir, rec)
     return 0
+
+
+def mpi_ps_worker_main(run_dir: Path, optimizer: str, key: str | None, window: int | None,
+                       config_file: str | None) -> int:
+    """One rank of an ``mpi_ps`` run (``distbench worker mpi-ps``), under the harness
+    (``key`` given: rank 0 saves the output for the harness) or under a user's own
+    ``mpirun -np N+1`` (rank 0 creates the workload if DIR has none, evaluates and appends
+    the record). DIR must be on a filesystem every rank sees, or already hold the workload
+    on every host. Returns the exit code.
+
+    Raises:
+        ConfigError: unknown optimizer, fewer than 2 ranks, bad config.
+    """
+    from mpi4py import MPI
+
+    from distbench.ps_async.rules import OPTIMIZERS
+    from distbench.strategies.mpi_ps import rank_main
+
+    if optimizer not in OPTIMIZERS:
+        raise config_mod.ConfigError(f"--optimizer {optimizer!r}: expected one of {', '.join(OPTIMIZERS)}")
+    spawn = float(os.environ.get("DISTBENCH_SPAWN_UNIX", time.time()))
+    comm = MPI.COMM_WORLD
+    if comm.Get_rank() == 0 and key is None:
+        load_or_create_workload(run_dir, config_file)
+    comm.Barrier()
+    workload = Workload.load(run_dir)
+    out = rank_main(workload, optimizer, window, workload.config.run.timeout_s)
+    if out is None:
+        return 0
+    if key is not None:
+        out.save(artifacts_dir(run_dir, key))
+        return 0
+    point = ConfigPoint(f"mpi_ps:{optimizer}", comm.Get_size() - 1, 0, window)
+    prov = provenance.collect(workload.config.training.seed)
+    prov["launcher"] = "mpirun (user)"
+    append_record(run_dir, ok_record(workload, point, run_dir.name, prov, out, Evaluator(workload),
+                                     time.time() - spawn, spawn))
+    return 0

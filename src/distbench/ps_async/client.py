@@ -85,6 +85,8 @@ class PSClient:
             (the centre is float32 with the model's shapes).
         timeout_s: seconds to wait for any reply (also bounds a blocked send).
         max_bytes: bound on one incoming message; default from the template.
+        tune_malloc: call :func:`protocol.tune_malloc` (process-wide).  None
+            (default) = auto: only acts when messages can exceed 16 MiB; False = never.
     Raises:
         PSError: authentication failed (wrong secret, or the server could not
             prove it knows the secret); PSTimeout: no server answered in time.
@@ -94,7 +96,8 @@ class PSClient:
     """
 
     def __init__(self, address: str, secret: bytes, worker_id: int, template: Sequence[Any],
-                 timeout_s: float = 30.0, *, max_bytes: int | None = None) -> None:
+                 timeout_s: float = 30.0, *, max_bytes: int | None = None,
+                 tune_malloc: bool | None = None) -> None:
         self.address = address
         self._secret = P.check_secret(secret)
         if isinstance(worker_id, bool) or not 0 <= int(worker_id) < 2 ** 32:
@@ -104,9 +107,11 @@ class PSClient:
                          for s, dt in P.template_from(template)]
         self.timeout_s = float(timeout_s)
         self.max_bytes = int(max_bytes) if max_bytes else P.default_max_bytes(self.template)
+        if tune_malloc or tune_malloc is None:  # None: auto (only messages > 16 MiB)
+            P.tune_malloc(self.max_bytes)
         self.num_workers: int | None = None
         self.last_clock = 0
-        self._ctx = zmq.Context()
+        self._ctx = zmq.Context.instance()  # shared per process; close() never terms it
         self._sock: zmq.Socket | None = None
         self._token = bytes(P.TOKEN_BYTES)
         self._req = 0
@@ -163,20 +168,18 @@ class PSClient:
         self._req = (self._req + 1) % 2 ** 32
         msg.req_id, msg.worker_id, msg.token = self._req, self.worker_id, self._token
         frames = P.encode(msg)
-        try:
-            self._sock.send_multipart(frames, copy=False)
-        except zmq.Again:
+        if not self._send_frames(frames):
             self._reset()
             raise PSTimeout(f"could not send {msg.type.name} to {self.address} within "
                             f"{self.timeout_s} s") from None
         deadline = time.monotonic() + timeout
         while True:
             left = deadline - time.monotonic()
-            if left <= 0 or not self._sock.poll(max(1, int(left * 1000)), zmq.POLLIN):
+            got = self._recv_frames(left) if left > 0 else None
+            if got is None:
                 self._reset()
                 raise PSTimeout(f"no reply to {msg.type.name} from {self.address} within "
                                 f"{timeout} s (worker {self.worker_id})")
-            got = self._sock.recv_multipart(copy=False)
             try:
                 hdr = P.decode_header(got[0])
             except P.ProtocolError as e:
@@ -197,6 +200,21 @@ class PSClient:
                 return P.decode(got, reply_template, max_bytes=self.max_bytes, header=hdr)
             except P.ProtocolError as e:
                 raise PSError(f"malformed {hdr.type.name} reply: {e}", e.kind) from None
+
+    # Transport: ZeroMQ here; distbench.ps_async.mpi overrides these two (and _connect/_reset).
+    def _send_frames(self, frames: list) -> bool:
+        """Send one message's frames; False if it could not be sent within the timeout."""
+        try:
+            self._sock.send_multipart(frames, copy=False)
+        except zmq.Again:
+            return False
+        return True
+
+    def _recv_frames(self, timeout_s: float) -> list | None:
+        """The next message's frames, or None if none arrived within ``timeout_s``."""
+        if not self._sock.poll(max(1, int(timeout_s * 1000)), zmq.POLLIN):
+            return None
+        return self._sock.recv_multipart(copy=False)
 
     def _payload(self, tensors: Sequence[np.ndarray], what: str) -> list:
         if len(tensors) != len(self.template):
@@ -255,7 +273,8 @@ class PSClient:
                                       flags=P.FLAG_PULL, tensors=self._payload(delta, "commit")),
                             P.MsgType.PULL_REPLY, self.template)
         self.last_clock = rep.clock
-        return rep.tensors, rep.clock, Ack(rep.seq, rep.clock, rep.aux, False)
+        return rep.tensors, rep.clock, Ack(rep.seq, rep.clock, rep.aux,
+                                           bool(rep.flags & P.FLAG_DUPLICATE))
 
     def sync(self, contribution: Sequence[np.ndarray], round: int,
              timeout_s: float | None = None) -> list:
@@ -281,11 +300,10 @@ class PSClient:
         self._request(P.Message(P.MsgType.DONE), P.MsgType.ACK, [])
 
     def close(self) -> None:
-        """Close the socket and context (idempotent)."""
+        """Close the socket (idempotent; the process-wide ZeroMQ context stays)."""
         if not self._closed:
             self._closed = True
             self._reset()
-            self._ctx.term()
 
     def __enter__(self) -> "PSClient":
         return self

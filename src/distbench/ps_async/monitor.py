@@ -62,3 +62,50 @@ class CentreMonitor:
         self._thread.join()
         for e in range(len(self.snapshots) + 1, len(self.thresholds) + 1):
             self._take(e)
+
+
+def centre_output(spec: Any, results: list[dict[str, Any]], snapshots: list[tuple[float, int, int, list[np.ndarray]]],
+                  stats: dict[str, Any], centre: list[np.ndarray], extra: dict[str, Any]) -> Any:
+    """The :class:`~distbench.training.TrainOutput` of a parameter-server run, whatever
+    its engine.
+
+    Args:
+        spec: the run's :class:`~distbench.ps_async.worker.ReplicaSpec`.
+        results: each replica's result of :func:`~distbench.ps_async.worker.train_replica`.
+        snapshots: :attr:`CentreMonitor.snapshots`.
+        stats: the server's :meth:`~distbench.ps_async.server.ParameterServer.stats`.
+        centre: the final centre variable.
+        extra: engine-specific record fields (``engine``, master, executors...).
+
+    Training time runs from the first replica's first step to the last replica's last
+    exchange; snapshot times are clipped to it.
+    """
+    from distbench.training import Snapshot, TrainOutput
+
+    t0 = min(r["start_unix"] for r in results)
+    t1 = max(r["end_unix"] for r in results)
+    snaps = [Snapshot(max(0.0, min(t, t1) - t0), e, clock, w) for t, e, clock, w in snapshots]
+    steps = sum(r["steps"] for r in results)
+    p = spec.params
+    fields = {
+        "ps_optimizer": spec.optimizer, "communication_window": p["communication_window"],
+        "rho": p.get("rho"), "ps_learning_rate": p.get("learning_rate"), "alpha": p.get("alpha"),
+        "momentum": p.get("momentum"),
+        "commits": stats.get("commits"), "pulls": stats.get("pulls"), "sync_rounds": stats.get("sync_rounds"),
+        "bytes_received": stats.get("bytes_received"), "bytes_sent": stats.get("bytes_sent"),
+        "rejected": stats.get("rejected"), "duplicate_commits": stats.get("duplicate_commits"),
+        "staleness": stats.get("staleness"), "per_worker_steps": [r["steps"] for r in results],
+        "per_worker_exchanges": [r["exchanges"] for r in results], "centre_clock": stats.get("clock"),
+        "threads_per_replica": spec.threads, "per_replica_batch_size": spec.per_replica_batch,
+        **extra,
+    }
+    return TrainOutput([np.asarray(c, np.float32) for c in centre], snaps, t1 - t0, t0, steps=steps,
+                       samples=steps * spec.per_replica_batch, replicas=spec.num_workers, extra=fields)
+
+
+def updates_expected(spec: Any) -> int:
+    """Updates the centre receives in a whole run: commits of all replicas (async) or
+    barrier rounds (sync)."""
+    from distbench.ps_async.rules import OPTIMIZERS
+
+    return spec.exchanges() * (spec.num_workers if OPTIMIZERS[spec.optimizer].kind == "async" else 1)

@@ -34,6 +34,8 @@ For transports that move one byte string per message (MPI, plain sockets),
 """
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import enum
 import hmac
 import math
@@ -49,7 +51,7 @@ __all__ = [
     "FLAG_DUPLICATE", "FLAG_PULL", "MAX_TENSORS", "MAX_NDIM", "NONCE_BYTES", "TOKEN_BYTES",
     "DTYPE_CODES", "template_from", "template_nbytes", "default_max_bytes", "encode",
     "decode_header", "decode", "join_frames", "split_frames", "new_secret", "check_secret",
-    "hmac_digest", "all_finite",
+    "hmac_digest", "all_finite", "tune_malloc",
 ]
 
 MAGIC = b"DBPS"
@@ -195,6 +197,41 @@ def default_max_bytes(template: Template, slack: int = 64 * 1024) -> int:
     return _header_bytes(template) + template_nbytes(template) + slack
 
 
+def tune_malloc(max_message_bytes: int) -> bool:
+    """Let glibc serve message-sized buffers from the heap instead of fresh ``mmap``s.
+
+    libzmq allocates every received message.  glibc ``malloc`` hands blocks
+    above ``M_MMAP_THRESHOLD`` (adaptive, but never above 32 MiB) out as fresh
+    ``mmap``s, so each message of more than 32 MiB (a model above ~8 M float32
+    parameters) page-faults its whole buffer in again: measured here, a 10 M
+    parameter round trip ran at ~37% of loopback TCP, and at ~80% after this
+    call.  Process-wide effect: sets ``M_MMAP_THRESHOLD`` to
+    ``2 * max_message_bytes`` and ``M_TRIM_THRESHOLD`` to ``4 * max_message_bytes``
+    (so up to that much freed heap may stay mapped).  ``ParameterServer`` and
+    ``PSClient`` call it by default (``tune_malloc=None``: auto); pass
+    ``tune_malloc=False`` to leave the process's malloc settings alone.
+
+    Args:
+        max_message_bytes: the largest message expected (e.g. :func:`default_max_bytes`).
+    Returns:
+        True if both settings were applied; False when not on glibc or when the
+        messages are small enough (<= 16 MiB) for glibc's adaptive threshold.
+    """
+    if max_message_bytes <= 16 << 20:
+        return False
+    name = ctypes.util.find_library("c")
+    try:
+        mallopt = ctypes.CDLL(name).mallopt if name else None
+    except (OSError, AttributeError):
+        mallopt = None
+    if mallopt is None:
+        return False
+    m_trim_threshold, m_mmap_threshold, int_max = -1, -3, 2 ** 31 - 1
+    ok = mallopt(m_mmap_threshold, min(int_max, 2 * max_message_bytes))
+    ok &= mallopt(m_trim_threshold, min(int_max, 4 * max_message_bytes))
+    return bool(ok)
+
+
 # --------------------------------------------------------------------------- secrets
 def new_secret() -> bytes:
     """A fresh 32-byte per-run secret (``secrets.token_bytes``)."""
@@ -332,17 +369,13 @@ def decode_header(frame: Frame) -> Header:
 
 
 def all_finite(a: np.ndarray) -> bool:
-    """True iff every element of the float array ``a`` is finite.
+    """True iff every element of ``a`` is finite (always True for integer dtypes).
 
-    Fast path: a float32/64 sum is finite whenever all elements are (NaN and
-    +-inf propagate); only if the sum is not finite (overflow or a bad value)
-    does it fall back to the exact elementwise check.
+    ``np.isfinite(a).all()`` is SIMD-vectorised in NumPy 2 (about 0.07 ms per
+    1 M float32 here), faster than a finite-sum shortcut and exact.
     """
     if a.dtype.kind != "f" or a.size == 0:
         return True
-    with np.errstate(over="ignore", invalid="ignore"):
-        if np.isfinite(np.add.reduce(a, axis=None)):
-            return True
     return bool(np.isfinite(a).all())
 
 

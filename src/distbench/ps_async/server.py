@@ -119,6 +119,9 @@ class ParameterServer:
             get an error naming the missing workers.
         poll_interval_s: loop wake-up period (bounds how long ``stop`` waits).
         io_threads: ZeroMQ I/O threads.
+        tune_malloc: call :func:`protocol.tune_malloc` (process-wide glibc
+            setting).  None (default) = auto: it only acts when messages can
+            exceed 16 MiB (models above ~4 M parameters); False = never.
     Raises:
         ValueError / TypeError / KeyError: bad optimizer, secret, weights or num_workers.
     """
@@ -127,7 +130,7 @@ class ParameterServer:
                  num_workers: int | None = None, host: str = "127.0.0.1", port: int = 0,
                  params: Mapping[str, Any] | None = None, max_bytes: int | None = None,
                  sync_timeout_s: float = 60.0, poll_interval_s: float = 0.05,
-                 io_threads: int = 1) -> None:
+                 io_threads: int = 1, tune_malloc: bool | None = None) -> None:
         self.spec = get_optimizer(optimizer)
         self.params = resolve_params(optimizer, params)
         self._secret = P.check_secret(secret)
@@ -143,6 +146,8 @@ class ParameterServer:
                              "(size of the barrier)")
         self.num_workers = num_workers
         self.max_bytes = int(max_bytes) if max_bytes else P.default_max_bytes(self.template)
+        if tune_malloc or tune_malloc is None:  # None: auto (only messages > 16 MiB)
+            P.tune_malloc(self.max_bytes)
         self._host, self._port_req = host, int(port)
         self._sync_timeout_s = float(sync_timeout_s)
         self._poll_ms = max(1, int(poll_interval_s * 1000))
@@ -309,8 +314,12 @@ class ParameterServer:
             sock.close(linger=0)
 
     def _handle(self, frames: list) -> None:
-        ident = frames[0].bytes
-        body = frames[1:]
+        self._handle_message(frames[0].bytes, frames[1:])
+
+    def _handle_message(self, ident: bytes, body: list) -> None:
+        """Validate and dispatch one message ``body`` (frames) from peer ``ident``; the
+        transport-independent core shared by every transport (ZeroMQ here, MPI in
+        :mod:`distbench.ps_async.mpi`)."""
         nbytes = sum(len(f) for f in body)
         with self._lock:
             self._n["bytes_received"] += nbytes
@@ -424,9 +433,10 @@ class ParameterServer:
 
     # ------------------------------------------------------------------ requests
     def _center_reply(self, ident: bytes, mtype: P.MsgType, req: P.Message, clock: int,
-                      seq: int = 0, aux: int = 0) -> None:
+                      seq: int = 0, aux: int = 0, flags: int = 0) -> None:
         self._send(ident, P.Message(mtype, worker_id=req.worker_id, req_id=req.req_id, seq=seq,
-                                    clock=clock, aux=aux, tensors=list(self._center)), track=True)
+                                    clock=clock, aux=aux, flags=flags,
+                                    tensors=list(self._center)), track=True)
 
     def _on_pull(self, ident: bytes, msg: P.Message) -> None:
         with self._lock:
@@ -468,7 +478,8 @@ class ParameterServer:
         if msg.flags & P.FLAG_PULL:
             with self._lock:
                 self._n["pulls"] += 1
-            self._center_reply(ident, P.MsgType.PULL_REPLY, msg, clock, seq=seq, aux=tau)
+            self._center_reply(ident, P.MsgType.PULL_REPLY, msg, clock, seq=seq, aux=tau,
+                               flags=P.FLAG_DUPLICATE if dup else 0)
         else:
             self._send(ident, P.Message(P.MsgType.ACK, worker_id=wid, req_id=msg.req_id,
                                         seq=seq, clock=clock, aux=tau,

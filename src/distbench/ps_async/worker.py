@@ -70,7 +70,8 @@ class ReplicaSpec:
 
 
 def train_replica(spec: ReplicaSpec, worker_id: int, x: np.ndarray, y: np.ndarray,
-                  ready: Callable[[], None] | None = None) -> dict[str, Any]:
+                  ready: Callable[[], None] | None = None,
+                  client_factory: Callable[..., Any] | None = None) -> dict[str, Any]:
     """Train one replica on its shard ``(x, y)`` against the parameter server.
 
     Args:
@@ -79,6 +80,8 @@ def train_replica(spec: ReplicaSpec, worker_id: int, x: np.ndarray, y: np.ndarra
         x: float32 images of this shard, shape ``(n, H, W, C)``; ``y``: int labels ``(n,)``.
         ready: called once the model is built and before the first pull; an engine
             passes its barrier here so that every replica starts training together.
+        client_factory: builds the transport's client with :class:`PSClient`'s signature
+            (default :class:`PSClient`, ZeroMQ; the MPI engine passes its own).
 
     Returns:
         ``{"worker": id, "steps", "exchanges", "start_unix", "end_unix", "staleness": [tau...]}``.
@@ -120,7 +123,8 @@ def train_replica(spec: ReplicaSpec, worker_id: int, x: np.ndarray, y: np.ndarra
 
     if ready is not None:
         ready()
-    client = PSClient(spec.address, spec.secret, worker_id, spec.initial_weights, timeout_s=spec.timeout_s)
+    client = (client_factory or PSClient)(spec.address, spec.secret, worker_id, spec.initial_weights,
+                                          timeout_s=spec.timeout_s)
     session = WorkerSession(client, spec.optimizer, _overrides(spec))
     try:
         model.set_weights(session.start())
@@ -140,6 +144,8 @@ def train_replica(spec: ReplicaSpec, worker_id: int, x: np.ndarray, y: np.ndarra
             if window is None:  # model averaging: once per epoch
                 model.set_weights(session.exchange(model.get_weights(), since))
                 since, exchanges = 0, exchanges + 1
+            print(f"worker {worker_id}: epoch {epoch + 1}/{spec.training.epochs} done, {exchanges} exchanges",
+                  flush=True)
         if since:  # the last partial window is committed, not dropped
             model.set_weights(session.exchange(model.get_weights(), since))
             exchanges += 1
@@ -149,6 +155,38 @@ def train_replica(spec: ReplicaSpec, worker_id: int, x: np.ndarray, y: np.ndarra
         client.close()
     return {"worker": worker_id, "steps": steps, "exchanges": exchanges, "start_unix": start,
             "end_unix": end, "staleness": list(session.staleness)}
+
+
+def params_from_config(cfg: Any, optimizer: str, window: int | None = None) -> dict[str, Any]:
+    """The optimizer's parameters: its defaults (:data:`~distbench.ps_async.rules.DEFAULTS`),
+    overridden by the ``[ps]`` config (``communication_window`` 0 keeps the default;
+    ``rho``/``learning_rate``/``momentum`` only where the optimizer has them) and by
+    ``window`` (a window sweep's value).
+
+    Args:
+        cfg: the :class:`~distbench.config.ExperimentConfig`.
+
+    Raises:
+        KeyError: unknown optimizer; ValueError: a bad parameter value.
+    """
+    from distbench.ps_async.rules import DEFAULTS, resolve_params
+
+    over: dict[str, Any] = {}
+    if window or cfg.ps.communication_window:
+        over["communication_window"] = window or cfg.ps.communication_window
+    for k in ("rho", "learning_rate", "momentum"):
+        if k in DEFAULTS[optimizer]:
+            over[k] = getattr(cfg.ps, k)
+    return resolve_params(optimizer, over)
+
+
+def replica_spec(workload: Any, num_workers: int, optimizer: str, params: dict[str, Any], address: str,
+                 secret: bytes, threads: int, timeout_s: float) -> ReplicaSpec:
+    """The :class:`ReplicaSpec` of ``workload`` (a :class:`~distbench.workload.Workload`)."""
+    ds = workload.dataset
+    return ReplicaSpec(workload.config.model, ds.input_shape, ds.num_classes, workload.initial_weights,
+                       workload.config.training, num_workers, workload.steps_per_epoch(), optimizer, params,
+                       address, secret, threads=threads, timeout_s=timeout_s)
 
 
 def _overrides(spec: ReplicaSpec) -> dict[str, Any]:

@@ -2,24 +2,26 @@
 ring-allreduce, launched by ``horovodrun --gloo`` (Gloo controller) or by ``mpirun``
 (Open MPI controller).
 
-How it trains (every rank, :func:`distbench.strategies.horovod_rank.run_worker`): ``hvd.init()``; intra-op threads =
-``training.threads`` or cores // local ranks; rank 0 loads the run's workload and
-broadcasts it (config, initial weights, hashes) so every rank builds the same Keras 3
-model from the same initial weights, then ``hvd.broadcast_variables`` from rank 0 as
-Horovod users do. The loop is the shared batch schedule
-(:mod:`distbench.training.schedule`): each epoch's seeded permutation, ``n // G`` steps,
-rank ``r`` takes the ``r``-th ``G/N`` slice of every global batch; its loss is the mean
-over that local slice and ``hvd.DistributedGradientTape`` averages the gradients over
-the ranks (ring-allreduce), which is the gradient of the global-batch mean: the same
+How it trains (every rank, :func:`distbench.strategies.horovod_rank.run_worker`):
+``hvd.init()``; intra-op threads = ``training.threads`` or cores // local ranks; rank 0
+loads the run's workload and broadcasts it (config, initial weights, hashes) so every
+rank builds the same Keras 3 model from the same initial weights, then
+``hvd.broadcast_variables`` from rank 0 as Horovod users do. The loop is the shared batch
+schedule (:mod:`distbench.training.schedule`): each epoch's seeded permutation, ``n // G``
+steps, rank ``r`` takes the ``r``-th ``G/N`` slice of every global batch; its loss is the
+mean over that local slice and ``hvd.DistributedGradientTape`` averages the gradients
+over the ranks (ring-allreduce), which is the gradient of the global-batch mean: the same
 optimizer steps as ``single`` and ``mirrored``. Keras 3 traps (docs/horovod_build.md):
 the tape and ``broadcast_variables`` get the backing ``tf.Variable`` of each Keras
-variable (``v.value``), and ``hvd.DistributedOptimizer`` in ``model.fit`` is avoided
-because it silently does not average. After training every rank hashes its weights;
-the hashes are allgathered and ``replicas_in_sync_check`` is ``passed`` only if all are
-equal (a ``failed`` check makes the record ``failed``: "ranks diverged"). Rank 0 takes
-the epoch-end snapshots and hands the :class:`TrainOutput` to a callback (saved in the
-artifacts directory under the harness; saved, evaluated and recorded by
-:mod:`distbench.harness.horovod_app` when a user runs it on a cluster).
+variable (``v.value``); ``hvd.DistributedOptimizer`` in ``model.fit`` is avoided because
+it silently does not average; every rank clears Keras's name counters before building
+(Horovod matches collectives by tensor name); the step is traced without AutoGraph
+(which would transpile Horovod's code: seconds of tracing). After training every rank
+hashes its weights; the hashes are allgathered and ``replicas_in_sync_check`` is
+``passed`` only if all are equal (a ``failed`` check makes the record ``failed``: "ranks
+diverged"). Rank 0 takes the epoch-end snapshots and hands the :class:`TrainOutput` to a
+callback (saved in the artifacts directory under the harness; saved, evaluated and
+recorded by :mod:`distbench.harness.horovod_app` when a user runs it on a cluster).
 
 How it is launched (:meth:`HorovodStrategy.launch`): the pure builders
 :func:`horovodrun_command` / :func:`mpirun_command` make ``(argv, env)`` for
@@ -49,9 +51,6 @@ from distbench.strategies import launchers
 from distbench.strategies.base import Availability, LaunchContext, Strategy
 from distbench.strategies.registry import register
 from distbench.training import TrainOutput
-
-CONTROLLERS = {"horovod": "gloo", "horovod_mpi": "mpi"}
-"""Strategy name -> Horovod controller it runs with."""
 
 MPI_EXPORTS = ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "VIRTUAL_ENV", "TF_CPP_MIN_LOG_LEVEL",
                "PYTHONUNBUFFERED", "KERAS_BACKEND", "OMP_NUM_THREADS")
@@ -315,7 +314,11 @@ def probe(controller: str) -> Availability:
     Real probe, cached per process: ``horovod`` importable, ``horovodrun --check-build``
     shows ``[X] TensorFlow`` (the framework line: its ``[X] PyTorch`` is a false positive
     when PyTorch is absent, docs/horovod_build.md) and the controller; for ``mpi`` also
-    ``mpirun`` on ``PATH``.
+    ``mpirun`` and an rsh agent (``ssh``/``rsh``, which Open MPI wants even on one host)
+    on ``PATH``.
+
+    Returns:
+        :class:`Availability`; when ok, ``reason`` summarises the build (:func:`build_summary`).
     """
     if importlib.util.find_spec("horovod") is None:
         return Availability(False, "horovod is not installed in this Python: run 'bash scripts/build_horovod.sh "
@@ -337,7 +340,22 @@ def probe(controller: str) -> Availability:
     if controller == "mpi" and shutil.which("mpirun") is None:
         return Availability(False, "mpirun not found on PATH: install Open MPI (apt-get install openmpi-bin; "
                                    "scripts/setup_system.sh does)")
-    return Availability(True)
+    if controller == "mpi" and not (shutil.which("ssh") or shutil.which("rsh")):
+        return Availability(False, "Open MPI's mpirun needs an rsh agent (ssh or rsh) on PATH even on one host: "
+                                   "install openssh-client (scripts/setup_system.sh does)")
+    return Availability(True, build_summary(sections))
+
+
+def build_summary(sections: dict[str, dict[str, bool]]) -> str:
+    """One line from :func:`parse_check_build`'s result, e.g. ``horovodrun --check-build:
+    frameworks TensorFlow; controllers MPI, Gloo; tensor ops MPI, Gloo`` (what ``distbench
+    env`` shows for an available Horovod strategy)."""
+    parts = []
+    for title, key in (("frameworks", "Available Frameworks"), ("controllers", "Available Controllers"),
+                       ("tensor ops", "Available Tensor Operations")):
+        names = [n for n, built in sections.get(key, {}).items() if built and n != "PyTorch"]
+        parts.append(f"{title} {', '.join(names) or 'none'}")
+    return "horovodrun --check-build: " + "; ".join(parts)
 
 
 def _check_build(hvdrun: str) -> Availability:

@@ -158,11 +158,18 @@ def _test_exit_hook(rank: int) -> tuple[int, int, str] | None:
 def train_rank(hvd: Any, info: RankInfo, workload: Workload) -> TrainOutput:
     """Train this rank's share of every global batch with gradients averaged by Horovod.
 
+    Args:
+        hvd: the initialised ``horovod.tensorflow`` module (:func:`init_rank`).
+        info: this rank's :class:`RankInfo`.
+        workload: the workload every rank received from rank 0 (:func:`share_workload`).
+
     Returns:
         On every rank a :class:`TrainOutput` with its final weights; rank 0's also has
         the epoch-end snapshots. ``extra`` holds the controller, ranks, hosts, threads,
         bytes allreduced per step, every rank's weights hash and ``replicas_in_sync_check``.
     """
+    import horovod
+    import keras
     import tensorflow as tf
 
     from distbench.training.output import SnapshotRecorder
@@ -177,6 +184,11 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload) -> TrainOutput:
     plain_tape = os.environ.get(PLAIN_TAPE_ENV, "") not in ("", "0")
     exit_hook = _test_exit_hook(rank)
 
+    # Horovod matches collectives across ranks by tensor name, and Keras names layers
+    # and variables with a per-process counter ("dense", "dense_1"...). A rank that built
+    # a model before (rank 0 creating the workload) would use other names and every
+    # rank would wait forever: start every rank from fresh name counters.
+    keras.backend.clear_session()
     model = workload.build_model()
     optimizer = workload.make_optimizer(size)
     optimizer.build(model.trainable_variables)  # slots exist before the tf.function traces
@@ -195,7 +207,7 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload) -> TrainOutput:
             loss = tf.reduce_mean(loss_obj(y, model(x, training=True)))  # mean over the local batch
         tape_ = tape if plain_tape else hvd.DistributedGradientTape(tape)  # Average over ranks
         grads = tape_.gradient(loss, tvalues)
-        optimizer.apply_gradients(zip(grads, tvars))
+        optimizer.apply_gradients(zip(grads, tvars, strict=True))
         return loss
 
     n = len(ds.y_train)
@@ -226,9 +238,7 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload) -> TrainOutput:
     final = [np.asarray(w, dtype=np.float32) for w in model.get_weights()]
     hashes = list(hvd.allgather_object(weights_sha256(final), name="distbench_weights_sha256"))
     grad_bytes = sum(int(np.prod(v.shape)) * np.dtype(v.dtype).itemsize for v in tvars)
-    ring_share = 2 * (size - 1) / size * grad_bytes
-    import horovod
-
+    ring_share = 2 * (size - 1) / size * grad_bytes  # bytes each rank sends (and receives) per step
     extra = {
         "controller": info.controller,
         "ranks": size,
@@ -240,7 +250,7 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload) -> TrainOutput:
         "gradient_averaging": "none (test hook: plain tape)" if plain_tape else "hvd.DistributedGradientTape (Average)",
         "allreduce_bytes_per_step": grad_bytes,
         "ring_bytes_per_rank_per_step": ring_share,
-        "bytes_communicated": ring_share * size * steps,
+        "bytes_communicated": ring_share * size * steps,  # sent by all ranks over the run
         "rank_weights_sha256": hashes,
         "replicas_in_sync_check": "passed" if len(set(hashes)) == 1 else "failed",
         "last_train_loss": last_loss,

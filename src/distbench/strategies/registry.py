@@ -16,7 +16,7 @@ from distbench.config import ConfigError
 from distbench.strategies.base import Strategy
 
 # Modules whose import registers strategies, in display order.
-_MODULES = ["single_device", "mirrored", "tpu", "multi_worker_mirrored", "tf_ps", "horovod", "spark_ps"]
+_MODULES = ["single_device", "mirrored", "tpu", "multi_worker_mirrored", "tf_ps", "horovod", "spark_ps", "mpi_ps"]
 
 _STRATEGIES: dict[str, type[Strategy]] = {}
 _FAMILIES: dict[str, tuple[Callable[[str], Strategy], tuple[str, ...]]] = {}

@@ -21,34 +21,16 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from distbench.config import ExperimentConfig
 from distbench.data import shard
-from distbench.ps_async.rules import DEFAULTS, OPTIMIZERS
+from distbench.ps_async.rules import OPTIMIZERS
 from distbench.strategies.base import Availability, LaunchContext, Strategy
 from distbench.strategies.registry import register_family
-from distbench.training import Snapshot, TrainOutput
+from distbench.training import TrainOutput
 
 
 DISPLAY = {"downpour": "DOWNPOUR", "adag": "ADAG", "dynsgd": "DynSGD", "aeasgd": "AEASGD",
            "eamsgd": "EAMSGD", "easgd": "EASGD", "averaging": "model averaging"}
-
-
-def ps_params(cfg: ExperimentConfig, optimizer: str, window: int | None = None) -> dict[str, Any]:
-    """The optimizer's parameters: its defaults, overridden by the ``[ps]`` config
-    (``communication_window`` 0 keeps the default; ``rho``/``learning_rate``/``momentum``
-    only where the optimizer has them) and by ``window`` (a window sweep's value)."""
-    from distbench.ps_async.rules import resolve_params
-
-    over: dict[str, Any] = {}
-    keys = DEFAULTS[optimizer]
-    if window or cfg.ps.communication_window:
-        over["communication_window"] = window or cfg.ps.communication_window
-    for k in ("rho", "learning_rate", "momentum"):
-        if k in keys:
-            over[k] = getattr(cfg.ps, k)
-    return resolve_params(optimizer, over)
 
 
 def train_on_spark(spark: Any, ctx: LaunchContext, optimizer: str) -> TrainOutput:
@@ -58,25 +40,23 @@ def train_on_spark(spark: Any, ctx: LaunchContext, optimizer: str) -> TrainOutpu
         distbench.ps_async.spark.SparkJobError: the Spark job failed.
     """
     from distbench.ps_async import spark as engine
-    from distbench.ps_async.monitor import CentreMonitor
+    from distbench.ps_async.monitor import CentreMonitor, centre_output, updates_expected
     from distbench.ps_async.protocol import new_secret
     from distbench.ps_async.server import ParameterServer
-    from distbench.ps_async.worker import ReplicaSpec
+    from distbench.ps_async.worker import params_from_config, replica_spec
 
     cfg, wl, n = ctx.config, ctx.workload, ctx.workers
-    params = ps_params(cfg, optimizer, ctx.window)
+    params = params_from_config(cfg, optimizer, ctx.window)
     secret = new_secret()
     server = ParameterServer(wl.initial_weights, optimizer, secret, num_workers=n, host=cfg.ps.host,
                              port=cfg.ps.port, params={k: v for k, v in params.items() if k != "alpha"},
                              sync_timeout_s=max(60.0, ctx.timeout_s / 4)).start()
     try:
-        spec = ReplicaSpec(cfg.model, wl.dataset.input_shape, wl.dataset.num_classes, wl.initial_weights,
-                           cfg.training, n, wl.steps_per_epoch(), optimizer, params, server.address, secret,
-                           threads=ctx.threads_per_process(n), timeout_s=max(60.0, ctx.timeout_s / 4))
+        spec = replica_spec(wl, n, optimizer, params, server.address, secret, ctx.threads_per_process(n),
+                            max(60.0, ctx.timeout_s / 4))
         ds = wl.dataset
         df = engine.shard_frame(spark, [shard(ds.x_train, ds.y_train, r, n) for r in range(n)])
-        kind_updates = spec.exchanges() * (n if OPTIMIZERS[optimizer].kind == "async" else 1)
-        monitor = CentreMonitor(server, kind_updates, cfg.training.epochs).start()
+        monitor = CentreMonitor(server, updates_expected(spec), cfg.training.epochs).start()
         try:
             results = engine.run_replicas(spark, df, spec)
         finally:
@@ -85,27 +65,9 @@ def train_on_spark(spark: Any, ctx: LaunchContext, optimizer: str) -> TrainOutpu
         centre = server.center()
     finally:
         server.stop()
-    t0 = min(r["start_unix"] for r in results)
-    t1 = max(r["end_unix"] for r in results)
-    snaps = [Snapshot(max(0.0, min(t, t1) - t0), e, clock, w) for t, e, clock, w in monitor.snapshots]
-    steps = sum(r["steps"] for r in results)
-    extra = {
-        "engine": "spark",
-        "ps_optimizer": optimizer,
-        "communication_window": params["communication_window"],
-        "rho": params.get("rho"), "ps_learning_rate": params.get("learning_rate"),
-        "alpha": params.get("alpha"), "momentum": params.get("momentum"),
-        "commits": stats.get("commits"), "pulls": stats.get("pulls"), "sync_rounds": stats.get("sync_rounds"),
-        "bytes_received": stats.get("bytes_received"), "bytes_sent": stats.get("bytes_sent"),
-        "rejected": stats.get("rejected"), "duplicate_commits": stats.get("duplicate_commits"),
-        "staleness": stats.get("staleness"), "per_worker_steps": [r["steps"] for r in results],
-        "per_worker_exchanges": [r["exchanges"] for r in results], "centre_clock": stats.get("clock"),
-        "spark_master": spark.sparkContext.master, "executors": engine.executor_count(spark),
-        "task_slots": engine.free_slots(spark), "threads_per_replica": spec.threads,
-        "per_replica_batch_size": spec.per_replica_batch,
-    }
-    return TrainOutput([np.asarray(c, np.float32) for c in centre], snaps, t1 - t0, t0,
-                       steps=steps, samples=steps * spec.per_replica_batch, replicas=n, extra=extra)
+    return centre_output(spec, results, monitor.snapshots, stats, centre, {
+        "engine": "spark", "spark_master": spark.sparkContext.master,
+        "executors": engine.executor_count(spark), "task_slots": engine.free_slots(spark)})
 
 
 class SparkPS(Strategy):

@@ -1,0 +1,152 @@
+"""``mpi_ps:<optimizer>``: the same parameter-server optimizers as ``spark_ps``, carried
+by MPI instead of Spark, so a report can separate what the algorithm costs from what
+Spark costs (and set both next to Horovod's ring-allreduce on the same MPI).
+
+How it trains: ``mpirun -np N+1``; rank 0 holds the parameter server
+(:class:`~distbench.ps_async.mpi.MPIParameterServer`, the same server core as on Spark)
+and snapshots the centre at epoch boundaries; ranks 1..N are replicas running the same
+replica loop as the Spark tasks (:func:`~distbench.ps_async.worker.train_replica`) on
+their shard of the training split, over :class:`~distbench.ps_async.mpi.MPIClient`.
+The rules (:mod:`distbench.ps_async.rules`) are unchanged: they do not know the engine.
+
+How it is launched: :func:`mpi_ps_command` (pure) builds ``mpirun --allow-run-as-root
+-np N+1 -H localhost:N+1 --oversubscribe -bind-to none -map-by slot ...`` around
+``distbench worker mpi-ps``; the harness's process-group runner starts it, kills the
+whole group on failure or timeout, and the record names the failing rank. Under a
+user's own ``mpirun`` on a cluster, the same worker entry writes the record itself.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from distbench.config import ConfigError, ExperimentConfig
+from distbench.ps_async.rules import OPTIMIZERS
+from distbench.strategies import launchers
+from distbench.strategies.base import Availability, LaunchContext, Strategy
+from distbench.strategies.horovod import failure_error, localhost_hosts, mpirun_command
+from distbench.strategies.registry import register_family
+from distbench.strategies.spark_ps import DISPLAY
+from distbench.training import TrainOutput
+from distbench.workload import Workload
+
+
+def rank_program(python: str, run_dir: Path, optimizer: str, key: str | None = None,
+                 window: int | None = None, config_file: str | None = None) -> list[str]:
+    """argv each rank runs: ``PYTHON -m distbench worker mpi-ps --run-dir DIR --optimizer O
+    [--key K] [--window W] [--config F]``."""
+    argv = [python, "-m", "distbench", "worker", "mpi-ps", "--run-dir", str(run_dir), "--optimizer", optimizer]
+    if key:
+        argv += ["--key", key]
+    if window:
+        argv += ["--window", str(window)]
+    if config_file:
+        argv += ["--config", str(config_file)]
+    return argv
+
+
+def mpi_ps_command(workers: int, run_dir: Path, key: str, optimizer: str, output_dir: Path, python: str,
+                   window: int | None = None, base_env: dict[str, str] | None = None,
+                   mpirun: str = "mpirun") -> tuple[list[str], dict[str, str]]:
+    """``mpirun`` with ``workers + 1`` ranks on this machine (rank 0: the server).
+
+    Returns:
+        ``(argv, env)``: see :func:`distbench.strategies.horovod.mpirun_command` for the flags.
+    """
+    return mpirun_command(workers + 1, localhost_hosts(workers + 1),
+                          rank_program(python, run_dir, optimizer, key, window), output_dir, python,
+                          base_env, mpirun)
+
+
+def rank_main(workload: Workload, optimizer: str, window: int | None, timeout_s: float) -> TrainOutput | None:
+    """Body of one rank under ``mpirun``: rank 0 serves and returns the run's
+    :class:`TrainOutput`; replica ranks train and return None.
+
+    Raises:
+        ConfigError: fewer than 2 ranks.
+    """
+    from mpi4py import MPI
+
+    from distbench.data import shard
+    from distbench.ps_async import mpi
+    from distbench.ps_async.monitor import CentreMonitor, centre_output, updates_expected
+    from distbench.ps_async.protocol import new_secret
+    from distbench.ps_async.worker import params_from_config, replica_spec, train_replica
+
+    comm = MPI.COMM_WORLD
+    rank, size = comm.Get_rank(), comm.Get_size()
+    n = size - 1
+    if n < 1:
+        raise ConfigError(f"mpi_ps needs at least 2 ranks (1 server + replicas), got {size}: use mpirun -np N+1")
+    cfg = workload.config
+    params = params_from_config(cfg, optimizer, window)
+    secret = mpi.broadcast_secret(new_secret() if rank == 0 else None)
+    replicas = comm.Split(MPI.UNDEFINED if rank == 0 else 1, rank)  # collective: every rank calls it
+    threads = cfg.training.threads or max(1, (__import__("os").cpu_count() or 1) // n)
+    spec = replica_spec(workload, n, optimizer, params, mpi.ADDRESS, secret, threads, max(60.0, timeout_s / 4))
+    if rank != 0:
+        wid = rank - 1
+        x, y = shard(workload.dataset.x_train, workload.dataset.y_train, wid, n)
+        res = train_replica(spec, wid, x, y, ready=replicas.Barrier, client_factory=mpi.MPIClient)
+        mpi.send_result(res)
+        return None
+    server = mpi.MPIParameterServer(workload.initial_weights, optimizer, secret, num_workers=n,
+                                    params={k: v for k, v in params.items() if k != "alpha"},
+                                    sync_timeout_s=max(60.0, timeout_s / 4)).start()
+    monitor = CentreMonitor(server, updates_expected(spec), cfg.training.epochs).start()
+    try:
+        if not server.wait_done(timeout_s):
+            raise TimeoutError(f"replicas did not all finish within {timeout_s:g} s "
+                               f"(done: {server.stats().get('workers_done')})")
+    finally:
+        monitor.stop()
+        stats, centre = server.stats(), server.center()
+        server.stop()
+    results = mpi.recv_results(n)
+    return centre_output(spec, results, monitor.snapshots, stats, centre, {
+        "engine": "mpi", "mpi_ranks": size, "mpi_library": MPI.Get_library_version().splitlines()[0].strip()})
+
+
+class MPIPS(Strategy):
+    """A parameter-server optimizer over MPI: server on rank 0, replicas on ranks 1..N."""
+
+    family = "parameter-server"
+    takes_window = True
+
+    def __init__(self, optimizer: str) -> None:
+        self.optimizer = optimizer
+        self.name = f"mpi_ps:{optimizer}"  # type: ignore[misc]
+        self.description = (f"{DISPLAY[optimizer]} ({OPTIMIZERS[optimizer].kind}) over MPI (mpi4py): "  # type: ignore[misc]
+                            "server on rank 0, replicas on ranks 1..N")
+
+    def is_available(self, config: ExperimentConfig, workers: int) -> Availability:
+        """``mpirun`` on PATH (next to this interpreter first) and mpi4py importable."""
+        import importlib.util
+        import shutil
+
+        if importlib.util.find_spec("mpi4py") is None:
+            return Availability(False, "mpi4py is not installed: pip install 'distbench[mpi]' (make setup does)")
+        path = str(Path(sys.executable).parent) + ":" + __import__("os").environ.get("PATH", "")
+        if shutil.which("mpirun", path=path) is None:
+            return Availability(False, "mpirun not found: install Open MPI (make setup installs openmpi-bin)")
+        return Availability(True)
+
+    def launch(self, ctx: LaunchContext) -> TrainOutput:
+        """Run ``mpirun -np N+1`` and load the output rank 0 saved.
+
+        Raises:
+            distbench.strategies.horovod.HorovodJobError: a rank failed (named) or timed out.
+        """
+        out_dir = ctx.log_dir / "ranks"
+        argv, env = mpi_ps_command(ctx.workers, ctx.run_dir, ctx.key, self.optimizer, out_dir, sys.executable,
+                                   ctx.window)
+        log = ctx.log_dir / "mpirun.log"
+        group = launchers.run_processes([launchers.ProcSpec("mpirun", argv, env, log)], ctx.timeout_s)
+        if not group.ok:
+            raise failure_error("mpirun", group, log, out_dir, ctx.timeout_s)
+        return TrainOutput.load(ctx.artifacts_dir)
+
+
+register_family("mpi_ps", tuple(OPTIMIZERS), MPIPS)
