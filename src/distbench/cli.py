@@ -280,6 +280,61 @@ def where(what: str) -> None:
     click.echo(Path(spark_app.__file__).resolve())
 
 
+@main.command()
+@click.option("--run-dir", required=True, type=click.Path(file_okay=False),
+              help="Run directory with at least one ok 'single' record (its step time and model size are used).")
+@click.option("--bandwidth", type=float, default=None,
+              help="Link bandwidth, bytes/s each way [default: 1.25e9, 10 GbE].")
+@click.option("--latency", type=float, default=None, help="Per-message latency, seconds [default: 50e-6].")
+@click.option("--window", type=int, default=None,
+              help="Parameter-server communication window, local steps [default: the run's spark_ps window, else 1].")
+@click.option("--per-worker-batch", type=int, default=None,
+              help="Samples per step per worker, fixed as N grows [default: single's batch]; the step time "
+                   "is scaled linearly from single's.")
+@click.option("--samples", type=int, default=None, help="Training samples per epoch [default: the run's].")
+@click.option("--max-workers", type=int, default=1024, show_default=True, help="Largest N (powers of two from 1).")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
+              help="PNG to write [default: RUN_DIR/predict.png].")
+@click.option("--json", "as_json", is_flag=True, help="Print the predictions as JSON instead of a table.")
+@_user_errors
+def predict(run_dir: str, bandwidth: float | None, latency: float | None, window: int | None,
+            per_worker_batch: int | None, samples: int | None, max_workers: int, plot_path: str | None,
+            as_json: bool) -> None:
+    """Predict seconds per epoch for ring-allreduce and single-parameter-server training
+    on N = 1, 2, 4, ... workers (per-worker batch fixed) from a run's measured step time
+    and model size; print a table and write a plot (see distbench/predict.py)."""
+    from distbench import predict as model
+
+    try:
+        inp = model.inputs_from_run(run_dir)
+        b = per_worker_batch or inp.global_batch
+        if b < 1 or max_workers < 1 or (samples is not None and samples < 1):
+            raise ValueError("--per-worker-batch, --samples and --max-workers must be >= 1")
+        bw = model.DEFAULT_BANDWIDTH_BPS if bandwidth is None else bandwidth
+        lat = model.DEFAULT_LATENCY_S if latency is None else latency
+        win = window or inp.window or 1
+        ns = [n for n in model.POWERS_OF_TWO + tuple(2 ** k for k in range(11, 21)) if n <= max_workers]
+        preds = model.predict(inp.step_s * b / inp.global_batch, inp.model_bytes, samples or inp.n_train, b,
+                              bw, lat, ns, win)
+    except ValueError as e:
+        raise ConfigError(f"predict: {e}") from None
+    png = model.plot(preds, plot_path or Path(run_dir) / "predict.png",
+                     f"{run_dir}: {inp.model_bytes / 1e6:.3g} MB model, {bw / 1e9:.3g} GB/s, "
+                     f"{lat * 1e6:.0f} us, batch {b}/worker")
+    if as_json:
+        click.echo(json.dumps({"inputs": {**inp.__dict__, "per_worker_batch": b, "bandwidth_Bps": bw,
+                                          "latency_s": lat, "window": win}, "predictions": model.to_json(preds)},
+                              indent=2))
+        return
+    click.echo(f"compute per step: {inp.step_s * 1e3:.2f} ms at batch {inp.global_batch} ({inp.source}; "
+               f"train_s/steps = {inp.step_s_all * 1e3:.2f} ms), {inp.step_s * b / inp.global_batch * 1e3:.2f} ms "
+               f"at {b}/worker")
+    click.echo(f"model {inp.model_bytes:,} bytes; bandwidth {bw:.3g} B/s; latency {lat:.3g} s; PS window {win}; "
+               f"{samples or inp.n_train:,} samples per epoch")
+    click.echo(model.format_table(preds))
+    click.echo(f"wrote {png}")
+
+
 @main.group()
 def worker() -> None:
     """Entry points run by launchers (and by users under their own launchers)."""
@@ -310,6 +365,24 @@ def worker_tf_server(run_dir: str | None) -> None:
         serve_forever()
     except ValueError as e:
         raise ConfigError(str(e)) from None
+
+
+@worker.command("mpi-ps")
+@click.option("--run-dir", required=True, type=click.Path(file_okay=False), help="Run directory (seen by every rank).")
+@click.option("--optimizer", required=True, help="downpour, adag, dynsgd, aeasgd, eamsgd, easgd or averaging.")
+@click.option("--window", type=int, help="Communication window (default: the config's, else the optimizer's).")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False),
+              help="Experiment TOML, used when DIR holds no workload yet.")
+@click.option("--key", hidden=True, help="Record key (set by distbench run; omit on a cluster).")
+@_user_errors
+def worker_mpi_ps(run_dir: str, optimizer: str, window: int | None, config_file: str | None,
+                  key: str | None) -> None:
+    """One rank of a parameter-server run over MPI; run under 'mpirun -np N+1' (rank 0 is
+    the server, ranks 1..N the replicas). Without --key rank 0 appends the record to
+    RUN_DIR/results.jsonl."""
+    from distbench.harness.cluster import mpi_ps_worker_main
+
+    sys.exit(mpi_ps_worker_main(Path(run_dir), optimizer, key, window, config_file))
 
 
 @worker.command("config", hidden=True)

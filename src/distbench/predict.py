@@ -1,0 +1,335 @@
+"""A first-order scaling cost model (``distbench predict``): time per epoch of synchronous
+ring-allreduce training and of a single parameter server, for N = 1..1024 workers.
+
+Inputs (SI units throughout):
+
+- ``compute_s``: seconds of one optimizer step's computation (forward + backward +
+  update) on one worker at the per-worker batch ``b``; from a run, single's steady-state
+  step time (see :func:`inputs_from_run`);
+- ``model_bytes``: bytes of the weights (parameters x 4 for float32); gradients and
+  deltas are the same size;
+- ``bandwidth_Bps``: bytes per second one worker's (and the server's) link carries in
+  each direction; ``latency_s``: one message's latency, seconds;
+- ``n_train`` samples per epoch and the per-worker batch ``b``, fixed as N grows (weak
+  scaling): ``steps = n_train / (N b)`` optimizer steps per worker per epoch (kept
+  fractional so the curves are smooth; below 1 the dataset is too small for N workers).
+
+Ring allreduce (Patarasuk & Yuan 2009; Horovod, NCCL), per step::
+
+    t_step = compute_s + 2 (N-1)/N x model_bytes / bandwidth + 2 (N-1) x latency
+    t_epoch = steps x t_step
+
+A single parameter server, per communication window of ``w`` local steps: every worker
+pushes a delta and pulls the centre (2 x model_bytes), and the server's one link carries
+all N workers' traffic, so an exchange round costs N x 2 x model_bytes / bandwidth, plus
+one round trip (2 x latency: the commit and the pull; workers' latencies overlap)::
+
+    t_window = w x compute_s + N x 2 x model_bytes / bandwidth + 2 x latency
+    t_epoch  = (steps / w) x t_window
+
+(The last partial window is counted pro rata.) With ``N = 1`` the ring has nothing to
+exchange, while the server still costs one push and one pull per window.
+
+Where the model stops being trustworthy (it is deliberately first-order):
+
+- it ignores contention: workers sharing cores, memory bandwidth or one NIC (on one
+  2-core machine every extra worker slows every other one's compute);
+- no stragglers or variance: a synchronous step waits for the slowest worker, and the
+  wait grows with N; the model uses one mean compute time;
+- no overlap of communication with computation (Horovod's tensor fusion and
+  backprop-overlapped allreduce, asynchronous PS pushes), so it overestimates when
+  overlap works and is a lower bound when messages are tiny and per-call overheads
+  (Python, framework, Spark, serialization) dominate;
+- a single un-sharded server; real deployments shard the parameters over several
+  servers (the server term then divides by the shard count) or add aggregation trees;
+- bandwidth and latency are one pair of numbers: no topology (hierarchical or 2-D
+  rings, NVLink vs PCIe vs Ethernet), no NCCL-vs-TCP/Gloo/MPI protocol differences,
+  no TCP slow start or congestion at 1,000 workers;
+- it predicts time per epoch only: staleness of asynchronous updates, larger effective
+  batches and learning-rate schedules change how many epochs reach a given accuracy,
+  which the model does not see.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+#: 10 GbE: 1.25e9 bytes/s each way, ~50 microseconds per message (kernel TCP).
+DEFAULT_BANDWIDTH_BPS = 1.25e9
+DEFAULT_LATENCY_S = 50e-6
+POWERS_OF_TWO = tuple(2 ** k for k in range(11))  # 1..1024
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The model's figures for one worker count.
+
+    Attributes:
+        workers: N.
+        steps_per_epoch: optimizer steps per worker per epoch, ``n_train / (N b)``.
+        compute_s: computation seconds of one step (as given).
+        allreduce_comm_s: ring-allreduce seconds per step.
+        allreduce_epoch_s: ring-allreduce seconds per epoch.
+        ps_comm_s: parameter-server exchange seconds per window.
+        ps_epoch_s: parameter-server seconds per epoch.
+        window: the PS communication window ``w`` (local steps per exchange).
+        n_train: samples per epoch.
+    """
+
+    workers: int
+    steps_per_epoch: float
+    compute_s: float
+    allreduce_comm_s: float
+    allreduce_epoch_s: float
+    ps_comm_s: float
+    ps_epoch_s: float
+    window: int
+    n_train: int
+
+    @property
+    def allreduce_samples_per_s(self) -> float:
+        """Training samples per second of all workers together under ring allreduce."""
+        return self.n_train / self.allreduce_epoch_s
+
+    @property
+    def ps_samples_per_s(self) -> float:
+        """Training samples per second of all workers together with one parameter server."""
+        return self.n_train / self.ps_epoch_s
+
+
+def ring_allreduce_s(workers: int, model_bytes: float, bandwidth_Bps: float, latency_s: float) -> float:
+    """Seconds of one ring allreduce of ``model_bytes`` over ``workers`` workers:
+    ``2 (N-1)/N x bytes / bandwidth + 2 (N-1) x latency`` (0 for one worker)."""
+    n = workers
+    if n <= 1:
+        return 0.0
+    return 2 * (n - 1) / n * model_bytes / bandwidth_Bps + 2 * (n - 1) * latency_s
+
+
+def ps_exchange_s(workers: int, model_bytes: float, bandwidth_Bps: float, latency_s: float) -> float:
+    """Seconds of one exchange round with a single parameter server: each of ``workers``
+    workers pushes and pulls ``model_bytes`` through the server's one link
+    (``N x 2 x bytes / bandwidth``) plus one round trip (``2 x latency``)."""
+    return workers * 2 * model_bytes / bandwidth_Bps + 2 * latency_s
+
+
+def predict(compute_s: float, model_bytes: float, n_train: int, per_worker_batch: int,
+            bandwidth_Bps: float = DEFAULT_BANDWIDTH_BPS, latency_s: float = DEFAULT_LATENCY_S,
+            workers: Iterable[int] = POWERS_OF_TWO, window: int = 1) -> list[Prediction]:
+    """Predict time per epoch for each worker count (weak scaling: per-worker batch fixed).
+
+    Args:
+        compute_s: seconds of one step's computation on one worker at ``per_worker_batch``.
+        model_bytes: bytes of the model's weights (= of one gradient or delta).
+        n_train: training samples per epoch.
+        per_worker_batch: samples per step on each worker (fixed as N grows).
+        bandwidth_Bps: link bandwidth, bytes per second each way.
+        latency_s: per-message latency, seconds.
+        workers: worker counts to predict (default 1, 2, 4, ..., 1024).
+        window: parameter-server communication window (local steps between exchanges).
+
+    Returns:
+        One :class:`Prediction` per worker count, in the given order.
+
+    Raises:
+        ValueError: a non-finite input, a non-positive time, size, bandwidth, batch, sample count, worker
+            count or window, or a negative latency.
+    """
+    check_finite(compute_s, model_bytes, bandwidth_Bps, latency_s)
+    if compute_s <= 0 or model_bytes <= 0 or bandwidth_Bps <= 0 or n_train <= 0 or per_worker_batch <= 0:
+        raise ValueError("compute_s, model_bytes, bandwidth_Bps, n_train and per_worker_batch must be > 0")
+    if latency_s < 0 or window < 1:
+        raise ValueError("latency_s must be >= 0 and window >= 1")
+    out = []
+    for n in workers:
+        if n < 1:
+            raise ValueError(f"worker count {n} must be >= 1")
+        steps = n_train / (n * per_worker_batch)
+        ar = ring_allreduce_s(n, model_bytes, bandwidth_Bps, latency_s)
+        ps = ps_exchange_s(n, model_bytes, bandwidth_Bps, latency_s)
+        out.append(Prediction(
+            workers=n, steps_per_epoch=steps, compute_s=compute_s, allreduce_comm_s=ar,
+            allreduce_epoch_s=steps * (compute_s + ar), ps_comm_s=ps,
+            ps_epoch_s=(steps / window) * (window * compute_s + ps), window=window, n_train=n_train))
+    return out
+
+
+# ---------------------------------------------------------------- model FLOPs
+def forward_flops(model: Any, input_shape: Sequence[int], num_classes: int) -> int:
+    """Forward-pass FLOPs of one sample through a distbench ``mlp`` or ``cnn``, counted
+    analytically from the layer shapes as 2 x multiply-accumulates of the Conv2D (3x3,
+    ``same`` padding) and Dense layers; biases, activations and pooling are left out
+    (well under 1 % for these models). A training step costs about 3x this per sample
+    (forward, plus backward for activations and for weights).
+
+    Args:
+        model: a :class:`distbench.config.ModelConfig` (``name``, ``filters``, ``hidden``).
+        input_shape: one sample's shape ``(H, W)`` or ``(H, W, C)``.
+        num_classes: number of output logits.
+    """
+    h, w = int(input_shape[0]), int(input_shape[1])
+    c = int(input_shape[2]) if len(input_shape) > 2 else 1
+    flops = 0
+    if model.name == "cnn":
+        for f in model.filters:
+            flops += 2 * h * w * 9 * c * f
+            c = f
+            if h >= 2 and w >= 2:
+                h, w = h // 2, w // 2
+    width = h * w * c
+    for units in list(model.hidden) + [num_classes]:
+        flops += 2 * width * units
+        width = units
+    return flops
+
+
+# --------------------------------------------------------------- from a run dir
+@dataclass(frozen=True)
+class RunInputs:
+    """What :func:`inputs_from_run` reads from a run directory.
+
+    Attributes:
+        step_s: single's seconds per optimizer step at ``global_batch`` (steady state).
+        step_s_all: single's ``train_s / steps`` (first-epoch tracing included), for reference.
+        model_bytes: ``workload.num_parameters`` x 4.
+        n_train: training samples.
+        global_batch: single's batch (its per-step batch).
+        window: the communication window of the run's ``spark_ps`` records (``None`` if none).
+        records: how many ``single`` records were used.
+        source: how ``step_s`` was computed, in words.
+    """
+
+    step_s: float
+    step_s_all: float
+    model_bytes: int
+    n_train: int
+    global_batch: int
+    window: int | None
+    records: int
+    source: str
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Records of a ``results.jsonl`` file (blank lines skipped)."""
+    return [json.loads(ln) for ln in Path(path).read_text().splitlines() if ln.strip()]
+
+
+def steady_step_s(rec: dict[str, Any]) -> float | None:
+    """Seconds per step after the first epoch, from the record's epoch-end curve points
+    (``None`` with fewer than 2 epochs). The first epoch holds ``tf.function`` tracing."""
+    pts = {p["epoch"]: p for p in rec.get("curve") or [] if p.get("epoch")}
+    if 1 not in pts or len(pts) < 2:
+        return None
+    last = pts[max(pts)]
+    steps = last["step"] - pts[1]["step"]
+    return (last["elapsed_s"] - pts[1]["elapsed_s"]) / steps if steps > 0 else None
+
+
+def inputs_from_run(run_dir: str | Path) -> RunInputs:
+    """Compute time per step and model size from a run's ``single`` records.
+
+    The step time is the median over ``single``'s ok records of the steady-state step
+    time (epochs 2..E: the first epoch's ``tf.function`` tracing is a one-off), or of
+    ``train_s / steps`` when a run has a single epoch.
+
+    Raises:
+        ValueError: no results file, or no ok ``single`` record in it.
+    """
+    path = Path(run_dir) / "results.jsonl"
+    if not path.exists():
+        raise ValueError(f"{run_dir!s} holds no results.jsonl: run 'distbench run --strategies single' first")
+    recs = read_jsonl(path)
+    singles = [r for r in recs if r.get("strategy") == "single" and r.get("status") == "ok" and r.get("steps")]
+    if not singles:
+        raise ValueError(f"{path} has no ok 'single' record: predict needs single's step time "
+                         "(distbench run --strategies single --out DIR --resume adds one)")
+    all_steps = [r["timings"]["train_s"] / r["steps"] for r in singles]
+    steady = [s for s in (steady_step_s(r) for r in singles) if s]
+    step_s = statistics.median(steady) if steady else statistics.median(all_steps)
+    source = ("single's steady-state step time (epochs 2..E, median over repeats)" if steady
+              else "single's train_s / steps (one epoch only: tracing included)")
+    windows = [(r.get("details") or {}).get("communication_window") for r in recs
+               if str(r.get("strategy", "")).startswith("spark_ps:") and r.get("status") == "ok"]
+    adag = [(r.get("details") or {}).get("communication_window") for r in recs
+            if r.get("strategy") == "spark_ps:adag" and r.get("status") == "ok"]
+    window = next((w for w in adag + windows if w), None)
+    wl = singles[0]["workload"]
+    return RunInputs(step_s=step_s, step_s_all=statistics.median(all_steps),
+                     model_bytes=int(wl["num_parameters"]) * 4, n_train=int(wl["sizes"]["train"]),
+                     global_batch=int(singles[0]["global_batch_size"]), window=window, records=len(singles),
+                     source=source)
+
+
+# ------------------------------------------------------------------ rendering
+def _t(s: float) -> str:
+    """Seconds in a compact, readable unit."""
+    if s >= 100:
+        return f"{s:,.0f} s"
+    if s >= 1:
+        return f"{s:.2f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.2f} ms"
+    return f"{s * 1e6:.1f} us"
+
+
+def format_table(preds: Sequence[Prediction]) -> str:
+    """A plain-text table: per N the steps, the communication per step/window, the
+    epoch times and each scheme's speed-up (epoch time of the first row, normally
+    N = 1, over this row's)."""
+    base_ar, base_ps = preds[0].allreduce_epoch_s, preds[0].ps_epoch_s
+    head = ("workers", "steps/epoch", "allreduce comm/step", "allreduce epoch", "allreduce speed-up",
+            "PS comm/window", "PS epoch", "PS speed-up")
+    rows = [head]
+    for p in preds:
+        rows.append((str(p.workers), f"{p.steps_per_epoch:.3g}", _t(p.allreduce_comm_s), _t(p.allreduce_epoch_s),
+                     f"{base_ar / p.allreduce_epoch_s:.1f}x",
+                     _t(p.ps_comm_s), _t(p.ps_epoch_s),
+                     f"{base_ps / p.ps_epoch_s:.1f}x"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    lines = ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def plot(preds: Sequence[Prediction], path: str | Path, title: str = "") -> Path:
+    """Write a log-log plot of predicted seconds per epoch vs workers (ring allreduce,
+    parameter server, and compute alone = ideal weak scaling) to ``path`` (PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = [p.workers for p in preds]
+    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
+    ax.plot(n, [p.allreduce_epoch_s for p in preds], "o-", label="ring allreduce")
+    ax.plot(n, [p.ps_epoch_s for p in preds], "s-", label=f"one parameter server (window {preds[0].window})")
+    ax.plot(n, [p.steps_per_epoch * p.compute_s for p in preds], "k--", lw=1, label="compute only (ideal)")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("workers N (per-worker batch fixed)")
+    ax.set_ylabel("predicted seconds per epoch")
+    ax.set_title(title or "distbench predict: time per epoch", fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    out = Path(path)
+    fig.savefig(out)
+    plt.close(fig)
+    return out
+
+
+def to_json(preds: Sequence[Prediction]) -> list[dict[str, Any]]:
+    """The predictions as plain dicts (with the two samples/s figures)."""
+    return [{**asdict(p), "allreduce_samples_per_s": p.allreduce_samples_per_s,
+             "ps_samples_per_s": p.ps_samples_per_s} for p in preds]
+
+
+def check_finite(*values: float) -> None:
+    """Raise ValueError if any value is NaN or infinite."""
+    if not all(math.isfinite(v) for v in values):
+        raise ValueError("inputs must be finite numbers")

@@ -1,0 +1,168 @@
+"""The scaling cost model (distbench.predict) against hand-computed values, and the
+``distbench predict`` command on a hand-made run directory."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from click.testing import CliRunner
+
+from distbench import predict as P
+from distbench.cli import main
+from distbench.config import ModelConfig
+
+
+def test_ring_allreduce_one_worker_exchanges_nothing():
+    assert P.ring_allreduce_s(1, 1e6, 1e9, 1e-5) == 0.0
+
+
+def test_ring_allreduce_four_workers():
+    # 2 (N-1)/N x S/B + 2 (N-1) L = 2*3/4 * 1e6/1e9 + 2*3*1e-5 = 1.5e-3 + 6e-5
+    assert P.ring_allreduce_s(4, 1e6, 1e9, 1e-5) == pytest.approx(1.56e-3)
+
+
+def test_ps_exchange_is_shared_by_all_workers():
+    # N x 2 x S/B + 2 L = 4*2*1e6/1e9 + 2e-5
+    assert P.ps_exchange_s(4, 1e6, 1e9, 1e-5) == pytest.approx(8.02e-3)
+    assert P.ps_exchange_s(1, 1e6, 1e9, 0.0) == pytest.approx(2e-3)
+
+
+def test_predict_hand_computed_epochs():
+    # compute 10 ms/step, 1 MB model, 1 GB/s, 10 us, 6400 samples, 100 per worker, window 4
+    preds = P.predict(0.01, 1e6, 6400, 100, 1e9, 1e-5, [1, 2, 4], window=4)
+    assert [p.workers for p in preds] == [1, 2, 4]
+    p1, p2, p4 = preds
+    # N=1: 64 steps; allreduce = 64 x 0.01; PS = 16 windows x (4 x 0.01 + 2e-3 + 2e-5)
+    assert p1.steps_per_epoch == pytest.approx(64)
+    assert p1.allreduce_comm_s == 0.0
+    assert p1.allreduce_epoch_s == pytest.approx(0.64)
+    assert p1.ps_comm_s == pytest.approx(0.00202)
+    assert p1.ps_epoch_s == pytest.approx(0.67232)
+    # N=2: 32 steps; allreduce comm 1e-3 + 2e-5; PS 8 windows x (0.04 + 4e-3 + 2e-5)
+    assert p2.steps_per_epoch == pytest.approx(32)
+    assert p2.allreduce_comm_s == pytest.approx(1.02e-3)
+    assert p2.allreduce_epoch_s == pytest.approx(32 * 0.01102)
+    assert p2.ps_epoch_s == pytest.approx(8 * 0.04402)
+    # N=4: 16 steps; allreduce comm 1.56e-3; PS 4 windows x (0.04 + 8.02e-3)
+    assert p4.allreduce_epoch_s == pytest.approx(16 * 0.01156)
+    assert p4.ps_epoch_s == pytest.approx(4 * 0.04802)
+    assert p4.allreduce_samples_per_s == pytest.approx(6400 / (16 * 0.01156))
+    assert p4.ps_samples_per_s == pytest.approx(6400 / (4 * 0.04802))
+
+
+def test_predict_default_workers_are_powers_of_two_to_1024():
+    preds = P.predict(0.01, 1e6, 1_000_000, 32)
+    assert [p.workers for p in preds] == [2 ** k for k in range(11)]
+    assert preds[-1].steps_per_epoch == pytest.approx(1_000_000 / (1024 * 32))
+    # 10 GbE defaults: 1.25e9 B/s, 50 us
+    assert preds[1].allreduce_comm_s == pytest.approx(1e6 / 1.25e9 + 2 * 50e-6)
+
+
+def test_partial_window_counts_pro_rata():
+    # 10 steps, window 4 -> 2.5 windows of (4 x 1 s + 2 x 1 B / 1 B/s)
+    p = P.predict(1.0, 1.0, 10, 1, 1.0, 0.0, [1], window=4)[0]
+    assert p.ps_epoch_s == pytest.approx(2.5 * (4 + 2))
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"compute_s": 0}, {"model_bytes": -1}, {"bandwidth_Bps": 0}, {"n_train": 0}, {"per_worker_batch": 0},
+    {"latency_s": -1e-6}, {"window": 0}, {"workers": [0]}, {"compute_s": math.nan}, {"bandwidth_Bps": math.inf},
+])
+def test_predict_rejects_bad_inputs(kwargs):
+    args = {"compute_s": 0.01, "model_bytes": 1e6, "n_train": 100, "per_worker_batch": 10}
+    args.update(kwargs)
+    with pytest.raises(ValueError):
+        P.predict(**args)
+
+
+def test_forward_flops_mlp():
+    # Dense 64 -> 64 and 64 -> 10 on an 8x8x1 input: 2*64*64 + 2*64*10
+    assert P.forward_flops(ModelConfig(name="mlp", hidden=[64]), (8, 8, 1), 10) == 9472
+    assert P.forward_flops(ModelConfig(name="mlp", hidden=[]), (8, 8), 10) == 2 * 64 * 10
+
+
+def test_forward_flops_cnn():
+    spec = ModelConfig(name="cnn", filters=[32, 64], hidden=[128])
+    conv1 = 2 * 32 * 32 * 9 * 3 * 32      # 32x32 output, 3x3x3 kernel, 32 filters
+    conv2 = 2 * 16 * 16 * 9 * 32 * 64     # after 2x2 pooling
+    dense = 2 * (8 * 8 * 64) * 128 + 2 * 128 * 10
+    assert P.forward_flops(spec, (32, 32, 3), 10) == conv1 + conv2 + dense == 12_257_792
+
+
+def test_forward_flops_cnn_stops_pooling_at_one_pixel():
+    # 2x2x1 -> conv(4) 2x2 -> pool 1x1 -> conv(4) 1x1 (no pool) -> Dense(3)
+    spec = ModelConfig(name="cnn", filters=[4, 4], hidden=[])
+    assert P.forward_flops(spec, (2, 2, 1), 3) == 2 * 4 * 9 * 1 * 4 + 2 * 1 * 9 * 4 * 4 + 2 * 4 * 3
+
+
+def _record(strategy, elapsed, steps, train_s, **extra):
+    return {"strategy": strategy, "status": "ok", "steps": steps[-1], "global_batch_size": 64,
+            "timings": {"train_s": train_s},
+            "curve": [{"epoch": i + 1, "step": s, "elapsed_s": e} for i, (s, e) in enumerate(zip(steps, elapsed))],
+            "workload": {"num_parameters": 1000, "sizes": {"train": 1280}}, **extra}
+
+
+@pytest.fixture()
+def run_dir(tmp_path):
+    recs = [
+        _record("single", [1.0, 1.5, 2.0], [10, 20, 30], 2.0),   # steady (2.0-1.0)/20 = 0.05
+        _record("single", [1.2, 1.8, 2.4], [10, 20, 30], 2.4),   # steady 0.06
+        {"strategy": "single", "status": "failed"},
+        _record("spark_ps:adag", [1, 2], [5, 10], 2.0, details={"communication_window": 12}),
+    ]
+    (tmp_path / "results.jsonl").write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    return tmp_path
+
+
+def test_inputs_from_run(run_dir):
+    inp = P.inputs_from_run(run_dir)
+    assert inp.step_s == pytest.approx(0.055)              # median of 0.05 and 0.06
+    assert inp.step_s_all == pytest.approx((2.0 / 30 + 2.4 / 30) / 2)
+    assert inp.model_bytes == 4000 and inp.n_train == 1280 and inp.global_batch == 64
+    assert inp.window == 12 and inp.records == 2
+
+
+def test_inputs_from_run_one_epoch_falls_back_to_train_s(tmp_path):
+    (tmp_path / "results.jsonl").write_text(json.dumps(_record("single", [2.0], [40], 2.0)) + "\n")
+    inp = P.inputs_from_run(tmp_path)
+    assert inp.step_s == pytest.approx(0.05) and inp.window is None
+
+
+def test_inputs_from_run_needs_single(tmp_path):
+    with pytest.raises(ValueError, match="no results.jsonl"):
+        P.inputs_from_run(tmp_path)
+    (tmp_path / "results.jsonl").write_text(json.dumps({"strategy": "mirrored", "status": "ok"}) + "\n")
+    with pytest.raises(ValueError, match="no ok 'single' record"):
+        P.inputs_from_run(tmp_path)
+
+
+def test_cli_predict_prints_table_and_writes_plot(run_dir):
+    res = CliRunner().invoke(main, ["predict", "--run-dir", str(run_dir), "--bandwidth", "1e9", "--latency", "0",
+                                    "--max-workers", "8"])
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert "55.00 ms at batch 64" in res.output and "PS window 12" in res.output
+    rows = [ln.split() for ln in lines if ln.strip() and ln.split()[0].isdigit()]
+    assert [r[0] for r in rows] == ["1", "2", "4", "8"]
+    assert (run_dir / "predict.png").stat().st_size > 1000
+
+
+def test_cli_predict_json_matches_api(run_dir):
+    res = CliRunner().invoke(main, ["predict", "--run-dir", str(run_dir), "--json", "--window", "2",
+                                    "--per-worker-batch", "32", "--max-workers", "4",
+                                    "--plot", str(run_dir / "p.png")])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["inputs"]["window"] == 2
+    want = P.predict(0.055 / 2, 4000, 1280, 32, P.DEFAULT_BANDWIDTH_BPS, P.DEFAULT_LATENCY_S, [1, 2, 4], 2)
+    assert [p["ps_epoch_s"] for p in out["predictions"]] == pytest.approx([p.ps_epoch_s for p in want])
+    assert (run_dir / "p.png").exists()
+
+
+def test_cli_predict_bad_input_exits_2(tmp_path, run_dir):
+    res = CliRunner().invoke(main, ["predict", "--run-dir", str(tmp_path / "missing")])
+    assert res.exit_code == 2 and "no results.jsonl" in res.output
+    res = CliRunner().invoke(main, ["predict", "--run-dir", str(run_dir), "--bandwidth", "0"])
+    assert res.exit_code == 2 and "must be > 0" in res.output
