@@ -92,8 +92,8 @@ class TrainingConfig:
     epochs: int = 10
     global_batch_size: int = 64
     optimizer: str = "sgd"
-    learning_rate: float = 0.1
-    momentum: float = 0.9
+    learning_rate: float = 0.3
+    momentum: float = 0.0
     lr_scaling: str = "none"
     target_accuracy: float = 0.9
     seed: int = 42

@@ -125,6 +125,7 @@ def run_point(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[st
     if status != "ok" or not group.ok:
         reason = meta.get("reason") or group.reason(cfg.run.timeout_s) or "no result written"
         return mk("failed", reason=reason, log_tail=tail, failed_process=meta.get("failed_process"),
+                  details=meta.get("details"),
                   timings={"total_s": total_s, "startup_s": None, "train_s": None, "eval_s": None})
     return ok_record(workload, point, run_id, prov, TrainOutput.load(art), evaluator(), total_s, spawn,
                      log=str(log.relative_to(run_dir)))
@@ -230,5 +231,5 @@ def child_main(run_dir: Path, key: str, strategy: str, workers: int, window: int
         traceback.print_exc()
         failed = getattr(e, "failed_process", None)
         write({"status": "failed", "reason": f"{type(e).__name__}: {e}".splitlines()[0][:500],
-               "failed_process": failed})
+               "failed_process": failed, "details": getattr(e, "details", None)})
         return 1

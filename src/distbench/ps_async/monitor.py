@@ -96,6 +96,8 @@ def centre_output(spec: Any, results: list[dict[str, Any]], snapshots: list[tupl
         "rejected": stats.get("rejected"), "duplicate_commits": stats.get("duplicate_commits"),
         "staleness": stats.get("staleness"), "per_worker_steps": [r["steps"] for r in results],
         "per_worker_exchanges": [r["exchanges"] for r in results], "centre_clock": stats.get("clock"),
+        "per_worker_attempts": [r.get("attempt", 0) for r in results],
+        "applied_commit_keys": stats.get("applied_commit_keys"),
         "threads_per_replica": spec.threads, "per_replica_batch_size": spec.per_replica_batch,
         **extra,
     }

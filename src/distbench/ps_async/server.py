@@ -26,6 +26,13 @@ without the secret gets only error replies and never reaches ``C``.  This
 authenticates peers; it does not encrypt or integrity-protect traffic against
 an on-path attacker (use CURVE or a private network for that).
 
+Size bounds: libzmq drops a connection announcing a frame over ``max_bytes``
+(``MAXMSGSIZE``) before allocating it, and queues at most 64 messages per peer
+(``RCVHWM``); the server rejects any message whose frames add up to more than
+``max_bytes``.  libzmq has no bound on the *number* of frames in one multipart
+message, so a peer could make it buffer many frames before the server sees
+them: keep the port on loopback or a private network.
+
 Everything about ``C`` happens in one background thread of the driver process;
 the fold runs under ``self._lock`` (which ``center()`` and ``stats()`` also take).
 Pulled tensors are sent zero-copy; a fold that finds a previous send of ``C``
@@ -146,7 +153,7 @@ class ParameterServer:
                              "(size of the barrier)")
         self.num_workers = num_workers
         self.max_bytes = int(max_bytes) if max_bytes else P.default_max_bytes(self.template)
-        if tune_malloc or tune_malloc is None:  # None: auto (only messages > 16 MiB)
+        if tune_malloc is not False:  # None (auto) or True: acts only for messages > 16 MiB
             P.tune_malloc(self.max_bytes)
         self._host, self._port_req = host, int(port)
         self._sync_timeout_s = float(sync_timeout_s)
@@ -287,6 +294,7 @@ class ParameterServer:
                              "by_reason": dict(sorted(self._rejected.items()))},
                 "bytes_received": self._n["bytes_received"], "bytes_sent": self._n["bytes_sent"],
                 "per_worker_commits": {str(k): v for k, v in sorted(self._per_worker.items())},
+                "applied_commit_keys": sum(len(v) for v in self._applied.values()),
                 "staleness": staleness_summary(self._stale_hist),
                 "workers_done": sorted(self._done_workers),
                 "send_failures": self._n["send_failures"],

@@ -27,7 +27,10 @@ from distbench.ps_async.worker import ReplicaSpec, train_replica
 
 
 class SparkJobError(RuntimeError):
-    """The Spark job failed; the message carries the failing task's Python traceback tail."""
+    """The Spark job failed; the message carries the failing task's Python traceback tail.
+    ``details`` (set by the caller) holds the parameter server's accounting at the failure."""
+
+    details: dict[str, Any] | None = None
 
 
 def spark_probe() -> tuple[bool, str]:
@@ -134,7 +137,7 @@ def _task(spec: ReplicaSpec):  # noqa: ANN202 - returns a mapInArrow function
             raise RuntimeError(f"partition {pid} holds shards {sorted(shard_ids)}; expected exactly shard {pid}")
         x = np.concatenate(xs).reshape(-1, *spec.input_shape)
         y = np.concatenate(ys).astype(np.int32)
-        res = train_replica(spec, pid, x, y, ready=ctx.barrier)  # start together
+        res = train_replica(spec, pid, x, y, ready=ctx.barrier, attempt=ctx.attemptNumber())
         yield pa.RecordBatch.from_pydict({"result": [json.dumps(res)]})
 
     return run

@@ -16,6 +16,7 @@ for ``eamsgd`` the local optimizer is Keras SGD with ``nesterov=True``, the opti
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -71,7 +72,7 @@ class ReplicaSpec:
 
 def train_replica(spec: ReplicaSpec, worker_id: int, x: np.ndarray, y: np.ndarray,
                   ready: Callable[[], None] | None = None,
-                  client_factory: Callable[..., Any] | None = None) -> dict[str, Any]:
+                  client_factory: Callable[..., Any] | None = None, attempt: int = 0) -> dict[str, Any]:
     """Train one replica on its shard ``(x, y)`` against the parameter server.
 
     Args:
@@ -82,6 +83,9 @@ def train_replica(spec: ReplicaSpec, worker_id: int, x: np.ndarray, y: np.ndarra
             passes its barrier here so that every replica starts training together.
         client_factory: builds the transport's client with :class:`PSClient`'s signature
             (default :class:`PSClient`, ZeroMQ; the MPI engine passes its own).
+        attempt: the engine's attempt number of this replica (a Spark task retry): commit
+            sequence numbers start at ``attempt << 32``, so a re-run replica's new deltas are
+            applied while a resent commit of the same attempt is still applied only once.
 
     Returns:
         ``{"worker": id, "steps", "exchanges", "start_unix", "end_unix", "staleness": [tau...]}``.
@@ -126,6 +130,7 @@ def train_replica(spec: ReplicaSpec, worker_id: int, x: np.ndarray, y: np.ndarra
     client = (client_factory or PSClient)(spec.address, spec.secret, worker_id, spec.initial_weights,
                                           timeout_s=spec.timeout_s)
     session = WorkerSession(client, spec.optimizer, _overrides(spec))
+    session.seq = attempt << 32
     try:
         model.set_weights(session.start())
         start = time.time()
@@ -144,8 +149,8 @@ def train_replica(spec: ReplicaSpec, worker_id: int, x: np.ndarray, y: np.ndarra
             if window is None:  # model averaging: once per epoch
                 model.set_weights(session.exchange(model.get_weights(), since))
                 since, exchanges = 0, exchanges + 1
-            print(f"worker {worker_id}: epoch {epoch + 1}/{spec.training.epochs} done, {exchanges} exchanges",
-                  flush=True)
+            print(f"worker {worker_id} (pid {os.getpid()}, attempt {attempt}): epoch {epoch + 1}/"
+                  f"{spec.training.epochs} done, {exchanges} exchanges", flush=True)
         if since:  # the last partial window is committed, not dropped
             model.set_weights(session.exchange(model.get_weights(), since))
             exchanges += 1
@@ -154,7 +159,7 @@ def train_replica(spec: ReplicaSpec, worker_id: int, x: np.ndarray, y: np.ndarra
     finally:
         client.close()
     return {"worker": worker_id, "steps": steps, "exchanges": exchanges, "start_unix": start,
-            "end_unix": end, "staleness": list(session.staleness)}
+            "end_unix": end, "staleness": list(session.staleness), "attempt": attempt}
 
 
 def params_from_config(cfg: Any, optimizer: str, window: int | None = None) -> dict[str, Any]:

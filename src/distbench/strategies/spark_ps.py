@@ -59,6 +59,11 @@ def train_on_spark(spark: Any, ctx: LaunchContext, optimizer: str) -> TrainOutpu
         monitor = CentreMonitor(server, updates_expected(spec), cfg.training.epochs).start()
         try:
             results = engine.run_replicas(spark, df, spec)
+        except engine.SparkJobError as e:  # keep the server's accounting in the failed record
+            st = server.stats()
+            e.details = {k: st.get(k) for k in ("commits", "applied_commit_keys", "duplicate_commits", "pulls",
+                                                "rejected", "per_worker_commits", "clock", "staleness")}
+            raise
         finally:
             monitor.stop()
         stats = server.stats()
