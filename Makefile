@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.distbench-installed
-EXTRAS ?= test,spark,horovod
+EXTRAS ?= test,spark,horovod,mpi
 
 .PHONY: setup system run test bench clean
 
@@ -14,7 +14,7 @@ setup: system $(STAMP)
 system:
 	@bash scripts/setup_system.sh
 
-$(STAMP): pyproject.toml scripts/build_horovod.sh
+$(STAMP): pyproject.toml Makefile scripts/build_horovod.sh
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip setuptools wheel
 	$(BIN)/python -m pip install -q -e '.[$(EXTRAS)]'

@@ -117,7 +117,7 @@ def standalone_cluster(tmp_path):
 
 def test_spark_submit_on_standalone_cluster(tmp_path, standalone_cluster):
     cfg = tmp_path / "c.toml"
-    cfg.write_text('[training]\nepochs = 3\n[run]\nstrategies = ["spark_ps:adag"]\n')
+    cfg.write_text('[run]\nstrategies = ["spark_ps:adag"]\n')
     out = tmp_path / "run"
     app = distbench("where", "spark-app").stdout.strip()
     assert app.endswith("spark_app.py") and Path(app).exists()

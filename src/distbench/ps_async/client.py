@@ -107,7 +107,7 @@ class PSClient:
                          for s, dt in P.template_from(template)]
         self.timeout_s = float(timeout_s)
         self.max_bytes = int(max_bytes) if max_bytes else P.default_max_bytes(self.template)
-        if tune_malloc or tune_malloc is None:  # None: auto (only messages > 16 MiB)
+        if tune_malloc is not False:  # None (auto) or True: acts only for messages > 16 MiB
             P.tune_malloc(self.max_bytes)
         self.num_workers: int | None = None
         self.last_clock = 0

@@ -393,7 +393,10 @@ class ParameterServer:
             _LOG.info("could not send %s to a peer: %s", msg.type.name, e)
             return
         if trackers:
-            if len(self._trackers) > 4096:
+            if len(self._trackers) > 16:
+                # A MessageTracker keeps its frames (old versions of C) alive: drop finished
+                # ones eagerly, or memory grows with the send rate (up to 4096 copies of C
+                # were kept before; seen as a 1.2 GB server under load).
                 self._trackers = [t for t in self._trackers if not t.done]
             self._trackers.extend(trackers)
         with self._lock:
