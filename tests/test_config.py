@@ -39,6 +39,8 @@ def test_toml_file_roundtrip(tmp_path):
     ('[training]\nepochs = true\n', "expected an integer"),
     ('epochs = 3\n', "top-level key 'epochs' = 3 is outside any section; put it under [training]"),
     ('[training\n', "not valid TOML"),
+    ('[model]\nactivation = "relux"\n', "model.activation = 'relux': expected one of relu"),
+    ('[run]\nstrategies = "single"\n', 'expected a list of str, e.g. ["a", "b"]'),
 ])
 def test_bad_configs(tmp_path, toml, needle):
     p = tmp_path / "bad.toml"

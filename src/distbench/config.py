@@ -25,6 +25,8 @@ class ConfigError(ValueError):
 
 DATASETS = ("digits", "mnist", "fashion_mnist", "synthetic")
 MODELS = ("mlp", "cnn")
+ACTIVATIONS = ("relu", "tanh", "sigmoid", "elu", "selu", "gelu", "silu", "swish", "softplus", "leaky_relu",
+               "relu6", "linear")
 OPTIMIZERS = ("sgd", "adam", "rmsprop")
 LR_SCALING = ("none", "linear")
 
@@ -200,7 +202,8 @@ def _coerce(key: str, value: Any, tp: Any) -> Any:
     if origin is list:
         (inner,) = get_args(tp)
         if not isinstance(value, list):
-            raise ConfigError(f"{key} = {value!r}: expected a {_type_name(tp)}, e.g. [1, 2]")
+            example = '["a", "b"]' if inner is str else "[1, 2]"
+            raise ConfigError(f"{key} = {value!r}: expected a {_type_name(tp)}, e.g. {example}")
         return [_coerce(f"{key}[{i}]", v, inner) for i, v in enumerate(value)]
     if origin is dict:
         if not isinstance(value, dict):
@@ -270,6 +273,7 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         raise ConfigError(f"model.hidden = {m.hidden!r}: expected a non-empty list of widths >= 1")
     if any(f < 1 for f in m.filters) or (m.name == "cnn" and not m.filters):
         raise ConfigError(f"model.filters = {m.filters!r}: expected a non-empty list of counts >= 1")
+    _choice("model.activation", m.activation, ACTIVATIONS)
     if not 0.0 <= m.dropout < 1.0:
         raise ConfigError(f"model.dropout = {m.dropout!r}: must be in [0, 1)")
     _positive("training.epochs", t.epochs)

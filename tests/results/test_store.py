@@ -43,3 +43,12 @@ def test_time_to_target():
              {"elapsed_s": 3.0, "test_accuracy": 0.95}]
     assert time_to_target(curve, 0.9) == 2.0
     assert time_to_target(curve, 0.99) is None
+
+
+def test_foreign_json_line_is_skipped(tmp_path, caplog):
+    append_record(tmp_path, new_record("r", "single", 1, 0, "ok"))
+    with open(tmp_path / RESULTS_FILE, "a") as f:
+        f.write('{"a": 1}\n')
+    append_record(tmp_path, new_record("r", "mirrored", 2, 0, "ok"))
+    assert [r["strategy"] for r in read_records(tmp_path)] == ["single", "mirrored"]
+    assert "dropped 1" in caplog.text

@@ -118,7 +118,7 @@ def train_replica(spec: ReplicaSpec, worker_id: int, x: np.ndarray, y: np.ndarra
     loss_obj = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     variables = model.trainable_variables
 
-    @tf.function
+    @tf.function(autograph=False)  # the same tracing mode as every other strategy's step
     def step(xb: Any, yb: Any) -> Any:
         with tf.GradientTape() as tape:
             loss = loss_obj(yb, model(xb, training=True))

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 RESULTS_FILE = "results.jsonl"
+RECORD_KEYS = {"config_id", "strategy", "workers", "repeat", "status"}  # the minimum a line must have
 log = logging.getLogger(__name__)
 
 
@@ -33,8 +34,8 @@ def _valid_prefix(path: Path) -> tuple[list[dict[str, Any]], int, int]:
             if nl < 0:
                 raise ValueError("no newline")
             obj = json.loads(line)
-            if not isinstance(obj, dict):
-                raise ValueError("not an object")
+            if not isinstance(obj, dict) or not RECORD_KEYS <= obj.keys():
+                raise ValueError("not a distbench record")
             records.append(obj)
             good = end
         except ValueError:
@@ -49,7 +50,8 @@ def _valid_prefix(path: Path) -> tuple[list[dict[str, Any]], int, int]:
 def read_records(run_dir: str | Path) -> list[dict[str, Any]]:
     """Every complete record in ``run_dir/results.jsonl`` (empty list if none).
 
-    A torn or corrupt line is skipped with a warning naming the file.
+    A torn or corrupt line, or a JSON object that is not a record (lacking any of
+    :data:`RECORD_KEYS`), is skipped with a warning naming the file.
     """
     path = Path(run_dir) / RESULTS_FILE
     if not path.exists():
