@@ -136,7 +136,8 @@ def _run_with_progress(cfg: config_mod.ExperimentConfig, run_dir: Path, resume: 
                 t = (rec.get("timings") or {}).get("train_s")
                 detail = (f"test acc {acc:.3f}, train {t:.1f} s" if rec["status"] == "ok" and acc is not None
                           else rec.get("reason", ""))
-                progress.console.print(f"[{i}/{n}] {escape(key)}: [bold]{rec['status']}[/] {escape(detail)}")
+                progress.console.print(f"[{i}/{n}] {escape(key)}: [bold]{rec['status']}[/] {escape(detail)}",
+                                       soft_wrap=True)  # one line per configuration, greppable in logs
 
         return run_sweep(cfg, run_dir, resume=resume, on_progress=on_progress)
 

@@ -76,15 +76,21 @@ def train_with_strategy(strategy: Any, workload: Workload) -> TrainOutput:
         optimizer.apply_gradients(zip(grads, variables))
         return loss
 
-    # No Python control flow inside: AutoGraph would only add 0.4-1.3 s of tracing to the
-    # first epoch on 2 cores (measured), which the PS and Horovod steps do not pay.
-    @tf.function(autograph=False)
-    def train_step(x: Any, y: Any) -> Any:
-        per_replica = strategy.run(step_fn, args=(x, y))
-        return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
-
     n = len(ds.y_train)
     steps_per_epoch = n // G
+
+    # The whole epoch runs inside one graph (a tf.range loop over the distributed iterator),
+    # as Keras' fit does with its iterator: a Python loop issuing one call per step cost
+    # 3-7x the training time of model.fit here (benchmarks/harness_overhead.py).
+    @tf.function
+    def train_epoch(iterator: Any) -> Any:
+        loss = tf.constant(0.0)
+        for _ in tf.range(steps_per_epoch):
+            x, y = next(iterator)
+            per_replica = strategy.run(step_fn, args=(x, y))
+            loss = strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
+        return loss
+
     per_replica = G // replicas
 
     def epoch_data(epoch: int) -> Any:
@@ -108,10 +114,8 @@ def train_with_strategy(strategy: Any, workload: Workload) -> TrainOutput:
         data = epoch_data(epoch)
         if epoch == 0:
             rec.start()
-        for x, y in data:
-            loss = train_step(x, y)
-            steps += 1
-        last_loss = float(loss)
+        last_loss = float(train_epoch(iter(data)))
+        steps += steps_per_epoch
         rec.take(epoch + 1, steps, model.get_weights)
         print(f"epoch {epoch + 1}/{cfg.epochs} done: {steps} steps, last loss {last_loss:.4f}", flush=True)
     train_s = rec.stop()
