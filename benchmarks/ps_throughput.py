@@ -1,0 +1,306 @@
+"""Parameter-server throughput: commit+pull round trips through ``ParameterServer``.
+
+For models of 0.1 M, 1 M and 10 M float32 parameters and 1, 2, 4 and 8 client
+*processes* (so the GIL bounds nothing but the server), measures round trips
+per second, where one round trip is ``commit(delta)`` then ``pull()`` (two
+requests, the plain API) and, as a second figure, ``commit_and_pull`` (one
+request).  In the same run it measures a raw loopback TCP echo of the same
+bytes (send N bytes, receive N bytes back, one stream, plain sockets in two
+processes) as the ceiling.  Each cell: warm-up, then several repetitions;
+the median and the min-max spread are reported.  "MB/s" counts payload bytes
+moved in both directions (2 x model bytes per round trip).
+
+Usage::
+
+    PYTHONPATH=src python benchmarks/ps_throughput.py [--quick] [--write BENCHMARKS.md]
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import multiprocessing as mp
+import os
+import platform
+import re
+import socket
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+try:
+    import distbench.ps_async  # noqa: F401
+except ImportError:  # running from a checkout without installing
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+import zmq  # noqa: E402
+
+from distbench.ps_async.client import PSClient  # noqa: E402
+from distbench.ps_async.protocol import new_secret  # noqa: E402
+from distbench.ps_async.server import ParameterServer  # noqa: E402
+
+START, END = "<!-- ps_throughput:start -->", "<!-- ps_throughput:end -->"
+
+
+def template_for(n_params: int) -> list:
+    """Two tensors (a big 'kernel' and a 1000-wide 'bias') totalling ``n_params`` float32."""
+    bias = min(1000, n_params // 10)
+    return [((n_params - bias,), np.dtype("float32")), ((bias,), np.dtype("float32"))]
+
+
+# ----------------------------------------------------------------------------- raw echo
+def _recv_exact(sock, view):
+    got, n = 0, len(view)
+    while got < n:
+        k = sock.recv_into(view[got:])
+        if not k:
+            raise ConnectionError("echo peer closed")
+        got += k
+
+
+def _echo_server(port_q, nbytes):
+    ls = socket.create_server(("127.0.0.1", 0))
+    port_q.put(ls.getsockname()[1])
+    conn, _ = ls.accept()
+    view = memoryview(bytearray(nbytes))
+    try:
+        while True:
+            _recv_exact(conn, view)
+            conn.sendall(view)
+    except (ConnectionError, OSError):
+        pass
+    finally:
+        conn.close()
+        ls.close()
+
+
+class Echo:
+    """Plain TCP echo of ``nbytes`` (server in another process): the loopback ceiling."""
+
+    def __init__(self, nbytes: int, warmup: int) -> None:
+        ctx = mp.get_context("spawn")
+        q = ctx.Queue()
+        self.proc = ctx.Process(target=_echo_server, args=(q, nbytes))
+        self.proc.start()
+        self.sock = socket.create_connection(("127.0.0.1", q.get(timeout=60)))
+        self.data = np.full(nbytes, 7, np.uint8)
+        self.back = memoryview(bytearray(nbytes))
+        for _ in range(warmup):
+            self._rt()
+
+    def _rt(self):
+        self.sock.sendall(self.data)
+        _recv_exact(self.sock, self.back)
+
+    def rep(self, iters: int) -> float:
+        """Round trips per second over ``iters`` echoes."""
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            self._rt()
+        return iters / (time.perf_counter() - t0)
+
+    def close(self) -> None:
+        self.sock.close()
+        self.proc.join(10)
+        if self.proc.is_alive():
+            self.proc.terminate()
+
+
+# ----------------------------------------------------------------------------- PS clients
+def _ps_client(address, secret, wid, n_params, iters, warmup, reps, fused, barrier, out_q,
+               tune=None):
+    tmpl = template_for(n_params)
+    delta = [np.full(s, 1e-6, dtype) for s, dtype in tmpl]
+    client = PSClient(address, secret, wid, tmpl, timeout_s=120, tune_malloc=tune)
+    seq = 0
+    _, clock = client.pull()
+
+    def round_trip():
+        nonlocal seq, clock
+        if fused:
+            _, clock, _ = client.commit_and_pull(delta, seq, clock)
+        else:
+            client.commit(delta, seq, clock)
+            _, clock = client.pull()
+        seq += 1
+
+    for _ in range(warmup):
+        round_trip()
+    out_q.put(("ready", wid, 0.0, 0.0))
+    for _ in range(reps):
+        barrier.wait()  # idle (blocked) while the parent measures the echo
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            round_trip()
+        out_q.put(("rep", wid, t0, time.perf_counter()))
+    client.done()
+    client.close()
+
+
+def bench_cell(n_params, n_clients, iters, warmup, reps, fused, echo, io_threads=1, tune=None):
+    """One (size, clients) cell: alternate an echo repetition and a PS repetition.
+
+    Pairing each PS repetition with an echo repetition measured just before it
+    (PS clients idle meanwhile) keeps the ratio meaningful on a shared machine
+    whose background load drifts.
+
+    Returns:
+        ``(ps_rates, echo_rates)``: aggregate PS round trips/s and echo round
+        trips/s, one pair per repetition.
+    """
+    ctx = mp.get_context("spawn")
+    secret = new_secret()
+    init = [np.zeros(s, dtype) for s, dtype in template_for(n_params)]
+    server = ParameterServer(init, "downpour", secret, num_workers=n_clients,
+                             io_threads=io_threads, tune_malloc=tune).start()
+    procs = []
+    try:
+        barrier, out_q = ctx.Barrier(n_clients + 1), ctx.Queue()
+        procs = [ctx.Process(target=_ps_client, args=(server.address, secret, k, n_params, iters,
+                                                      warmup, reps, fused, barrier, out_q, tune))
+                 for k in range(n_clients)]
+        for p in procs:
+            p.start()
+        for _ in range(n_clients):
+            assert out_q.get(timeout=600)[0] == "ready"
+        ps_rates, echo_rates = [], []
+        for _ in range(reps):
+            echo_rates.append(echo.rep(iters))
+            barrier.wait()
+            got = [out_q.get(timeout=600) for _ in range(n_clients)]
+            wall = max(g[3] for g in got) - min(g[2] for g in got)
+            ps_rates.append(n_clients * iters / wall)
+        for p in procs:
+            p.join(60)
+            if p.exitcode != 0:
+                raise RuntimeError(f"client process exited with {p.exitcode}")
+        st = server.stats()
+        if st["rejected"]["total"]:
+            raise RuntimeError(f"server rejected messages: {st['rejected']}")
+        return ps_rates, echo_rates
+    finally:
+        server.stop()
+        for p in procs:
+            if p.is_alive():
+                p.terminate()
+
+
+# ----------------------------------------------------------------------------- report
+def machine_info() -> str:
+    """One line: OS, CPU model and count, Python/NumPy/pyzmq/libzmq versions."""
+    cpu = platform.processor() or "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return (f"{platform.platform()}, {cpu}, {os.cpu_count()} logical CPUs, Python "
+            f"{platform.python_version()}, NumPy {np.__version__}, pyzmq {zmq.__version__} "
+            f"(libzmq {zmq.zmq_version()})")
+
+
+def fmt(rates, scale=1.0, digits=1):
+    """``"median [min-max]"`` of ``rates * scale``."""
+    m, lo, hi = (statistics.median(rates) * scale, min(rates) * scale, max(rates) * scale)
+    return f"{m:,.{digits}f} [{lo:,.{digits}f}-{hi:,.{digits}f}]"
+
+
+def pct(ratios):
+    """``"median% [min%-max%]"``."""
+    return (f"{statistics.median(ratios):.0%} [{min(ratios):.0%}-{max(ratios):.0%}]")
+
+
+def main(argv=None) -> int:
+    """Run the benchmark, print the Markdown section, optionally write it into a file."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="smoke run: a few seconds")
+    ap.add_argument("--sizes", default="100000,1000000,10000000",
+                    help="comma-separated parameter counts")
+    ap.add_argument("--clients", default="1,2,4,8", help="comma-separated client counts")
+    ap.add_argument("--reps", type=int, default=5, help="timed repetitions per cell")
+    ap.add_argument("--mb-per-rep", type=float, default=800.0,
+                    help="payload MB each client moves per repetition (sets iterations)")
+    ap.add_argument("--no-fused", action="store_true", help="skip the commit_and_pull column")
+    ap.add_argument("--io-threads", type=int, default=1, help="server ZeroMQ I/O threads")
+    ap.add_argument("--no-tune-malloc", dest="tune_malloc", action="store_const", const=False,
+                    default=None, help="pass tune_malloc=False to server and clients (default: "
+                    "auto, i.e. glibc mmap threshold raised for messages > 16 MiB)")
+    ap.add_argument("--write", metavar="PATH", help="replace the ps_throughput section of PATH")
+    args = ap.parse_args(argv)
+    sizes = [int(float(s)) for s in args.sizes.split(",")]
+    clients = [int(c) for c in args.clients.split(",")]
+    reps, mb_per_rep, warmup = args.reps, args.mb_per_rep, 2
+    if args.quick:
+        sizes, clients, reps, mb_per_rep, warmup = [100_000, 1_000_000], [1, 2], 2, 40.0, 1
+    started = time.time()
+    load0 = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    rows, echo_rows = [], []
+    for n in sizes:
+        nbytes = 4 * n
+        mb = 2 * nbytes / 1e6
+        iters = int(min(5000, max(3, mb_per_rep * 1e6 / (2 * nbytes))))
+        echo = Echo(nbytes, warmup)
+        all_echo = []
+        try:
+            for k in clients:
+                ps, ech = bench_cell(n, k, iters, warmup, reps, False, echo, args.io_threads,
+                                     args.tune_malloc)
+                all_echo += ech
+                cells = [f"{n / 1e6:g} M", str(k), fmt(ps), fmt(ps, mb, 0),
+                         pct([p / e for p, e in zip(ps, ech)])]
+                if not args.no_fused:
+                    fu, ech = bench_cell(n, k, iters, warmup, reps, True, echo, args.io_threads,
+                                         args.tune_malloc)
+                    all_echo += ech
+                    cells += [fmt(fu), pct([p / e for p, e in zip(fu, ech)])]
+                else:
+                    cells += ["-", "-"]
+                rows.append("| " + " | ".join(cells) + " |")
+                print(rows[-1], file=sys.stderr, flush=True)
+        finally:
+            echo.close()
+        echo_rows.append(f"| {n / 1e6:g} M | {nbytes / 1e6:g} MB | {fmt(all_echo)} | "
+                         f"{fmt(all_echo, mb, 0)} |")
+    cmd = "python " + " ".join([Path(sys.argv[0]).as_posix()] + (argv or sys.argv[1:]))
+    md = "\n".join([
+        "## Parameter-server throughput (`benchmarks/ps_throughput.py`)", "",
+        f"- date: {_dt.datetime.now(_dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
+        f"- machine: {machine_info()}",
+        f"- command: `{cmd}`",
+        f"- {reps} timed repetitions after {warmup} warm-up round trips per client; cells "
+        "are median [min-max]; MB/s counts payload in both directions (2 x model bytes "
+        "per round trip); clients are separate processes; optimizer DOWNPOUR (C += delta); "
+        f"tune_malloc={'auto' if args.tune_malloc is None else args.tune_malloc}; "
+        f"load average at start {load0}; "
+        f"run took {time.time() - started:.0f} s.", "",
+        "Raw loopback TCP echo of the same bytes (one stream, plain sockets, two processes; "
+        "all repetitions of that size):", "",
+        "| params | bytes each way | round trips/s | MB/s |", "|---|---|---|---|",
+        *echo_rows, "",
+        "Through the parameter server. One round trip = `commit(delta)` + `pull()` (two "
+        "requests), or `commit_and_pull` (one request). \"vs loopback\" = aggregate PS round "
+        "trips/s divided by one echo stream's round trips/s, each PS repetition paired with "
+        "an echo repetition measured just before it (so background load hits both):", "",
+        "| params | clients | commit+pull rt/s | MB/s | vs loopback | commit_and_pull rt/s "
+        "| vs loopback |", "|---|---|---|---|---|---|---|", *rows, ""])
+    print(md)
+    if args.write:
+        path = Path(args.write)
+        text = path.read_text() if path.exists() else "# Benchmarks\n"
+        block = f"{START}\n{md}\n{END}"
+        if START in text and END in text:
+            text = re.sub(re.escape(START) + ".*?" + re.escape(END), lambda _: block, text,
+                          flags=re.S)
+        else:
+            text = text.rstrip("\n") + "\n\n" + block + "\n"
+        path.write_text(text)
+        print(f"wrote section to {path}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,88 @@
+"""One smoke test per benchmark script: it starts with ``--quick`` and writes its table
+(its marked section) into a temporary BENCHMARKS file. The real benchmarks run only in
+``make bench``; these check that each script still runs end to end (~2 minutes in all,
+most of it TensorFlow, Spark and Horovod start-up).
+
+``ps_throughput.py`` is exercised through ``run_all.py --only ps_throughput`` (which
+also checks the header). ``elephas_peer.py --quick`` never installs elephas: without
+its environment (``benchmarks/.elephas-venv``) it writes the distbench side and says
+elephas was not run.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "benchmarks"
+
+pytestmark = pytest.mark.integration
+
+
+def run_quick(script: str, out: Path, *extra: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Run ``benchmarks/<script> --quick --write out`` with this interpreter."""
+    cp = subprocess.run([sys.executable, str(BENCH / script), "--quick", "--write", str(out), *extra],
+                        capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    assert cp.returncode == 0, f"{script} exited {cp.returncode}:\n{(cp.stdout + cp.stderr)[-3000:]}"
+    return cp
+
+
+def section(path: Path, name: str) -> str:
+    """The text of section ``name`` of ``path`` (asserting it is there)."""
+    text = path.read_text()
+    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+    assert start in text and end in text, f"no {name} section in:\n{text[:2000]}"
+    return text.split(start, 1)[1].split(end, 1)[0]
+
+
+def test_harness_overhead_quick(tmp_path):
+    out = tmp_path / "B.md"
+    out.write_text("# Benchmarks\n\n<!-- other:start -->\nkeep me\n<!-- other:end -->\n")
+    run_quick("harness_overhead.py", out)
+    s = section(out, "harness_overhead")
+    assert "Ratio distbench / plain training time" in s and "| plain Keras `model.fit` |" in s
+    assert section(out, "other").strip() == "keep me"  # others' sections untouched
+
+
+def test_elephas_peer_quick(tmp_path):
+    out = tmp_path / "B.md"
+    run_quick("elephas_peer.py", out)
+    s = section(out, "elephas_peer")
+    assert "| distbench `spark_ps:adag` |" in s
+    assert "| elephas `SparkModel` (sync) |" in s or "elephas not run: no environment" in s
+
+
+def test_step_time_quick(tmp_path):
+    out = tmp_path / "B.md"
+    run_quick("step_time.py", out)
+    s = section(out, "step_time")
+    assert "| `single` | 1 |" in s and "| `mirrored` | 2 |" in s and "samples/s" in s
+    assert "= 36.8 MFLOP/sample" in s  # 3 x the forward FLOPs of the cnn
+    m = section(out, "scaling_model")
+    assert "ring allreduce" in m and "1024" in m
+
+
+@pytest.mark.skipif(not (BENCH / "allreduce.py").exists(), reason="requires benchmarks/allreduce.py (not present)")
+def test_allreduce_quick(tmp_path):
+    out = tmp_path / "B.md"
+    run_quick("allreduce.py", out)
+    assert "busbw" in section(out, "allreduce")
+
+
+def test_run_all_quick_writes_header_and_sections(tmp_path):
+    out = tmp_path / "B.md"
+    out.write_text("# Benchmarks\n\n<!-- other:start -->\nkeep me\n<!-- other:end -->\n")
+    cp = subprocess.run([sys.executable, str(BENCH / "run_all.py"), "--quick", "--only", "ps_throughput",
+                         "--write", str(out)], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert cp.returncode == 0, (cp.stdout + cp.stderr)[-3000:]
+    text = out.read_text()
+    assert text.startswith("# Benchmarks\n")
+    assert text.index("<!-- header:start -->") < text.index("<!-- other:start -->")
+    head = section(out, "header")
+    assert "| `ps_throughput.py` | ok |" in head and "machine:" in head and "generated:" in head
+    assert "round trips/s" in section(out, "ps_throughput")
+    assert section(out, "other").strip() == "keep me"
