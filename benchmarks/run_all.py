@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import time
@@ -123,6 +124,21 @@ def put_header_first(path: Path, markdown: str) -> None:
     path.write_text(f"{TITLE}\n\n{INTRO}\n\n{start}\n{markdown.rstrip()}\n{end}\n\n{body.lstrip()}")
 
 
+#: Section order in the file: the header, then the scripts' sections in running order
+#: (step_time.py writes two), then any other section as found.
+ORDER = ["header", "harness_overhead", "elephas_peer", "ps_throughput", "allreduce", "step_time", "scaling_model"]
+
+
+def reorder_sections(path: Path) -> None:
+    """Rewrite ``path`` with its marked sections in :data:`ORDER` (text outside sections,
+    other than the title and the intro, is dropped; section contents are untouched)."""
+    text = path.read_text()
+    blocks = {m.group(1): m.group(0)
+              for m in re.finditer(r"<!-- (\w+):start -->.*?<!-- \1:end -->", text, flags=re.S)}
+    names = [n for n in ORDER if n in blocks] + [n for n in blocks if n not in ORDER]
+    path.write_text(f"{TITLE}\n\n{INTRO}\n\n" + "\n\n".join(blocks[n] for n in names) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the scripts, then write the header; exit 1 if any script failed."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -143,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     put_header_first(target, "- (running)\n")
     results = [run_script(n, args.quick, target, args.timeout) for n in names]
     put_header_first(target, header(results, C.command_line("run_all.py", argv), args.quick, earlier))
+    reorder_sections(target)
     print(f"run_all: wrote {target}", file=sys.stderr)
     return 0 if all(r["status"] in ("ok", "missing") for r in results) else 1
 
