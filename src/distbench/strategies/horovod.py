@@ -113,8 +113,10 @@ def horovodrun_command(ranks: int, hosts: str, program: list[str], output_dir: P
     Returns:
         ``(argv, env)``. ``--gloo`` is explicit: a Horovod built with MPI picks MPI otherwise.
     """
-    argv = [horovodrun, "-np", str(ranks), "-H", hosts, "--gloo", "--start-timeout", str(int(start_timeout_s)),
-            "--output-filename", str(output_dir), *program]
+    argv = [horovodrun, "-np", str(ranks), "-H", hosts, "--gloo", "--start-timeout", str(int(start_timeout_s))]
+    if ranks > 1:  # Horovod 0.28.1 crashes on --output-filename with -np 1 (math.log10(0) in _pad_rank)
+        argv += ["--output-filename", str(output_dir)]
+    argv += list(program)
     return argv, launcher_env(python, base_env)
 
 
