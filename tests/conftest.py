@@ -40,3 +40,16 @@ def distbench(*args: str, env: dict[str, str] | None = None, timeout: float = 60
     full_env = {**os.environ, **(env or {})}
     return subprocess.run([sys.executable, "-m", "distbench", *args], capture_output=True, text=True,
                           timeout=timeout, env=full_env, cwd=cwd)
+
+
+def pids_with(text: str) -> list[int]:
+    """PIDs (other than this test process) whose command line contains ``text``."""
+    out = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit() and int(p.name) != os.getpid():
+            try:
+                if text in (p / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
+                    out.append(int(p.name))
+            except OSError:
+                pass
+    return out

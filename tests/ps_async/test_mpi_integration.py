@@ -14,7 +14,7 @@ import pytest
 
 from distbench.results.store import read_records
 from distbench.strategies.mpi_ps import mpi_ps_command
-from tests.conftest import ROOT, distbench, requires
+from tests.conftest import pids_with, ROOT, distbench, requires
 
 OPTIMIZERS = ["downpour", "adag", "dynsgd", "aeasgd", "eamsgd", "easgd", "averaging"]
 
@@ -63,16 +63,6 @@ def test_every_optimizer_over_mpi(tmp_path):
             assert r["final_test_accuracy"] >= 0.8, (o, r["final_test_accuracy"])
 
 
-def _pids(text: str) -> list[int]:
-    out = []
-    for p in Path("/proc").iterdir():
-        if p.name.isdigit() and int(p.name) != os.getpid():
-            try:
-                if text in (p / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
-                    out.append(int(p.name))
-            except OSError:
-                pass
-    return out
 
 
 @pytest.mark.integration
@@ -89,7 +79,7 @@ def test_killed_replica_gives_failed_record(tmp_path):
         time.sleep(0.5)
         for f in (out / "logs").glob("**/rank.2/stdout"):
             if "epoch 1/" in f.read_text(errors="replace"):
-                for pid in _pids("worker mpi-ps"):
+                for pid in pids_with("worker mpi-ps"):
                     env = Path(f"/proc/{pid}/environ").read_bytes()
                     if b"OMPI_COMM_WORLD_RANK=2\0" in env and str(out).encode() in Path(
                             f"/proc/{pid}/cmdline").read_bytes():
@@ -101,4 +91,4 @@ def test_killed_replica_gives_failed_record(tmp_path):
     (rec,) = read_records(out)
     assert rec["status"] == "failed" and "rank 2" in rec["reason"], rec["reason"]
     time.sleep(1)
-    assert _pids(str(out)) == []
+    assert pids_with(str(out)) == []

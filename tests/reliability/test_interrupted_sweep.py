@@ -14,22 +14,12 @@ from pathlib import Path
 import pytest
 
 from distbench.results.store import RESULTS_FILE, read_records
-from tests.conftest import distbench
+from tests.conftest import pids_with, distbench
 
 pytestmark = pytest.mark.integration
 STRATS = "single,mirrored,multi_worker_mirrored"
 
 
-def _pids_with(text: str) -> list[int]:
-    out = []
-    for p in Path("/proc").iterdir():
-        if p.name.isdigit() and int(p.name) != os.getpid():
-            try:
-                if text in (p / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
-                    out.append(int(p.name))
-            except OSError:
-                pass
-    return out
 
 
 def _start(out: Path) -> subprocess.Popen:
@@ -55,7 +45,7 @@ def test_interrupt_then_resume(tmp_path, sig):
     if sig == signal.SIGINT:
         assert proc.returncode == 130 and b"--resume" in err
     time.sleep(1)
-    assert _pids_with(str(out)) == []  # children died with the sweep, even on SIGKILL
+    assert pids_with(str(out)) == []  # children died with the sweep, even on SIGKILL
     before = len(read_records(out))
     with open(out / RESULTS_FILE, "a") as f:  # as if the writer had been killed mid-line
         f.write('{"run_id": "x", "config_id": "torn')

@@ -15,7 +15,7 @@ import pytest
 from distbench.results.store import read_records
 from distbench.strategies.multi_worker_mirrored import tf_config, worker_commands
 from distbench.strategies.tf_ps import cluster_spec, server_commands
-from tests.conftest import distbench
+from tests.conftest import pids_with, distbench
 
 
 def test_tf_config_and_worker_commands_exact():
@@ -59,16 +59,6 @@ def test_both_strategies_train_on_two_workers(tmp_path):
     assert "multi_worker_mirrored" in (out / "report.md").read_text()
 
 
-def _pids_with(text: str) -> list[int]:
-    out = []
-    for p in Path("/proc").iterdir():
-        if p.name.isdigit():
-            try:
-                if text in (p / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
-                    out.append(int(p.name))
-            except OSError:
-                pass
-    return out
 
 
 def _env_of(pid: int) -> dict[str, str]:
@@ -93,7 +83,7 @@ def test_killed_worker_gives_failed_record_and_no_leftovers(tmp_path, strategy, 
         assert time.monotonic() - t0 < 180 and proc.poll() is None, "training never started"
         time.sleep(0.5)
     job, index = victim.split()
-    pids = [p for p in _pids_with(str(out)) if json.loads(_env_of(p).get("TF_CONFIG", "{}") or "{}").get("task")
+    pids = [p for p in pids_with(str(out)) if json.loads(_env_of(p).get("TF_CONFIG", "{}") or "{}").get("task")
             == {"type": job, "index": int(index)}]
     assert len(pids) == 1
     killed_at = time.monotonic()
@@ -104,7 +94,7 @@ def test_killed_worker_gives_failed_record_and_no_leftovers(tmp_path, strategy, 
     assert rec["status"] == "failed"
     assert f"{victim} failed with signal 9 (SIGKILL)" in rec["reason"]
     time.sleep(1)
-    assert _pids_with(str(out)) == []  # no process of this run is left
+    assert pids_with(str(out)) == []  # no process of this run is left
 
 
 @pytest.mark.integration
