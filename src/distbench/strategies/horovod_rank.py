@@ -173,7 +173,8 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload) -> TrainOutput:
     import tensorflow as tf
 
     from distbench.training.output import SnapshotRecorder
-    from distbench.training.schedule import epoch_order, replica_slice
+    from distbench.training.schedule import replica_indices
+    from distbench.training.tf_loop import gather_dataset
     from distbench.workload import weights_sha256
 
     cfg = workload.config.training
@@ -215,14 +216,13 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload) -> TrainOutput:
     rec = SnapshotRecorder()
     steps = 0
     last_loss = float("nan")
+    # One input pipeline over all epochs, its iterator created before the clock starts.
+    data = iter(gather_dataset(replica_indices(n, G, cfg.epochs, cfg.seed, [rank], size),
+                               ds.x_train, ds.y_train, local_batch))
+    rec.start()
     for epoch in range(cfg.epochs):
-        order = epoch_order(n, G, epoch, cfg.seed).reshape(steps_per_epoch, G)
-        mine = np.concatenate([replica_slice(b, rank, size) for b in order])
-        data = (tf.data.Dataset.from_tensor_slices((ds.x_train[mine], ds.y_train[mine]))
-                .batch(local_batch, drop_remainder=True).prefetch(2))
-        if epoch == 0:
-            rec.start()
-        for x, y in data:
+        for _ in range(steps_per_epoch):
+            x, y = next(data)
             loss = train_step(x, y)
             steps += 1
         last_loss = float(loss)

@@ -48,3 +48,30 @@ def epoch_order(n: int, global_batch: int, epoch: int, seed: int) -> np.ndarray:
     """All of ``epoch``'s global batches concatenated (shape ``(steps * global_batch,)``)."""
     steps = n // global_batch
     return epoch_permutation(n, epoch, seed)[: steps * global_batch]
+
+
+def replica_indices(n: int, global_batch: int, epochs: int, seed: int, replicas: list[int], world_size: int) -> np.ndarray:
+    """Sample indices for ``replicas`` over all ``epochs``, in the order one input pipeline feeds them.
+
+    For every step of every epoch, the slices of that step's global batch belonging to
+    ``replicas`` (global replica indices, in that order) are concatenated, so batching the
+    result by ``global_batch // world_size`` yields one per-replica batch after another:
+    replica ``replicas[0]``'s batch of step 0, ``replicas[1]``'s batch of step 0, ...
+
+    Args:
+        n: training samples.
+        global_batch: global batch size (samples per optimizer step).
+        epochs: number of epochs.
+        seed: the run's seed.
+        replicas: the global replica indices this pipeline feeds.
+        world_size: total replicas in sync.
+
+    Returns:
+        int64 array of shape ``(epochs * (n // global_batch) * len(replicas) * global_batch // world_size,)``.
+
+    Raises:
+        ValueError: as :func:`epoch_batches` and :func:`replica_slice`.
+    """
+    parts = [replica_slice(b, r, world_size)
+             for e in range(epochs) for b in epoch_batches(n, global_batch, e, seed) for r in replicas]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from distbench.training.output import SnapshotRecorder, TrainOutput
-from distbench.training.schedule import epoch_order, replica_slice
+from distbench.training.schedule import replica_indices
 from distbench.workload import Workload
 
 
@@ -35,6 +35,28 @@ def configure_threads(intra_op: int, inter_op: int = 0) -> dict[str, int]:
     if inter_op:
         tf.config.threading.set_inter_op_parallelism_threads(inter_op)
     return {"intra_op_threads": intra_op, "inter_op_threads": inter_op}
+
+
+def gather_dataset(indices: np.ndarray, x: np.ndarray, y: np.ndarray, batch: int) -> Any:
+    """A ``tf.data`` pipeline of ``(x[i], y[i])`` batches for consecutive ``batch``-sized runs of ``indices``.
+
+    The data stay in one in-memory copy; each batch is gathered from it by index, so a
+    pipeline over many epochs costs one copy of the indices, not of the samples.
+
+    Args:
+        indices: int sample indices, shape ``(k * batch,)`` (a remainder is dropped).
+        x: samples, shape ``(n, ...)``.
+        y: labels, shape ``(n,)``.
+        batch: samples per element (the per-replica batch size).
+
+    Returns:
+        A ``tf.data.Dataset`` of ``(x_batch, y_batch)`` with shapes ``(batch, ...)``, ``(batch,)``.
+    """
+    import tensorflow as tf
+
+    xt, yt = tf.constant(x), tf.constant(y)
+    return (tf.data.Dataset.from_tensor_slices(indices).batch(batch, drop_remainder=True)
+            .map(lambda i: (tf.gather(xt, i), tf.gather(yt, i))).prefetch(2))
 
 
 def train_with_strategy(strategy: Any, workload: Workload) -> TrainOutput:
@@ -93,28 +115,24 @@ def train_with_strategy(strategy: Any, workload: Workload) -> TrainOutput:
 
     per_replica = G // replicas
 
-    def epoch_data(epoch: int) -> Any:
-        order = epoch_order(n, G, epoch, cfg.seed).reshape(steps_per_epoch, G)
+    def dataset_fn(ctx: Any) -> Any:
+        # Input pipeline p feeds its local replicas; replica r (global index) gets the r-th
+        # G/replicas slice of every global batch, in step order, over all epochs.
+        local = replicas // ctx.num_input_pipelines
+        first = ctx.input_pipeline_id * local
+        idx = replica_indices(n, G, cfg.epochs, cfg.seed, list(range(first, first + local)), replicas)
+        return gather_dataset(idx, ds.x_train, ds.y_train, per_replica)
 
-        def dataset_fn(ctx: Any) -> Any:
-            # Input pipeline p feeds its R local replicas; replica r (global index) gets the
-            # r-th G/replicas slice of every global batch, in step order.
-            local = replicas // ctx.num_input_pipelines
-            first = ctx.input_pipeline_id * local
-            idx = np.concatenate([replica_slice(b, first + j, replicas) for b in order for j in range(local)])
-            return (tf.data.Dataset.from_tensor_slices((ds.x_train[idx], ds.y_train[idx]))
-                    .batch(per_replica, drop_remainder=True).prefetch(2))
-
-        return strategy.distribute_datasets_from_function(dataset_fn)
-
+    # One pipeline and one iterator for the whole run, created before the clock starts:
+    # building a distributed dataset and iterator per epoch cost 3-4x model.fit's
+    # training time on small workloads (benchmarks/harness_overhead.py).
+    iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
     rec = SnapshotRecorder()
+    rec.start()
     steps = 0
     last_loss = float("nan")
     for epoch in range(cfg.epochs):
-        data = epoch_data(epoch)
-        if epoch == 0:
-            rec.start()
-        last_loss = float(train_epoch(iter(data)))
+        last_loss = float(train_epoch(iterator))
         steps += steps_per_epoch
         rec.take(epoch + 1, steps, model.get_weights)
         print(f"epoch {epoch + 1}/{cfg.epochs} done: {steps} steps, last loss {last_loss:.4f}", flush=True)
