@@ -35,19 +35,10 @@ def version(pkg: str) -> str:
         return "-"
 
 
-def cpu_model() -> str:
-    """The CPU model name from /proc/cpuinfo (``?`` when unknown)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "?"
-
-
 def machine_info() -> str:
     """One line: OS, CPU model and count, memory, Python, TensorFlow and Keras versions."""
+    from distbench.results.provenance import cpu_model  # here: plain workers import this module
+
     mem = "?"
     try:
         kb = int(next(ln for ln in Path("/proc/meminfo").read_text().splitlines()

@@ -24,12 +24,9 @@ Each controller's ranks are started with distbench's own launch builders
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import json
 import multiprocessing as mp
 import os
-import platform
-import re
 import shutil
 import socket
 import statistics
@@ -39,12 +36,9 @@ import tempfile
 import time
 from pathlib import Path
 
-try:
-    import distbench  # noqa: F401
-except ImportError:  # running from a checkout without installing
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common as C  # noqa: E402  (also makes a checkout's src/ importable)
 
-START, END = "<!-- allreduce:start -->", "<!-- allreduce:end -->"
 MIB = 1 << 20
 
 
@@ -163,17 +157,7 @@ def tcp_times(nbytes: int, warmup: int, reps: int) -> list[float]:
 
 # -------------------------------------------------------------------- report
 def machine_info() -> str:
-    """One line: OS, CPU model and count, Python, TensorFlow, Horovod and Open MPI versions."""
-    import importlib.metadata as md
-
-    from distbench.results.provenance import cpu_model
-
-    def ver(p: str) -> str:
-        try:
-            return md.version(p)
-        except md.PackageNotFoundError:
-            return "-"
-
+    """One line: the common machine line plus Horovod and Open MPI versions."""
     ompi = "-"
     if shutil.which("mpirun"):
         try:
@@ -181,8 +165,7 @@ def machine_info() -> str:
             ompi = (first.splitlines() or ["-"])[0]
         except (OSError, subprocess.TimeoutExpired):
             pass
-    return (f"{platform.platform()}, {cpu_model()}, {os.cpu_count()} logical CPUs, Python "
-            f"{platform.python_version()}, TensorFlow {ver('tensorflow')}, Horovod {ver('horovod')}, {ompi}")
+    return f"{C.machine_info()}, Horovod {C.version('horovod')}, {ompi}"
 
 
 def gbps(nbytes: int, seconds: float) -> float:
@@ -224,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         sizes, reps, warmup = [s for s in sizes if s <= 4] or sizes[:1], 3, 1
     started = time.time()
-    load0 = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    load0 = C.load_average()
     tcp = {mb: tcp_times(mb * MIB, warmup, reps) for mb in sizes}
     results: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="distbench-allreduce-") as tmp:
@@ -247,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     cmd = "python " + " ".join([Path(sys.argv[0]).as_posix()] + (argv if argv is not None else sys.argv[1:]))
     md = "\n".join([
         "## Horovod allreduce bandwidth (`benchmarks/allreduce.py`)", "",
-        f"- date: {_dt.datetime.now(_dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
+        f"- date: {C.utc_now()}",
         f"- machine: {machine_info()}",
         f"- command: `{cmd}`",
         f"- 2 ranks on this machine, float32 `hvd.allreduce(op=Sum)` in eager mode; {warmup} warm-up "
@@ -263,15 +246,8 @@ def main(argv: list[str] | None = None) -> int:
         "|---|---|---|---|---|---|", *rows, ""])
     print(md)
     if args.write:
-        path = Path(args.write)
-        text = path.read_text() if path.exists() else "# Benchmarks\n"
-        block = f"{START}\n{md}\n{END}"
-        if START in text and END in text:
-            text = re.sub(re.escape(START) + ".*?" + re.escape(END), lambda _: block, text, flags=re.S)
-        else:
-            text = text.rstrip("\n") + "\n\n" + block + "\n"
-        path.write_text(text)
-        print(f"wrote section to {path}", file=sys.stderr)
+        C.write_section(args.write, "allreduce", md)
+        print(f"wrote section to {args.write}", file=sys.stderr)
     return 0
 
 

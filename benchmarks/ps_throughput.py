@@ -17,11 +17,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import multiprocessing as mp
-import os
-import platform
-import re
 import socket
 import statistics
 import sys
@@ -30,10 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-try:
-    import distbench.ps_async  # noqa: F401
-except ImportError:  # running from a checkout without installing
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common as C  # noqa: E402  (also makes a checkout's src/ importable)
 
 import zmq  # noqa: E402
 
@@ -41,7 +35,6 @@ from distbench.ps_async.client import PSClient  # noqa: E402
 from distbench.ps_async.protocol import new_secret  # noqa: E402
 from distbench.ps_async.server import ParameterServer  # noqa: E402
 
-START, END = "<!-- ps_throughput:start -->", "<!-- ps_throughput:end -->"
 
 
 def template_for(n_params: int) -> list:
@@ -189,18 +182,8 @@ def bench_cell(n_params, n_clients, iters, warmup, reps, fused, echo, io_threads
 
 # ----------------------------------------------------------------------------- report
 def machine_info() -> str:
-    """One line: OS, CPU model and count, Python/NumPy/pyzmq/libzmq versions."""
-    cpu = platform.processor() or "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return (f"{platform.platform()}, {cpu}, {os.cpu_count()} logical CPUs, Python "
-            f"{platform.python_version()}, NumPy {np.__version__}, pyzmq {zmq.__version__} "
-            f"(libzmq {zmq.zmq_version()})")
+    """One line: the common machine line plus NumPy, pyzmq and libzmq versions."""
+    return f"{C.machine_info()}, NumPy {np.__version__}, pyzmq {zmq.__version__} (libzmq {zmq.zmq_version()})"
 
 
 def fmt(rates, scale=1.0, digits=1):
@@ -237,7 +220,7 @@ def main(argv=None) -> int:
     if args.quick:
         sizes, clients, reps, mb_per_rep, warmup = [100_000, 1_000_000], [1, 2], 2, 40.0, 1
     started = time.time()
-    load0 = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    load0 = C.load_average()
     rows, echo_rows = [], []
     for n in sizes:
         nbytes = 4 * n
@@ -268,7 +251,7 @@ def main(argv=None) -> int:
     cmd = "python " + " ".join([Path(sys.argv[0]).as_posix()] + (argv or sys.argv[1:]))
     md = "\n".join([
         "## Parameter-server throughput (`benchmarks/ps_throughput.py`)", "",
-        f"- date: {_dt.datetime.now(_dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
+        f"- date: {C.utc_now()}",
         f"- machine: {machine_info()}",
         f"- command: `{cmd}`",
         f"- {reps} timed repetitions after {warmup} warm-up round trips per client; cells "
@@ -289,16 +272,8 @@ def main(argv=None) -> int:
         "| vs loopback |", "|---|---|---|---|---|---|---|", *rows, ""])
     print(md)
     if args.write:
-        path = Path(args.write)
-        text = path.read_text() if path.exists() else "# Benchmarks\n"
-        block = f"{START}\n{md}\n{END}"
-        if START in text and END in text:
-            text = re.sub(re.escape(START) + ".*?" + re.escape(END), lambda _: block, text,
-                          flags=re.S)
-        else:
-            text = text.rstrip("\n") + "\n\n" + block + "\n"
-        path.write_text(text)
-        print(f"wrote section to {path}", file=sys.stderr)
+        C.write_section(args.write, "ps_throughput", md)
+        print(f"wrote section to {args.write}", file=sys.stderr)
     return 0
 
 
