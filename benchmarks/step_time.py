@@ -420,8 +420,9 @@ TRUST = [
     "is slower than predicted), a single un-sharded server, one bandwidth/latency pair (no topology, "
     "no NCCL vs TCP/Gloo/MPI differences, no congestion at hundreds of workers), and it predicts time "
     "per epoch only: staleness and larger effective batches change how many epochs reach an accuracy. "
-    "Its compute input is `single`'s step time, which carries `single`'s own loop overhead (see the "
-    "harness-overhead section), so replicas with a leaner loop (the parameter-server ones) beat it.",
+    "Its compute input is `single`'s step time, so a replica whose own per-step costs exceed "
+    "`single`'s (Horovod's per-step Python call and its allreduce op, the Spark replica's commits "
+    "and pulls) is slower than predicted even with one worker: compare the 1-worker rows.",
 ]
 
 
