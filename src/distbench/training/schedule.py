@@ -50,7 +50,8 @@ def epoch_order(n: int, global_batch: int, epoch: int, seed: int) -> np.ndarray:
     return epoch_permutation(n, epoch, seed)[: steps * global_batch]
 
 
-def replica_indices(n: int, global_batch: int, epochs: int, seed: int, replicas: list[int], world_size: int) -> np.ndarray:
+def replica_indices(n: int, global_batch: int, epochs: int, seed: int, replicas: list[int],
+                    world_size: int) -> np.ndarray:
     """Sample indices for ``replicas`` over all ``epochs``, in the order one input pipeline feeds them.
 
     For every step of every epoch, the slices of that step's global batch belonging to
