@@ -230,3 +230,32 @@ def test_configured_threads(tmp_path):
     assert R.configured_threads(tmp_path, str(cfg)) == 3
     (tmp_path / "config.json").write_text(json.dumps({"training": {"threads": 5}}))
     assert R.configured_threads(tmp_path, str(cfg)) == 5
+
+
+def test_check_build_is_cached_until_the_install_changes(tmp_path):
+    calls = tmp_path / "calls"
+    out = tmp_path / "out.txt"
+    out.write_text(CHECK_BUILD)
+    fake = tmp_path / "horovodrun"
+    fake.write_text(f"#!/bin/sh\necho x >> {calls}\ncat {out}\n")
+    fake.chmod(0o755)
+    pkg = tmp_path / "horovod"
+    (pkg / "tensorflow").mkdir(parents=True)
+    lib = pkg / "tensorflow" / "mpi_lib.so"
+    lib.write_bytes(b"v1")
+    cache = tmp_path / "cache"
+
+    def probe() -> H.Availability:
+        return H.cached_check_build(str(fake), pkg, cache)
+
+    first = probe()
+    assert first == H.Availability(True, CHECK_BUILD)
+    assert probe() == first and calls.read_text().count("x") == 1  # second answer from the cache
+    lib.write_bytes(b"v2, rebuilt")  # a rebuilt Horovod is probed again
+    assert probe().ok and calls.read_text().count("x") == 2
+    (cache / "horovod-check-build.json").write_text("{not json")  # corrupt cache: probed, rewritten
+    assert probe().ok and calls.read_text().count("x") == 3
+    assert probe().ok and calls.read_text().count("x") == 3
+    out.write_text("no sections")  # failures are not cached
+    lib.write_bytes(b"v3")
+    assert not probe().ok and not probe().ok and calls.read_text().count("x") == 5

@@ -313,7 +313,7 @@ def find_horovodrun() -> str | None:
 def probe(controller: str) -> Availability:
     """Whether Horovod can train TensorFlow here with ``controller`` (``gloo`` | ``mpi``).
 
-    Real probe, cached per process: ``horovod`` importable, ``horovodrun --check-build``
+    Real probe: ``horovod`` importable, ``horovodrun --check-build`` (cached, :func:`cached_check_build`)
     shows ``[X] TensorFlow`` (the framework line: its ``[X] PyTorch`` is a false positive
     when PyTorch is absent, docs/horovod_build.md) and the controller; for ``mpi`` also
     ``mpirun`` and an rsh agent (``ssh``/``rsh``, which Open MPI wants even on one host)
@@ -329,7 +329,7 @@ def probe(controller: str) -> Availability:
     if hvdrun is None:
         return Availability(False, "horovodrun not found next to this Python or on PATH (reinstall horovod)")
     if hvdrun not in _PROBES:
-        _PROBES[hvdrun] = _check_build(hvdrun)
+        _PROBES[hvdrun] = cached_check_build(hvdrun, Path(importlib.util.find_spec("horovod").origin).parent)
     built = _PROBES[hvdrun]
     if not built.ok:
         return built
@@ -358,6 +358,54 @@ def build_summary(sections: dict[str, dict[str, bool]]) -> str:
         names = [n for n, built in sections.get(key, {}).items() if built and n != "PyTorch"]
         parts.append(f"{title} {', '.join(names) or 'none'}")
     return "horovodrun --check-build: " + "; ".join(parts)
+
+
+def cache_dir() -> Path:
+    """distbench's per-user cache folder (``$XDG_CACHE_HOME/distbench``, else ``~/.cache/distbench``)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "distbench"
+
+
+def cached_check_build(hvdrun: str, package_dir: Path, cache: Path | None = None) -> Availability:
+    """:func:`_check_build`, remembered on disk for as long as the Horovod install is unchanged.
+
+    ``horovodrun --check-build`` imports every framework and costs ~20 s on a small
+    machine, on every ``distbench run``/``env``. A successful result is stored in
+    ``cache/horovod-check-build.json`` under a key made of ``hvdrun`` and the path, size
+    and modification time of every compiled library (``*.so``) under ``package_dir``, so a
+    rebuilt or reinstalled Horovod is probed afresh; failures are never cached. An
+    unreadable or corrupt cache file is ignored and rewritten.
+
+    Args:
+        hvdrun: path of the ``horovodrun`` to probe.
+        package_dir: the installed ``horovod`` package folder.
+        cache: cache folder (default :func:`cache_dir`).
+
+    Returns:
+        The :class:`Availability` of :func:`_check_build` (fresh or remembered).
+    """
+    import hashlib
+    import json
+
+    libs = sorted(str(p) for p in package_dir.rglob("*.so"))
+    sig = [hvdrun] + [f"{p}:{os.stat(p).st_size}:{os.stat(p).st_mtime_ns}" for p in libs]
+    key = hashlib.sha256("\n".join(sig).encode()).hexdigest()
+    path = (cache or cache_dir()) / "horovod-check-build.json"
+    try:
+        saved = json.loads(path.read_text())
+        if isinstance(saved, dict) and saved.get("key") == key and isinstance(saved.get("output"), str):
+            return Availability(True, saved["output"])
+    except (OSError, ValueError):
+        pass
+    result = _check_build(hvdrun)
+    if result.ok and libs:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({"key": key, "output": result.reason}))
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a read-only home only costs the next run the probe again
+    return result
 
 
 def _check_build(hvdrun: str) -> Availability:
