@@ -20,11 +20,16 @@ pytestmark = pytest.mark.integration
 STRATS = "single,mirrored,multi_worker_mirrored"
 
 
+def _default_sigint() -> None:
+    # A shell starting a background job (`make test &`, nohup) hands it SIGINT ignored, and
+    # Python then never installs its KeyboardInterrupt handler: give the sweep Ctrl-C back.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _start(out: Path) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "distbench", "run", "--strategies", STRATS, "--workers", "2",
-                             "--epochs", "3", "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                             "--epochs", "3", "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=_default_sigint)
 
 
 def _wait_for_records(out: Path, n: int, proc: subprocess.Popen, timeout: float = 240) -> None:
