@@ -147,6 +147,9 @@ def test_cli_predict_prints_table_and_writes_plot(run_dir):
     rows = [ln.split() for ln in lines if ln.strip() and ln.split()[0].isdigit()]
     assert [r[0] for r in rows] == ["1", "2", "4", "8"]
     assert (run_dir / "predict.png").stat().st_size > 1000
+    assert "first-order model" in res.output and "less than one step" not in res.output
+    wide = CliRunner().invoke(main, ["predict", "--run-dir", str(run_dir), "--max-workers", "64"])
+    assert "from 32 workers each worker takes less than one step per epoch" in wide.output  # 1280 / (32 x 64) < 1
 
 
 def test_cli_predict_json_matches_api(run_dir):

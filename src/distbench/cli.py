@@ -333,6 +333,12 @@ def predict(run_dir: str, bandwidth: float | None, latency: float | None, window
     click.echo(f"model {inp.model_bytes:,} bytes; bandwidth {bw:.3g} B/s; latency {lat:.3g} s; PS window {win}; "
                f"{samples or inp.n_train:,} samples per epoch")
     click.echo(model.format_table(preds))
+    thin = [p.workers for p in preds if p.steps_per_epoch < 1]
+    if thin:
+        click.echo(f"from {thin[0]} workers each worker takes less than one step per epoch: the data, not the "
+                   "model, limits those rows (give --samples for a larger dataset)")
+    click.echo("first-order model: no contention, stragglers, compute/communication overlap, per-call framework "
+               "costs or topology; trust the shape of scaling, not absolute times (README, 'distbench predict')")
     click.echo(f"wrote {png}")
 
 
