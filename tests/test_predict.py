@@ -169,3 +169,8 @@ def test_cli_predict_bad_input_exits_2(tmp_path, run_dir):
     assert res.exit_code == 2 and "no results.jsonl" in res.output
     res = CliRunner().invoke(main, ["predict", "--run-dir", str(run_dir), "--bandwidth", "0"])
     assert res.exit_code == 2 and "must be > 0" in res.output
+    for flag in ("--window", "--per-worker-batch", "--samples", "--max-workers"):
+        res = CliRunner().invoke(main, ["predict", "--run-dir", str(run_dir), flag, "0"])
+        assert res.exit_code == 2 and f"{flag} 0: expected an integer >= 1" in res.output
+    res = CliRunner().invoke(main, ["predict", "--run-dir", str(run_dir), "--plot", str(tmp_path / "no" / "p.png")])
+    assert res.exit_code == 2 and "cannot write the plot" in res.output

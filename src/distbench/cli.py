@@ -41,9 +41,24 @@ def _int_list(flag: str, value: str | None) -> list[int] | None:
     if value is None:
         return None
     try:
-        return [int(v) for v in value.split(",") if v.strip()]
+        return [int(v) for v in value.split(",")]
     except ValueError:
         raise ConfigError(f"{flag} {value!r}: expected an integer or a comma-separated list, e.g. 2 or 1,2,4") from None
+
+
+def _name_list(flag: str, value: str | None) -> list[str] | None:
+    """``a,b`` -> ``["a", "b"]``; ``None`` (flag not given) -> ``None``.
+
+    Raises:
+        ConfigError: the flag was given but names nothing, or holds an empty item.
+    """
+    if value is None:
+        return None
+    names = [v.strip() for v in value.split(",")]
+    if not any(names) or not all(names):
+        raise ConfigError(f"{flag} {value!r}: expected comma-separated names, e.g. single,mirrored "
+                          "(see 'distbench list'), or 'all'")
+    return names
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -83,7 +98,7 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
         cfg = config_mod.apply_preset(cfg, preset)
     cfg = config_mod.override(
         cfg,
-        run__strategies=[s.strip() for s in strategies.split(",") if s.strip()] if strategies else None,
+        run__strategies=_name_list("--strategies", strategies),
         run__workers=_int_list("--workers", workers),
         training__epochs=epochs, training__global_batch_size=batch_size,
         run__repeats=repeats, run__timeout_s=timeout, run__out=out,
@@ -237,6 +252,8 @@ def env_cmd(as_json: bool, workers: int) -> None:
     """Print this machine's provenance and whether each strategy can run here, and why not."""
     from distbench.env import report as env_report
 
+    if workers < 1:
+        raise ConfigError(f"--workers {workers}: expected a worker count >= 1")
     info = env_report(config_mod.load(None), workers)
     if as_json:
         click.echo(json.dumps(info, indent=2))
@@ -253,13 +270,15 @@ def env_cmd(as_json: bool, workers: int) -> None:
 
 
 @main.command("list")
+@_user_errors
 def list_cmd() -> None:
     """List strategies, datasets and models."""
     from distbench.models import MODEL_DESCRIPTIONS
     from distbench.strategies import registry
 
+    strategy_names = registry.names()  # loads DISTBENCH_PLUGINS: a bad one is reported before any output
     click.echo("strategies:")
-    for name in registry.names():
+    for name in strategy_names:
         click.echo(f"  {name:<22} {registry.get(name).description}")
     click.echo("datasets:")
     for d, desc in (("digits", "scikit-learn's bundled 8x8 digits, 1,797 images, 10 classes (default)"),
@@ -308,9 +327,11 @@ def predict(run_dir: str, bandwidth: float | None, latency: float | None, window
 
     try:
         inp = model.inputs_from_run(run_dir)
+        for flag, v in (("--window", window), ("--per-worker-batch", per_worker_batch), ("--samples", samples),
+                        ("--max-workers", max_workers)):
+            if v is not None and v < 1:
+                raise ValueError(f"{flag} {v}: expected an integer >= 1 (or leave it out for the default)")
         b = per_worker_batch or inp.global_batch
-        if b < 1 or max_workers < 1 or (samples is not None and samples < 1):
-            raise ValueError("--per-worker-batch, --samples and --max-workers must be >= 1")
         bw = model.DEFAULT_BANDWIDTH_BPS if bandwidth is None else bandwidth
         lat = model.DEFAULT_LATENCY_S if latency is None else latency
         win = window or inp.window or 1
@@ -319,9 +340,13 @@ def predict(run_dir: str, bandwidth: float | None, latency: float | None, window
                               bw, lat, ns, win)
     except ValueError as e:
         raise ConfigError(f"predict: {e}") from None
-    png = model.plot(preds, plot_path or Path(run_dir) / "predict.png",
-                     f"{run_dir}: {inp.model_bytes / 1e6:.3g} MB model, {bw / 1e9:.3g} GB/s, "
-                     f"{lat * 1e6:.0f} us, batch {b}/worker")
+    png_path = plot_path or Path(run_dir) / "predict.png"
+    try:
+        png = model.plot(preds, png_path, f"{run_dir}: {inp.model_bytes / 1e6:.3g} MB model, "
+                         f"{bw / 1e9:.3g} GB/s, {lat * 1e6:.0f} us, batch {b}/worker")
+    except OSError as e:
+        raise ConfigError(f"predict: cannot write the plot {str(png_path)!r} ({e.strerror or e}); "
+                          "pass --plot with a path in a writable folder") from None
     if as_json:
         click.echo(json.dumps({"inputs": {**inp.__dict__, "per_worker_batch": b, "bandwidth_Bps": bw,
                                           "latency_s": lat, "window": win}, "predictions": model.to_json(preds)},

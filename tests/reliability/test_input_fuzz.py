@@ -135,3 +135,22 @@ def test_truncated_gzip_idx(tmp_path):
         (tmp_path / name).write_bytes(bytes([0, 0, 8, 1]) + (10).to_bytes(4, "big") + bytes(range(10)))
     with pytest.raises(ConfigError, match="cannot read IDX file"):
         load_dataset(DataConfig(name="mnist", path=str(tmp_path)), seed=0)
+
+
+@pytest.mark.parametrize("args,env,needle", [
+    (["run", "--strategies", "single", "--out", "/proc/distbench-nope"], {}, "cannot create the run directory"),
+    (["run", "--strategies", ""], {}, "--strategies '': expected comma-separated names"),
+    (["run", "--strategies", "single,,mirrored"], {}, "expected comma-separated names"),
+    (["run", "--workers", "2,,4"], {}, "--workers '2,,4': expected an integer"),
+    (["env", "--workers", "0"], {}, "--workers 0: expected a worker count >= 1"),
+    (["list"], {"DISTBENCH_PLUGINS": "no_such_plugin_mod"}, "'no_such_plugin_mod', which cannot be imported"),
+    (["worker", "tf", "--run-dir", "RUN"], {"TF_CONFIG": ""}, "TF_CONFIG = '': expected JSON"),
+])
+def test_bad_cli_input_exits_2_with_one_line(tmp_path, monkeypatch, args, env, needle):
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    args = [str(tmp_path / "run") if a == "RUN" else a for a in args]
+    res = runner.invoke(main, args)
+    assert res.exit_code == 2, (res.output, res.exception)
+    assert res.output.count("\n") == 1 and needle in res.output and "Traceback" not in res.output
+    assert not (tmp_path / "run").exists()

@@ -42,12 +42,15 @@ def load_or_create_workload(run_dir: Path, config_file: str | None) -> Workload:
 
 def tf_worker_main(run_dir: Path, key: str | None, config_file: str | None) -> int:
     """One ``multi_worker_mirrored`` task; see the module docstring. Returns the exit code."""
-    from distbench.strategies.multi_worker_mirrored import threads_for, train_worker
+    from distbench.strategies.multi_worker_mirrored import read_tf_config, threads_for, train_worker
     from distbench.training.tf_loop import configure_threads
 
     spawn = float(os.environ.get("DISTBENCH_SPAWN_UNIX", time.time()))
-    tfc = json.loads(os.environ.get("TF_CONFIG", "{}") or "{}")
-    n = len(tfc.get("cluster", {}).get("worker", [])) or 1
+    try:
+        cluster, index = read_tf_config()
+    except ValueError as e:
+        raise config_mod.ConfigError(str(e)) from None
+    n = len(cluster["worker"])
     configure_threads(threads_for(n))  # before building the workload touches TensorFlow
     # The strategy is built before the workload (collective ops first): read its setting now.
     if (run_dir / CONFIG_FILE).exists():
@@ -65,9 +68,9 @@ def tf_worker_main(run_dir: Path, key: str | None, config_file: str | None) -> i
         train_worker(load, artifacts_dir(run_dir, key))
         return 0
     point = ConfigPoint("multi_worker_mirrored", n, 0)
-    out = train_worker(load, artifacts_dir(run_dir, point.key + f"_task{tfc.get('task', {}).get('index', 0)}"))
+    out = train_worker(load, artifacts_dir(run_dir, point.key + f"_task{index}"))
     workload = loaded[0]
-    if tfc.get("task", {}).get("index", 0) == 0:
+    if index == 0:
         prov = provenance.collect(workload.config.training.seed)
         prov["launcher"] = "TF_CONFIG (user)"
         rec = ok_record(workload, point, run_dir.name, prov, out, Evaluator(workload), time.time() - spawn, spawn)

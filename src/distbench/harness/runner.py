@@ -52,7 +52,11 @@ def prepare_run_dir(cfg: ExperimentConfig, run_dir: Path, resume: bool) -> Workl
                           "or choose a new --out directory")
     if not has_workload:
         created = not run_dir.exists()
-        run_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            run_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise ConfigError(f"cannot create the run directory {str(run_dir)!r} ({e.strerror or e}); "
+                              "pass --out with a path in a writable folder") from None
         try:
             return Workload.create(cfg, run_dir)
         except BaseException:

@@ -101,6 +101,29 @@ def threads_for(workers: int) -> int:
     return int(os.environ.get("DISTBENCH_THREADS", "0")) or max(1, (os.cpu_count() or 1) // workers)
 
 
+def read_tf_config() -> tuple[dict[str, list[str]], int]:
+    """``(cluster, this task's index)`` from the ``TF_CONFIG`` environment variable.
+
+    Raises:
+        ValueError: ``TF_CONFIG`` is missing, not JSON of the expected form, or names a
+            task type other than ``worker``/``chief``.
+    """
+    raw = os.environ.get("TF_CONFIG", "")
+    try:
+        tfc = json.loads(raw)
+        cluster = dict(tfc["cluster"])
+        len(cluster["worker"])
+        index = int(tfc["task"]["index"])
+        task_type = tfc["task"]["type"]
+    except (ValueError, KeyError, TypeError):
+        raise ValueError(f"TF_CONFIG = {raw!r}: expected JSON like {{\"cluster\": {{\"worker\": "
+                         "[\"host1:port\", ...]}}, \"task\": {\"type\": \"worker\", \"index\": 0}} "
+                         "(set it on every host)") from None
+    if task_type not in ("worker", "chief"):
+        raise ValueError(f"TF_CONFIG task type {task_type!r}: multi_worker_mirrored needs 'worker' tasks")
+    return cluster, index
+
+
 def train_worker(load_workload: Callable[[], Workload], artifacts_dir: Path | None) -> TrainOutput:
     """Body of one worker process: read ``TF_CONFIG``, build the strategy, then load the
     workload with ``load_workload()`` (after the strategy: collective ops must be
@@ -112,17 +135,8 @@ def train_worker(load_workload: Callable[[], Workload], artifacts_dir: Path | No
     Raises:
         ValueError: ``TF_CONFIG`` is missing or malformed.
     """
-    raw = os.environ.get("TF_CONFIG", "")
-    try:
-        tfc = json.loads(raw)
-        n = len(tfc["cluster"]["worker"])
-        index = int(tfc["task"]["index"])
-        task_type = tfc["task"]["type"]
-    except (ValueError, KeyError, TypeError):
-        raise ValueError(f"TF_CONFIG = {raw!r}: expected JSON like {{\"cluster\": {{\"worker\": "
-                         "[\"host1:port\", ...]}}, \"task\": {\"type\": \"worker\", \"index\": 0}}") from None
-    if task_type not in ("worker", "chief"):
-        raise ValueError(f"TF_CONFIG task type {task_type!r}: multi_worker_mirrored needs 'worker' tasks")
+    cluster, index = read_tf_config()
+    n = len(cluster["worker"])
     from distbench.training.tf_loop import configure_threads, train_with_strategy
 
     threads = configure_threads(threads_for(n))
@@ -136,7 +150,7 @@ def train_worker(load_workload: Callable[[], Workload], artifacts_dir: Path | No
                          f"{workload.config.tf.collective!r}; start the workers with matching settings")
     out = train_with_strategy(strategy, workload)
     sha = weights_sha256(out.final_weights)
-    out.extra.update(threads, collective=collective, workers=n, cluster=tfc["cluster"],
+    out.extra.update(threads, collective=collective, workers=n, cluster=cluster,
                      devices=[d.name for d in tf.config.list_logical_devices("CPU")])
     if artifacts_dir is not None:
         artifacts_dir.mkdir(parents=True, exist_ok=True)
