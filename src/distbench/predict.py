@@ -221,7 +221,7 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 def steady_step_s(rec: dict[str, Any]) -> float | None:
     """Seconds per step after the first epoch, from the record's epoch-end curve points
-    (``None`` with fewer than 2 epochs). The first epoch holds ``tf.function`` tracing."""
+    (``None`` with fewer than 2 epochs). The first epoch holds one-off warm-up (input pipeline, first allocations)."""
     pts = {p["epoch"]: p for p in rec.get("curve") or [] if p.get("epoch")}
     if 1 not in pts or len(pts) < 2:
         return None
@@ -234,7 +234,7 @@ def inputs_from_run(run_dir: str | Path) -> RunInputs:
     """Compute time per step and model size from a run's ``single`` records.
 
     The step time is the median over ``single``'s ok records of the steady-state step
-    time (epochs 2..E: the first epoch's ``tf.function`` tracing is a one-off), or of
+    time (epochs 2..E: the first epoch's warm-up is a one-off), or of
     ``train_s / steps`` when a run has a single epoch.
 
     Raises:

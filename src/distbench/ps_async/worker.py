@@ -125,6 +125,9 @@ def train_replica(spec: ReplicaSpec, worker_id: int, x: np.ndarray, y: np.ndarra
         opt.apply_gradients(zip(tape.gradient(loss, variables), variables))
         return loss
 
+    # Traced before the clock, as every strategy's step function is (training/tf_loop.py).
+    step.get_concrete_function(tf.TensorSpec((B, *x.shape[1:]), tf.as_dtype(x.dtype)),
+                               tf.TensorSpec((B,), tf.as_dtype(y.dtype)))
     if ready is not None:
         ready()
     client = (client_factory or PSClient)(spec.address, spec.secret, worker_id, spec.initial_weights,
