@@ -39,3 +39,19 @@ def test_resume_rules(tmp_path):
     assert w.config.run.workers == [4]
     with pytest.raises(ConfigError, match=r"\[training\] differs"):
         prepare_run_dir(config.override(cfg, training__epochs=2), tmp_path / "r", resume=True)
+
+
+def test_failure_reason_names_the_jvm_cause_of_a_py4j_error():
+    from distbench.harness.runner import failure_reason
+
+    class Py4JJavaError(Exception):
+        pass
+
+    e = Py4JJavaError("An error occurred while calling None.org.apache.spark.api.java.JavaSparkContext.\n"
+                      ": java.lang.IllegalArgumentException: Executor memory 4 must be at least 471859200.\n"
+                      "\tat org.apache.spark.memory.UnifiedMemoryManager$.getMaxMemory(UnifiedMemoryManager.scala:224)")
+    reason = failure_reason(e)
+    assert reason.startswith("Py4JJavaError: An error occurred while calling None.org.apache.spark")
+    assert reason.endswith("(java.lang.IllegalArgumentException: Executor memory 4 must be at least 471859200.)")
+    assert failure_reason(ValueError("bad\nsecond line")) == "ValueError: bad"
+    assert len(failure_reason(RuntimeError("x" * 2000))) == 500

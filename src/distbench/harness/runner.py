@@ -13,6 +13,7 @@ evaluates it (:mod:`distbench.harness.evaluate`) and writes the record.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import time
 import traceback
@@ -207,6 +208,20 @@ def run_sweep(cfg: ExperimentConfig, run_dir: Path, resume: bool = False,
     return read_records(run_dir)
 
 
+def failure_reason(e: BaseException) -> str:
+    """One line (at most 500 characters) naming why ``e`` ended a configuration.
+
+    ``ExceptionName: first line``; when the message spans lines (a ``Py4JJavaError``
+    wraps the JVM's stack trace), the last line naming a JVM or Python exception is
+    added, since the first line only says which call failed (e.g. Spark's
+    ``java.lang.IllegalArgumentException: Executor memory 4 must be at least ...``).
+    """
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    head = f"{type(e).__name__}: {lines[0] if lines else ''}"
+    causes = [ln.lstrip(": ") for ln in lines[1:] if re.match(r"^:?\s*[\w.$]+(Exception|Error)\b", ln)]
+    return (head + (f" ({causes[-1]})" if causes else ""))[:500]
+
+
 def child_main(run_dir: Path, key: str, strategy: str, workers: int, window: int | None = None) -> int:
     """Entry of the per-configuration child process (``distbench worker config``).
 
@@ -234,6 +249,6 @@ def child_main(run_dir: Path, key: str, strategy: str, workers: int, window: int
     except Exception as e:  # recorded as failed, with the traceback in the log
         traceback.print_exc()
         failed = getattr(e, "failed_process", None)
-        write({"status": "failed", "reason": f"{type(e).__name__}: {e}".splitlines()[0][:500],
+        write({"status": "failed", "reason": failure_reason(e),
                "failed_process": failed, "details": getattr(e, "details", None)})
         return 1

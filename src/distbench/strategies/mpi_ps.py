@@ -105,8 +105,9 @@ def rank_main(workload: Workload, optimizer: str, window: int | None, timeout_s:
         stats, centre = server.stats(), server.center()
         server.stop()
     results = mpi.recv_results(n)
-    return centre_output(spec, results, monitor.snapshots, stats, centre, {
-        "engine": "mpi", "mpi_ranks": size, "mpi_library": MPI.Get_library_version().splitlines()[0].strip()})
+    library = MPI.Get_library_version().rstrip("\x00").splitlines()[0].strip()  # a C string: NUL-terminated
+    return centre_output(spec, results, monitor.snapshots, stats, centre,
+                         {"engine": "mpi", "mpi_ranks": size, "mpi_library": library})
 
 
 class MPIPS(Strategy):
