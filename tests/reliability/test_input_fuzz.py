@@ -147,8 +147,11 @@ def test_truncated_gzip_idx(tmp_path):
     (["worker", "tf", "--run-dir", "RUN"], {"TF_CONFIG": ""}, "TF_CONFIG = '': expected JSON"),
 ])
 def test_bad_cli_input_exits_2_with_one_line(tmp_path, monkeypatch, args, env, needle):
+    from distbench.strategies import registry
+
     for k, v in env.items():
         monkeypatch.setenv(k, v)
+    monkeypatch.setattr(registry, "_loaded", False)  # plugins are read once per process: read them again
     args = [str(tmp_path / "run") if a == "RUN" else a for a in args]
     res = runner.invoke(main, args)
     assert res.exit_code == 2, (res.output, res.exception)
