@@ -16,6 +16,7 @@ import json
 import os
 import platform
 import re
+import socket
 import statistics
 import subprocess
 import sys
@@ -106,6 +107,20 @@ def write_section(path: str | Path, name: str, markdown: str) -> None:
     else:
         text = text.rstrip("\n") + "\n\n" + block + "\n"
     p.write_text(text)
+
+
+def recv_exact(sock: socket.socket, view: memoryview) -> None:
+    """Fill ``view`` from ``sock`` (loopback reference measurements).
+
+    Raises:
+        ConnectionError: the peer closed the connection first.
+    """
+    got, n = 0, len(view)
+    while got < n:
+        k = sock.recv_into(view[got:])
+        if not k:
+            raise ConnectionError("peer closed")
+        got += k
 
 
 def child_env(**extra: str) -> dict[str, str]:

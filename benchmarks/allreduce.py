@@ -104,15 +104,6 @@ def run_controller(controller: str, sizes_mb: list[int], warmup: int, reps: int,
 
 
 # --------------------------------------------------------------- TCP loopback
-def _recv_exact(sock: socket.socket, view: memoryview) -> None:
-    got, n = 0, len(view)
-    while got < n:
-        k = sock.recv_into(view[got:])
-        if not k:
-            raise ConnectionError("peer closed")
-        got += k
-
-
 def _tcp_receiver(port_q: "mp.Queue[int]", nbytes: int) -> None:
     ls = socket.create_server(("127.0.0.1", 0))
     port_q.put(ls.getsockname()[1])
@@ -120,7 +111,7 @@ def _tcp_receiver(port_q: "mp.Queue[int]", nbytes: int) -> None:
     view = memoryview(bytearray(nbytes))
     try:
         while True:
-            _recv_exact(conn, view)
+            C.recv_exact(conn, view)
             conn.sendall(b"k")
     except (ConnectionError, OSError):
         pass
@@ -144,7 +135,7 @@ def tcp_times(nbytes: int, warmup: int, reps: int) -> list[float]:
         for i in range(warmup + reps):
             t0 = time.perf_counter()
             sock.sendall(data)
-            _recv_exact(sock, ack)
+            C.recv_exact(sock, ack)
             if i >= warmup:
                 out.append(time.perf_counter() - t0)
         sock.close()

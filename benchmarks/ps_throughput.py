@@ -44,15 +44,6 @@ def template_for(n_params: int) -> list:
 
 
 # ----------------------------------------------------------------------------- raw echo
-def _recv_exact(sock, view):
-    got, n = 0, len(view)
-    while got < n:
-        k = sock.recv_into(view[got:])
-        if not k:
-            raise ConnectionError("echo peer closed")
-        got += k
-
-
 def _echo_server(port_q, nbytes):
     ls = socket.create_server(("127.0.0.1", 0))
     port_q.put(ls.getsockname()[1])
@@ -60,7 +51,7 @@ def _echo_server(port_q, nbytes):
     view = memoryview(bytearray(nbytes))
     try:
         while True:
-            _recv_exact(conn, view)
+            C.recv_exact(conn, view)
             conn.sendall(view)
     except (ConnectionError, OSError):
         pass
@@ -85,7 +76,7 @@ class Echo:
 
     def _rt(self):
         self.sock.sendall(self.data)
-        _recv_exact(self.sock, self.back)
+        C.recv_exact(self.sock, self.back)
 
     def rep(self, iters: int) -> float:
         """Round trips per second over ``iters`` echoes."""

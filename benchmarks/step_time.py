@@ -117,15 +117,6 @@ def run_compute_probe(tmp: Path, tag: str, n: int, reps: int, spec: dict) -> dic
 
 
 # ------------------------------------------------------------- loopback probe
-def _recv_exact(sock: socket.socket, view: memoryview) -> None:
-    got = 0
-    while got < len(view):
-        k = sock.recv_into(view[got:])
-        if not k:
-            raise ConnectionError("peer closed")
-        got += k
-
-
 def _sink(port_q: "mp.Queue[int]", nbytes: int) -> None:
     ls = socket.create_server(("127.0.0.1", 0))
     port_q.put(ls.getsockname()[1])
@@ -134,11 +125,11 @@ def _sink(port_q: "mp.Queue[int]", nbytes: int) -> None:
     big, one = memoryview(bytearray(nbytes)), memoryview(bytearray(1))
     try:
         while True:
-            _recv_exact(conn, one)
+            C.recv_exact(conn, one)
             if one[0] == 1:  # ping
                 conn.sendall(b"p")
             else:  # a bulk transfer follows
-                _recv_exact(conn, big)
+                C.recv_exact(conn, big)
                 conn.sendall(b"k")
     except (ConnectionError, OSError):
         pass
@@ -166,13 +157,13 @@ def loopback(nbytes: int, reps: int) -> dict:
         def ping() -> float:
             t0 = time.perf_counter()
             sock.sendall(b"\x01")
-            _recv_exact(sock, ack)
+            C.recv_exact(sock, ack)
             return time.perf_counter() - t0
 
         def bulk() -> float:
             t0 = time.perf_counter()
             sock.sendall(payload)
-            _recv_exact(sock, ack)
+            C.recv_exact(sock, ack)
             return time.perf_counter() - t0
 
         for _ in range(20):
