@@ -168,7 +168,9 @@ def test_cli_predict_bad_input_exits_2(tmp_path, run_dir):
     res = CliRunner().invoke(main, ["predict", "--run-dir", str(tmp_path / "missing")])
     assert res.exit_code == 2 and "no results.jsonl" in res.output
     res = CliRunner().invoke(main, ["predict", "--run-dir", str(run_dir), "--bandwidth", "0"])
-    assert res.exit_code == 2 and "must be > 0" in res.output
+    assert res.exit_code == 2 and "--bandwidth 0.0: expected a finite number > 0" in res.output
+    res = CliRunner().invoke(main, ["predict", "--run-dir", str(run_dir), "--latency", "nan"])
+    assert res.exit_code == 2 and "--latency nan: expected a finite number >= 0" in res.output
     for flag in ("--window", "--per-worker-batch", "--samples", "--max-workers"):
         res = CliRunner().invoke(main, ["predict", "--run-dir", str(run_dir), flag, "0"])
         assert res.exit_code == 2 and f"{flag} 0: expected an integer >= 1" in res.output

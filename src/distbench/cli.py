@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import math
 import os
 import signal
 import sys
@@ -241,7 +242,13 @@ def report(run_dirs: tuple[str, ...], out: str | None, formats: str, tensorboard
     records: list[dict[str, Any]] = []
     for d in run_dirs:
         records += load(d)
-    _print_report(records, Path(out or run_dirs[0]), fmts, tensorboard=tensorboard)
+    out_dir = Path(out or run_dirs[0])
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(f"cannot create the report folder {str(out_dir)!r} ({e.strerror or e}); "
+                          "pass --out with a path in a writable folder") from None
+    _print_report(records, out_dir, fmts, tensorboard=tensorboard)
 
 
 @main.command("env")
@@ -331,6 +338,10 @@ def predict(run_dir: str, bandwidth: float | None, latency: float | None, window
                         ("--max-workers", max_workers)):
             if v is not None and v < 1:
                 raise ValueError(f"{flag} {v}: expected an integer >= 1 (or leave it out for the default)")
+        for flag, v, lo in (("--bandwidth", bandwidth, "> 0"), ("--latency", latency, ">= 0")):
+            if v is not None and (not math.isfinite(v) or v < 0 or (lo == "> 0" and v == 0)):
+                raise ValueError(f"{flag} {v}: expected a finite number {lo} (bytes/s for --bandwidth, "
+                                 "seconds for --latency)")
         b = per_worker_batch or inp.global_batch
         bw = model.DEFAULT_BANDWIDTH_BPS if bandwidth is None else bandwidth
         lat = model.DEFAULT_LATENCY_S if latency is None else latency

@@ -143,6 +143,7 @@ def test_truncated_gzip_idx(tmp_path):
     (["run", "--strategies", "single,,mirrored"], {}, "expected comma-separated names"),
     (["run", "--workers", "2,,4"], {}, "--workers '2,,4': expected an integer"),
     (["env", "--workers", "0"], {}, "--workers 0: expected a worker count >= 1"),
+    (["report", "RESULTS", "--out", "/proc/distbench-nope"], {}, "cannot create the report folder"),
     (["list"], {"DISTBENCH_PLUGINS": "no_such_plugin_mod"}, "'no_such_plugin_mod', which cannot be imported"),
     (["worker", "tf", "--run-dir", "RUN"], {"TF_CONFIG": ""}, "TF_CONFIG = '': expected JSON"),
 ])
@@ -152,7 +153,10 @@ def test_bad_cli_input_exits_2_with_one_line(tmp_path, monkeypatch, args, env, n
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     monkeypatch.setattr(registry, "_loaded", False)  # plugins are read once per process: read them again
-    args = [str(tmp_path / "run") if a == "RUN" else a for a in args]
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "results.jsonl").write_text("")
+    args = [str(tmp_path / "run") if a == "RUN" else str(results) if a == "RESULTS" else a for a in args]
     res = runner.invoke(main, args)
     assert res.exit_code == 2, (res.output, res.exception)
     assert res.output.count("\n") == 1 and needle in res.output and "Traceback" not in res.output

@@ -218,8 +218,7 @@ def _headline(hw: HardwareInfo, wl: WorkloadInfo, subset: list[ConfigSummary], t
         if fast.runner_up is not None and fast.runner_up_value:
             text += (f", {fast.runner_up_value / fast.value:.2f}x faster than {fast.runner_up.label} "
                      f"({fast.runner_up_value:.2f} s)")
-            if fast.overlaps:
-                text += "; their ranges over repeats overlap, so the margin is within run-to-run noise"
+            text += _noise_note(fast)
         h.sentences.append(text + ".")
     elif target is not None and any(s.ok for s in subset):
         h.sentences.append(f"{prefix}No configuration reached the target test accuracy {target}.")
@@ -229,10 +228,18 @@ def _headline(hw: HardwareInfo, wl: WorkloadInfo, subset: list[ConfigSummary], t
             margin = 100 * (acc.value - acc.runner_up_value)
             text += (f", tied with {acc.runner_up.label}" if margin < 0.05 else
                      f", {margin:+.1f} points over {acc.runner_up.label} ({acc.runner_up_value:.3f})")
-            if acc.overlaps:
-                text += "; their ranges over repeats overlap, so the margin is within run-to-run noise"
+            text += _noise_note(acc)
         h.sentences.append(text + ".")
     return h
+
+
+def _noise_note(lead: Any) -> str:
+    """The caveat after a leader sentence: one run gives no spread; overlapping ranges mean noise."""
+    if min(lead.summary.ok, lead.runner_up.ok) < 2:
+        return "; from a single run, so run-to-run noise is unknown: use --repeats 3 or more before choosing"
+    if lead.overlaps:
+        return "; their ranges over repeats overlap, so the margin is within run-to-run noise"
+    return ""
 
 
 def build(records: list[dict[str, Any]]) -> ReportData:
