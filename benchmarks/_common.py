@@ -123,6 +123,24 @@ def recv_exact(sock: socket.socket, view: memoryview) -> None:
         got += k
 
 
+DIGITS_MLP_TOML = """\
+[data]
+name = "digits"
+[model]
+name = "mlp"
+hidden = [64]
+[training]
+epochs = {epochs}
+global_batch_size = {batch}
+optimizer = "sgd"
+[run]
+strategies = {strategies}
+workers = [{workers}]
+timeout_s = 1800.0
+"""
+"""The benchmarks' digits MLP experiment (project defaults otherwise); fill with ``str.format``."""
+
+
 def child_env(**extra: str) -> dict[str, str]:
     """This process's environment with quiet TensorFlow logs and ``src`` importable."""
     env = dict(os.environ)

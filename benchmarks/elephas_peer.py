@@ -199,21 +199,7 @@ def run_elephas(venv: Path, data: Path, out: Path, mode: str) -> dict:
 
 
 # -------------------------------------------------------------- distbench side
-CONFIG = """\
-[data]
-name = "digits"
-[model]
-name = "mlp"
-hidden = [64]
-[training]
-epochs = {epochs}
-global_batch_size = {batch}
-optimizer = "sgd"
-[run]
-strategies = {strategies}
-workers = [{workers}]
-timeout_s = 1800.0
-"""
+CONFIG = C.DIGITS_MLP_TOML
 
 
 def export_workload(run_dir: Path, path: Path) -> dict:

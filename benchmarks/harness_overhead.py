@@ -137,21 +137,7 @@ def run_plain(data: Path, out: Path) -> dict:
 
 
 # ------------------------------------------------------------------------- main
-CONFIG = """\
-[data]
-name = "digits"
-[model]
-name = "mlp"
-hidden = [64]
-[training]
-epochs = {epochs}
-global_batch_size = {batch}
-optimizer = "sgd"
-[run]
-strategies = ["single"]
-workers = [1]
-timeout_s = 1800.0
-"""
+CONFIG = C.DIGITS_MLP_TOML.replace("{strategies}", '["single"]').replace("{workers}", "1")
 
 
 def dist_s(rec: dict) -> float:
