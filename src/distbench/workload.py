@@ -172,6 +172,7 @@ class Workload:
             "sizes": self.dataset.sizes(),
             "model": self.config.model.name,
             "num_parameters": num_parameters(self.initial_weights),
+            "num_classes": self.dataset.num_classes,
             "data_sha256": self.data_sha256,
         }
 

@@ -93,6 +93,10 @@ def test_bad_npz(tmp_path):
     p.write_bytes(b"PK\x03\x04 not really a zip")
     with pytest.raises(DataError, match="cannot read as .npz"):
         load_dataset(DataConfig(name="mnist", path=str(p)), seed=0)
+    p.write_bytes(np.random.default_rng(0).bytes(3000))  # random bytes: NumPy's message suggests unpickling
+    with pytest.raises(DataError, match="not a valid .npz file") as e:
+        load_dataset(DataConfig(name="mnist", path=str(p)), seed=0)
+    assert "allow_pickle" not in str(e.value) and "pickle.load" not in str(e.value)
     np.savez(p, x_train=xt.astype(np.complex64), y_train=yt, x_test=xs, y_test=ys)
     with pytest.raises(DataError, match="dtype complex64"):
         load_dataset(DataConfig(name="mnist", path=str(p)), seed=0)

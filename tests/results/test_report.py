@@ -50,3 +50,33 @@ def test_markdown_and_csv(tmp_path):
     assert [r["config_id"] for r in rows] == ["single_w1", "mirrored_w2", "tpu_w2"]
     assert float(rows[0]["acc_median"]) == 0.94 and rows[2]["status"] == "unavailable"
     assert rows[2]["reasons"].startswith("no TPU found")
+
+
+def _ps(workers, acc, st_median, st_max, loss=0.5):
+    return new_record("run", "mpi_ps:downpour", workers, 0, "ok", final_test_accuracy=acc, final_test_loss=loss,
+                      target_accuracy=0.9, timings={"total_s": 9, "startup_s": 4, "train_s": 2.0, "eval_s": 1},
+                      samples_per_s=1000, time_to_target_s=1.0 if acc >= 0.9 else None,
+                      workload={"dataset": "digits", "num_classes": 10},
+                      curve=[{"elapsed_s": 2.0, "epoch": 1, "step": 9, "test_loss": loss, "test_accuracy": acc}],
+                      details={"staleness": {"median": st_median, "max": st_max}})
+
+
+def test_collapse_is_flagged_in_table_and_headline():
+    # The case: DOWNPOUR over MPI with 4 workers collapsed while 2 workers did well.
+    recs = [_ok("single", 1, 0, 0.95, 10.0, 1000, 4.0), _ps(2, 0.969, 0, 1), _ps(4, 0.267, 3, 5),
+            _ps(8, 0.11, 6, 9, loss=None)]
+    s = {x.workers: x for x in summarize(recs) if x.strategy == "mpi_ps:downpour"}
+    assert s[2].flags == [] and s[4].flags == ["below target", "collapsed"]
+    assert s[8].flags == ["diverged", "below target", "collapsed"]  # NaN loss (stored as null) and chance level
+    assert (s[4].staleness_median, s[4].staleness_max) == (3, 5)
+    md = render_markdown(recs)
+    assert "| mpi_ps:downpour | 4 | ok, collapsed | 0.267 |" in md and md.count("| 3/5 |") == 1
+    assert "| single | 1 | ok | 0.950 | 10.00 | 1000 | 4.00 | 1.00x | 1.00 | 1.00 | - |" in md
+    assert ("Caution: mpi_ps:downpour (4 workers) collapsed, median test accuracy 0.267 (target 0.9), commit "
+            "staleness median 3, max 5, while mpi_ps:downpour (2 workers) reached 0.969") in md
+    assert "Caution: mpi_ps:downpour (8 workers) diverged" in md
+
+
+def test_no_staleness_column_without_parameter_servers():
+    md = render_markdown(RECORDS)
+    assert "staleness" not in md and "Caution" not in md

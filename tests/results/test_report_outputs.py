@@ -65,7 +65,7 @@ def test_markdown(outputs):
             "12.00 [10.00-14.00] | 1.00x | 1.00 | 1.00 |") in md
     assert ("| mirrored | 2 | A | ok | 0.920 [0.890-0.940] | 7.00 [5.00-9.00] | 1800 [1600-2000] | "
             "5.00 [3.00-6.00] (4/5 reached) | 1.71x | 0.86 | 1.20 |") in md
-    assert "| spark_ps:adag (window 5) | 2 | A | ok | 0.850 | 4.00 | 3000 | not reached | 3.00x | 1.50 |" in md
+    assert "| spark_ps:adag (window 5) | 2 | A | ok, below target | 0.850 | 4.00 | 3000 | not reached | 3.00x | 1.50 |" in md
     assert "| mirrored | 2 | B | ok | 0.950 | 8.00 | 1250 | 4.00 | 2.50x | 1.25 | 1.54 |" in md
     assert "- **B**: host beta: 4 x Test CPU B, 16.0 GiB, 1 GPU: GPU 0: Fake GPU" in md
     assert "| single (1 worker) [hw A] | 3 | 0.920 ± 0.032 | 12.00 ± 3.20 | 900 ± 160 |" in md

@@ -77,8 +77,21 @@ def load_mnist_like(path: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarra
     except DataError:
         raise
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
-        raise DataError(f"{p}: cannot read as .npz ({type(e).__name__}: {e}); expected a Keras-format "
-                        ".npz file or a directory of IDX files") from None
+        raise DataError(f"{p}: not a valid .npz file (cannot read as .npz: {npz_problem(e)}); expected a "
+                        "Keras-format .npz file or a directory of IDX files") from None
+
+
+def npz_problem(e: BaseException) -> str:
+    """Why NumPy could not read a file as ``.npz``, for an error message.
+
+    NumPy's own message for a file that is not a plain archive of arrays suggests loading
+    it with ``allow_pickle``; unpickling a data file can run arbitrary code, so that hint
+    is replaced: distbench never unpickles data, and neither should its users.
+    """
+    text = " ".join(str(e).split())
+    if "pickle" in text.lower():
+        return "it is not a zip archive of NumPy arrays (distbench never loads pickled data)"
+    return f"{type(e).__name__}: {text}"[:300]
 
 
 def _images(x: np.ndarray) -> np.ndarray:

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import jinja2
 
-from distbench.results.report import fmt_mean_ci, fmt_spread, fmt_ttt, provenance_lines
+from distbench.results.report import (fmt_mean_ci, fmt_spread, fmt_staleness, fmt_ttt, has_staleness,
+                                      provenance_lines)
 
 if TYPE_CHECKING:
     from distbench.results.plots import Plot
@@ -46,6 +47,7 @@ def _environment() -> jinja2.Environment:
     env.filters["mean_ci"] = fmt_mean_ci
     env.filters["ttt"] = fmt_ttt
     env.filters["ttt_parts"] = ttt_parts
+    env.filters["staleness"] = fmt_staleness
     env.filters["num"] = lambda v, d=2: "-" if v is None else f"{v:.{d}f}"
     env.filters["times"] = lambda v: "-" if v is None else f"{v:.2f}x"
     return env
@@ -97,6 +99,6 @@ def render_html(data: "ReportData", plots: Sequence["Plot"], title: str = "distb
                          "log_tail": tails[0] if tails else ""})
     provenance = [{**g, "lines": provenance_lines(g["provenance"])} for g in data.provenance]
     return _environment().get_template(TEMPLATE).render(
-        title=title, d=data, rows=rows, figures=figures, failures=failures, provenance=provenance,
+        title=title, d=data, rows=rows, stale=has_staleness(data.summaries), figures=figures, failures=failures, provenance=provenance,
         selftest_js=SELFTEST_JS, csp_hash=csp_hash,
     )

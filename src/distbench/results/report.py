@@ -28,11 +28,12 @@ COLUMNS = ["strategy", "workers", "status", "test acc (median [min-max])", "trai
 
 HARDWARE_COLUMN = "hardware"
 WORKLOAD_COLUMN = "workload"
+STALENESS_COLUMN = "staleness (median/max)"
 
 SHORT_COLUMNS = {  # compact headers for the terminal table
     "test acc (median [min-max])": "test acc", "train s (median [min-max])": "train s",
     "samples/s (median [min-max])": "samples/s", "time to target s (MLPerf)": "to target s",
-    "scaling eff.": "eff.", "temporal eff.": "temporal",
+    "scaling eff.": "eff.", "temporal eff.": "temporal", STALENESS_COLUMN: "stale",
 }
 
 
@@ -82,6 +83,25 @@ def fmt_ttt(s: ConfigSummary) -> str:
     return f"{s.ttt.value:.2f}{rng}{suffix}"
 
 
+def fmt_status(s: ConfigSummary) -> str:
+    """Status cell: :attr:`ConfigSummary.status`, then its flags (``ok, below target``,
+    ``ok, collapsed``, ``ok, diverged``); ``collapsed`` implies below target and is shown alone."""
+    flags = [f for f in s.flags if not (f == "below target" and "collapsed" in s.flags)]
+    return ", ".join([s.status] + flags)
+
+
+def fmt_staleness(s: ConfigSummary) -> str:
+    """Staleness cell of a parameter-server row: ``median/max`` (e.g. ``3/5``); ``-`` otherwise."""
+    if s.staleness_median is None:
+        return "-"
+    return f"{s.staleness_median:g}/{s.staleness_max if s.staleness_max is not None else '-'}"
+
+
+def has_staleness(summaries: Sequence[ConfigSummary]) -> bool:
+    """True when some configuration recorded commit staleness (a parameter-server strategy)."""
+    return any(s.staleness_median is not None for s in summaries)
+
+
 def _x(v: float | None) -> str:
     return f"{v:.2f}x" if v is not None else "-"
 
@@ -102,23 +122,24 @@ def multi_workload(summaries: Sequence[ConfigSummary]) -> bool:
 
 def table_columns(summaries: Sequence[ConfigSummary]) -> list[str]:
     """:data:`COLUMNS`, with ``hardware`` (and ``workload``) columns after ``workers`` when
-    records of several machines (or workloads) are merged."""
+    records of several machines (or workloads) are merged, and a staleness column at the end
+    when parameter-server rows are present."""
     cols = list(COLUMNS)
     extra = ([HARDWARE_COLUMN] if multi_hardware(summaries) else []) + \
         ([WORKLOAD_COLUMN] if multi_workload(summaries) else [])
-    return cols[:2] + extra + cols[2:]
+    return cols[:2] + extra + cols[2:] + ([STALENESS_COLUMN] if has_staleness(summaries) else [])
 
 
 def table_rows(summaries: list[ConfigSummary], target: float | None = None) -> list[list[str]]:
     """Rows of the comparison table (strings), one per configuration, matching
     :func:`table_columns` (``target`` is accepted for compatibility and unused)."""
-    multi, multi_wl = multi_hardware(summaries), multi_workload(summaries)
+    multi, multi_wl, stale = multi_hardware(summaries), multi_workload(summaries), has_staleness(summaries)
     rows = []
     for s in summaries:
         name = s.strategy + (f" (window {s.window})" if s.window else "")
-        row = [name, str(s.workers), s.status, fmt_spread(s.accuracy), fmt_spread(s.train_s, 2),
+        row = [name, str(s.workers), fmt_status(s), fmt_spread(s.accuracy), fmt_spread(s.train_s, 2),
                fmt_spread(s.samples_per_s, 0), fmt_ttt(s), _x(s.speedup), _f(s.scaling_efficiency),
-               _f(s.temporal_efficiency)]
+               _f(s.temporal_efficiency)] + ([fmt_staleness(s)] if stale else [])
         extra = ([s.hardware] if multi else []) + ([s.workload] if multi_wl else [])
         rows.append(row[:2] + extra + row[2:])
     return rows
@@ -230,7 +251,30 @@ def _headline(hw: HardwareInfo, wl: WorkloadInfo, subset: list[ConfigSummary], t
                      f", {margin:+.1f} points over {acc.runner_up.label} ({acc.runner_up_value:.3f})")
             text += _noise_note(acc)
         h.sentences.append(text + ".")
+    named = {lead.summary.strategy for lead in (fast, acc) if lead is not None}
+    for s in subset:
+        if "collapsed" in s.flags or "diverged" in s.flags:
+            h.sentences.append(prefix + _collapse_sentence(s, subset, target, s.strategy in named))
     return h
+
+
+def _collapse_sentence(s: ConfigSummary, subset: Sequence[ConfigSummary], target: float | None,
+                       named: bool) -> str:
+    """One sentence warning that ``s`` collapsed or diverged, with its staleness and the
+    best configuration of the same strategy (``named``: that strategy leads a sentence above)."""
+    how = "diverged" if "diverged" in s.flags else "collapsed"
+    text = f"Caution: {s.label} {how}, median test accuracy {s.accuracy.median:.3f}"
+    if target is not None:
+        text += f" (target {target})"
+    if s.staleness_median is not None:
+        text += f", commit staleness median {s.staleness_median:g}, max {s.staleness_max}"
+    others = sorted((o for o in subset if o is not s and o.strategy == s.strategy and o.accuracy.median is not None),
+                    key=lambda o: -o.accuracy.median)  # type: ignore[operator]
+    if others:
+        text += f", while {others[0].label} reached {others[0].accuracy.median:.3f}"
+    if named:
+        text += f"; {s.strategy} leads above only in its other settings"
+    return text + "."
 
 
 def _noise_note(lead: Any) -> str:
@@ -361,7 +405,8 @@ CSV_FIELDS = ["config_id", "strategy", "workers", "window", "hardware", "workloa
               "samples_per_s_ci95",
               "time_to_target_s_mlperf", "time_to_target_s_median", "time_to_target_s_min",
               "time_to_target_s_max", "reached_target",
-              "speedup", "scaling_efficiency", "temporal_efficiency", "hardware_key", "reasons"]
+              "speedup", "scaling_efficiency", "temporal_efficiency", "staleness_median", "staleness_max",
+              "flags", "hardware_key", "reasons"]
 
 
 def _spread_dict(s: Spread) -> dict[str, Any]:
@@ -382,6 +427,7 @@ def summary_dict(s: ConfigSummary) -> dict[str, Any]:
                              **{k: v for k, v in _spread_dict(s.time_to_target_s).items() if k != "n"}},
         "speedup": s.speedup, "scaling_efficiency": s.scaling_efficiency,
         "temporal_efficiency": s.temporal_efficiency,
+        "staleness_median": s.staleness_median, "staleness_max": s.staleness_max, "flags": s.flags,
     }
 
 
@@ -400,8 +446,9 @@ def write_csv(records: list[dict[str, Any]], path: Path, data: ReportData | None
             for sp in (s.train_s, s.samples_per_s):
                 row += [sp.median, sp.min, sp.max, sp.mean, sp.ci95]
             row += [s.ttt.value, s.time_to_target_s.median, s.time_to_target_s.min, s.time_to_target_s.max,
-                    s.reached_target, s.speedup, s.scaling_efficiency, s.temporal_efficiency, s.hardware_key,
-                    " | ".join(s.reasons)]
+                    s.reached_target, s.speedup, s.scaling_efficiency, s.temporal_efficiency,
+                    s.staleness_median, s.staleness_max, " ".join(f.replace(" ", "_") for f in s.flags),
+                    s.hardware_key, " | ".join(s.reasons)]
             w.writerow(["" if v is None else v for v in row])
 
 

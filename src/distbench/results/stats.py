@@ -251,6 +251,16 @@ class ConfigSummary:
         workload: number of the workload (``1``, ``2``, ... in first-seen order; merged
             runs with different data, model, epochs, batch or optimizer settings).
         workload_key: :func:`workload_key` of the records.
+        staleness_median: parameter-server rows: median over ok repeats of each run's median
+            commit staleness (server updates between a worker's pull and its commit);
+            ``None`` for strategies without a parameter server.
+        staleness_max: parameter-server rows: the largest staleness of any commit of any ok
+            repeat (``None`` otherwise).
+        flags: warnings about the result itself, set by :func:`flag_collapses`:
+            ``"diverged"`` (non-finite final loss, or accuracy at most 1.5x chance),
+            ``"below target"`` (median accuracy under the target), ``"collapsed"`` (below
+            the target and more than :data:`COLLAPSE_POINTS` below another configuration of
+            the same strategy that reached it).
         records: the records summarised (not serialised).
     """
 
@@ -277,6 +287,9 @@ class ConfigSummary:
     workload: str = "1"
     workload_key: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    staleness_median: float | None = None
+    staleness_max: int | None = None
+    flags: list[str] = field(default_factory=list)
     records: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
     @property
@@ -379,6 +392,9 @@ def summarize(records: list[dict[str, Any]]) -> list[ConfigSummary]:
         ok = [r for r in rs if r.get("status") == "ok"]
         reasons = list(dict.fromkeys(r.get("reason", "") for r in rs if r.get("status") != "ok"))
         ttts = [r.get("time_to_target_s") for r in ok]
+        stale = [((r.get("details") or {}).get("staleness") or {}) for r in ok]
+        stale_med = [st["median"] for st in stale if st.get("median") is not None]
+        stale_max = [st["max"] for st in stale if st.get("max") is not None]
         out.append(ConfigSummary(
             config_id=cid, strategy=rs[0]["strategy"], workers=rs[0]["workers"],
             repeats=len(rs), ok=len(ok), statuses=[r.get("status", "?") for r in rs], reasons=reasons,
@@ -391,12 +407,55 @@ def summarize(records: list[dict[str, Any]]) -> list[ConfigSummary]:
             ttt=mlperf_time_to_target(ttts),
             window=rs[0].get("communication_window"),
             hardware=hw_labels[hw], hardware_key=hw, workload=wl_labels[wk], workload_key=wk, records=rs,
+            staleness_median=statistics.median(stale_med) if stale_med else None,
+            staleness_max=int(max(stale_max)) if stale_max else None,
         ))
     hw_order = {k: i for i, k in enumerate(hw_labels)}
     wl_order = {k: i for i, k in enumerate(wl_labels)}
     out.sort(key=lambda s: (hw_order[s.hardware_key], wl_order[s.workload_key]))  # stable: first-seen within
     _compare_with_single(out)
+    flag_collapses(out)
     return out
+
+
+COLLAPSE_POINTS = 0.15  # accuracy (fraction) a configuration must lose against its strategy's best to "collapse"
+
+
+def _diverged(s: ConfigSummary) -> bool:
+    """True when an ok repeat ended with a non-finite test loss (stored as ``null`` in the last
+    curve point, as JSON has no NaN) or with a median accuracy of at most 1.5x chance
+    (``1 / workload.num_classes``, when recorded)."""
+    ok = [r for r in s.records if r.get("status") == "ok"]
+    if any(r.get("curve") and r["curve"][-1].get("test_loss") is None for r in ok):
+        return True
+    classes = next(((r.get("workload") or {}).get("num_classes") for r in ok
+                    if (r.get("workload") or {}).get("num_classes")), None)
+    return bool(classes and s.accuracy.median is not None and s.accuracy.median <= 1.5 / classes)
+
+
+def flag_collapses(summaries: Sequence[ConfigSummary]) -> None:
+    """Set :attr:`ConfigSummary.flags` of each configuration (see there).
+
+    A configuration is ``collapsed`` when its median accuracy is under the target and more
+    than :data:`COLLAPSE_POINTS` below another configuration of the same strategy, on the
+    same hardware and workload (other worker count or window), that reached the target:
+    the strategy works here, this setting of it did not (e.g. DOWNPOUR with more workers
+    and so more staleness). The target is each record's ``target_accuracy``.
+    """
+    for s in summaries:
+        s.flags = []
+        target = next((r.get("target_accuracy") for r in s.records if r.get("target_accuracy")), None)
+        if s.accuracy.median is None:
+            continue
+        if _diverged(s):
+            s.flags.append("diverged")
+        if target is not None and s.accuracy.median < target:
+            s.flags.append("below target")
+            if any(o is not s and o.strategy == s.strategy and (o.hardware_key, o.workload_key) ==
+                   (s.hardware_key, s.workload_key) and o.accuracy.median is not None
+                   and o.accuracy.median >= target and o.accuracy.median - s.accuracy.median > COLLAPSE_POINTS
+                   for o in summaries):
+                s.flags.append("collapsed")
 
 
 def _compare_with_single(summaries: list[ConfigSummary]) -> None:
