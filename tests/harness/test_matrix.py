@@ -26,7 +26,7 @@ def test_all_expands_to_every_registered_strategy():
 
 def test_unknown_strategy():
     cfg = config.override(config.load(None), run__strategies=["mirorred"])
-    with pytest.raises(ConfigError, match="unknown strategy 'mirorred'; known strategies: single, mirrored"):
+    with pytest.raises(ConfigError, match=r"unknown strategy 'mirorred'; did you mean 'mirrored'\? known strategies: single, mirrored"):
         expand(cfg)
 
 

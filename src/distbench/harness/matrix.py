@@ -30,17 +30,26 @@ class ConfigPoint:
 
 
 def strategy_names(cfg: ExperimentConfig) -> list[str]:
-    """The strategies named by ``run.strategies`` (``all`` = every registered one), validated.
+    """The strategies named by ``run.strategies``, validated and without repeats.
+
+    ``all`` is every registered strategy; a family prefix (``spark_ps``, ``mpi_ps``) or
+    ``<prefix>:all`` is every member of that family.
 
     Raises:
-        ConfigError: an unknown strategy name.
+        ConfigError: an unknown strategy name (with close matches suggested).
     """
+    families = registry.families()
     out: list[str] = []
     for name in cfg.run.strategies:
-        for n in (registry.names() if name == "all" else [name]):
-            registry.get(n)  # raises ConfigError on unknown names
-            if n not in out:
-                out.append(n)
+        prefix = name[:-len(":all")] if name.endswith(":all") else name
+        if name == "all":
+            members = registry.names()
+        elif prefix in families:
+            members = families[prefix]
+        else:
+            registry.strategy_class(name)  # raises ConfigError on unknown names
+            members = [name]
+        out += [n for n in members if n not in out]
     return out
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from distbench.config import ConfigError, ExperimentConfig
 from distbench.ps_async.rules import OPTIMIZERS
@@ -111,16 +111,14 @@ def rank_main(workload: Workload, optimizer: str, window: int | None, timeout_s:
 
 
 class MPIPS(Strategy):
-    """A parameter-server optimizer over MPI: server on rank 0, replicas on ranks 1..N."""
+    """A parameter-server optimizer over MPI: server on rank 0, replicas on ranks 1..N.
+
+    One subclass per optimizer is registered (``mpi_ps:<optimizer>``); ``optimizer`` names it.
+    """
 
     family = "parameter-server"
     takes_window = True
-
-    def __init__(self, optimizer: str) -> None:
-        self.optimizer = optimizer
-        self.name = f"mpi_ps:{optimizer}"  # type: ignore[misc]
-        self.description = (f"{DISPLAY[optimizer]} ({OPTIMIZERS[optimizer].kind}) over MPI (mpi4py): "  # type: ignore[misc]
-                            "server on rank 0, replicas on ranks 1..N")
+    optimizer: ClassVar[str] = ""
 
     def is_available(self, config: ExperimentConfig, workers: int) -> Availability:
         """``mpirun`` on PATH (next to this interpreter first) and mpi4py importable."""
@@ -150,4 +148,7 @@ class MPIPS(Strategy):
         return TrainOutput.load(ctx.artifacts_dir)
 
 
-register_family("mpi_ps", tuple(OPTIMIZERS), MPIPS)
+register_family("mpi_ps", [type(f"MPIPS_{o}", (MPIPS,), {
+    "name": f"mpi_ps:{o}", "optimizer": o, "__module__": __name__,
+    "description": f"{DISPLAY[o]} ({spec.kind}) over MPI (mpi4py): server on rank 0, replicas on ranks 1..N"})
+    for o, spec in OPTIMIZERS.items()])

@@ -1,16 +1,24 @@
-"""Strategy registry: names -> strategy instances.
+"""Strategy registry: names -> strategy classes.
 
-Modules register classes with :func:`register`; parametrised families (``spark_ps:<opt>``)
-register a factory under a prefix with :func:`register_family`. Strategy modules are
-imported lazily and must not import TensorFlow at module level, so ``distbench list``
-stays fast.
+A strategy module registers its classes with the :func:`register` decorator; a
+parametrised family (``spark_ps:<optimizer>``) registers one class per variant with
+:func:`register_family`, which also makes the family's prefix usable as a name for all of
+them. Strategy modules are imported lazily (on the first look-up) and must not import
+TensorFlow at module level, so ``distbench list`` stays fast.
+
+Loading is atomic: the built-in modules and the plugin modules named in
+``DISTBENCH_PLUGINS`` are imported, and only when every import succeeded and no name is
+registered twice is the table of names swapped in. A failing plugin leaves the registry
+unloaded (the next look-up tries again) and raises a :class:`~distbench.config.ConfigError`
+naming it; a name registered by two modules is an error naming both.
 """
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import os
-from typing import Callable
+from collections import OrderedDict
 
 from distbench.config import ConfigError
 from distbench.strategies.base import Strategy
@@ -18,58 +26,122 @@ from distbench.strategies.base import Strategy
 # Modules whose import registers strategies, in display order.
 _MODULES = ["single_device", "mirrored", "tpu", "multi_worker_mirrored", "tf_ps", "horovod", "spark_ps", "mpi_ps"]
 
-_STRATEGIES: dict[str, type[Strategy]] = {}
-_FAMILIES: dict[str, tuple[Callable[[str], Strategy], tuple[str, ...]]] = {}
+_BY_MODULE: "OrderedDict[str, list[type[Strategy]]]" = OrderedDict()  # every class each module registered
+_FAMILY_OF: dict[str, str] = {}  # strategy name -> family prefix
+_STRATEGIES: dict[str, type[Strategy]] = {}  # the loaded table (swapped in by _load)
+_FAMILIES: dict[str, list[str]] = {}  # prefix -> names, in registration order
 _loaded = False
 
 
 def register(cls: type[Strategy]) -> type[Strategy]:
-    """Class decorator: register ``cls`` under ``cls.name``."""
-    _STRATEGIES[cls.name] = cls
+    """Class decorator: register ``cls`` under ``cls.name``.
+
+    Raises:
+        ValueError: ``cls.name`` is empty.
+    """
+    if not cls.name:
+        raise ValueError(f"strategy class {cls.__module__}.{cls.__qualname__} has no name")
+    classes = _BY_MODULE.setdefault(cls.__module__, [])
+    for c in classes:
+        if c.name == cls.name and c.__qualname__ != cls.__qualname__:
+            raise ValueError(f"strategy name {cls.name!r} is registered twice in {cls.__module__}: by "
+                             f"{c.__qualname__} and by {cls.__qualname__}")
+    classes[:] = [c for c in classes if c.name != cls.name] + [cls]  # a re-imported module replaces its own
     return cls
 
 
-def register_family(prefix: str, variants: tuple[str, ...], factory: Callable[[str], Strategy]) -> None:
-    """Register ``prefix:<variant>`` names built by ``factory(variant)``."""
-    _FAMILIES[prefix] = (factory, variants)
+def register_family(prefix: str, classes: list[type[Strategy]]) -> None:
+    """Register ``classes`` (one per variant, named ``prefix:<variant>``) as the family ``prefix``.
+
+    Raises:
+        ValueError: a class's name does not start with ``prefix:``.
+    """
+    for cls in classes:
+        if not cls.name.startswith(prefix + ":"):
+            raise ValueError(f"family {prefix!r}: strategy {cls.name!r} must be named {prefix}:<variant>")
+        register(cls)
+        _FAMILY_OF[cls.name] = prefix
+
+
+def _plugin_modules() -> list[str]:
+    return [m for m in (x.strip() for x in os.environ.get("DISTBENCH_PLUGINS", "").split(",")) if m]
 
 
 def _load() -> None:
-    """Import the built-in strategy modules, then any plugin modules named in the
-    environment variable ``DISTBENCH_PLUGINS`` (comma-separated importable module
-    names), which register their own strategies with :func:`register`."""
-    global _loaded
-    if not _loaded:
-        _loaded = True
-        for m in _MODULES:
-            importlib.import_module(f"distbench.strategies.{m}")
-        for m in filter(None, (x.strip() for x in os.environ.get("DISTBENCH_PLUGINS", "").split(","))):
-            try:
-                importlib.import_module(m)
-            except ImportError as e:
-                raise ConfigError(f"DISTBENCH_PLUGINS names module {m!r}, which cannot be imported: {e}") from None
+    """Import the built-in strategy modules, then the plugin modules named in the environment
+    variable ``DISTBENCH_PLUGINS`` (comma-separated importable module names), and swap in the
+    table of names only if all of that worked.
+
+    Raises:
+        ConfigError: a plugin module cannot be imported, or two modules register one name.
+    """
+    global _loaded, _STRATEGIES, _FAMILIES
+    if _loaded:
+        return
+    modules = [f"distbench.strategies.{m}" for m in _MODULES]
+    for m in modules:
+        importlib.import_module(m)
+    for m in _plugin_modules():
+        try:
+            importlib.import_module(m)
+        except ImportError as e:
+            raise ConfigError(f"DISTBENCH_PLUGINS names module {m!r}, which cannot be imported: {e}") from None
+        modules.append(m)
+    table: dict[str, type[Strategy]] = {}
+    families: dict[str, list[str]] = {}
+    for m in modules:
+        for cls in _BY_MODULE.get(m, []):
+            other = table.get(cls.name)
+            if other is not None and other is not cls:
+                raise ConfigError(f"strategy name {cls.name!r} is registered twice: by {other.__module__} and by "
+                                  f"{cls.__module__}; rename one of them")
+            table[cls.name] = cls
+            if cls.name in _FAMILY_OF:
+                families.setdefault(_FAMILY_OF[cls.name], []).append(cls.name)
+    _STRATEGIES, _FAMILIES = table, families
+    _loaded = True
 
 
 def names() -> list[str]:
-    """Every registered strategy name, families expanded, in display order."""
+    """Every registered strategy name, in display order (built-in modules first)."""
     _load()
-    order = {f"distbench.strategies.{m}": i for i, m in enumerate(_MODULES)}
-    out = sorted(_STRATEGIES, key=lambda n: order.get(_STRATEGIES[n].__module__, len(order)))
-    for prefix, (_, variants) in _FAMILIES.items():
-        out += [f"{prefix}:{v}" for v in variants]
-    return out
+    return list(_STRATEGIES)
+
+
+def families() -> dict[str, list[str]]:
+    """Family prefix -> the names of its members (e.g. ``spark_ps`` -> ``spark_ps:downpour``, ...)."""
+    _load()
+    return {k: list(v) for k, v in _FAMILIES.items()}
+
+
+def family_of(name: str) -> str | None:
+    """The family prefix of strategy ``name`` (``spark_ps`` for ``spark_ps:adag``), or None."""
+    _load()
+    return _FAMILY_OF.get(name)
+
+
+def strategy_class(name: str) -> type[Strategy]:
+    """The class registered under ``name``.
+
+    Raises:
+        ConfigError: unknown name; the message suggests close matches and lists the known names.
+    """
+    _load()
+    try:
+        return _STRATEGIES[name]
+    except KeyError:
+        pass
+    known = names() + list(_FAMILIES)
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+    raise ConfigError(f"unknown strategy {name!r}; {hint}known strategies: {', '.join(names())} "
+                      f"(families: {', '.join(_FAMILIES)})")
 
 
 def get(name: str) -> Strategy:
-    """Return a strategy instance for ``name``.
+    """Return a new instance of the strategy registered under ``name``.
 
     Raises:
-        ConfigError: unknown name (the message lists the known ones).
+        ConfigError: unknown name (see :func:`strategy_class`).
     """
-    _load()
-    if name in _STRATEGIES:
-        return _STRATEGIES[name]()
-    prefix, _, variant = name.partition(":")
-    if prefix in _FAMILIES and variant in _FAMILIES[prefix][1]:
-        return _FAMILIES[prefix][0](variant)
-    raise ConfigError(f"unknown strategy {name!r}; known strategies: {', '.join(names())}")
+    return strategy_class(name)()

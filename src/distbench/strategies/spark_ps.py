@@ -19,7 +19,7 @@ cluster, the same code runs under ``spark-submit`` (``distbench where spark-app`
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from distbench.config import ExperimentConfig
 from distbench.data import shard
@@ -76,16 +76,15 @@ def train_on_spark(spark: Any, ctx: LaunchContext, optimizer: str) -> TrainOutpu
 
 
 class SparkPS(Strategy):
-    """A parameter-server optimizer on Spark: server on the driver, replicas in a barrier stage."""
+    """A parameter-server optimizer on Spark: server on the driver, replicas in a barrier stage.
+
+    One subclass per optimizer is registered (``spark_ps:<optimizer>``); ``optimizer``
+    names it.
+    """
 
     family = "parameter-server"
     takes_window = True
-
-    def __init__(self, optimizer: str) -> None:
-        self.optimizer = optimizer
-        self.name = f"spark_ps:{optimizer}"  # type: ignore[misc]
-        spec = OPTIMIZERS[optimizer]
-        self.description = f"{DISPLAY[optimizer]} ({spec.kind}) on Spark: {spec.paper}"  # type: ignore[misc]
+    optimizer: ClassVar[str] = ""
 
     def is_available(self, config: ExperimentConfig, workers: int) -> Availability:
         """pyspark importable and Java 17+ found (see :func:`distbench.ps_async.spark.spark_probe`)."""
@@ -106,4 +105,6 @@ class SparkPS(Strategy):
             spark.stop()
 
 
-register_family("spark_ps", tuple(OPTIMIZERS), SparkPS)
+register_family("spark_ps", [type(f"SparkPS_{o}", (SparkPS,), {
+    "name": f"spark_ps:{o}", "optimizer": o, "__module__": __name__,
+    "description": f"{DISPLAY[o]} ({spec.kind}) on Spark: {spec.paper}"}) for o, spec in OPTIMIZERS.items()])
