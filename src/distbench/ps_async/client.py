@@ -1,7 +1,8 @@
-"""Worker-side client of the distbench parameter server (pyzmq DEALER; see server.py).
+"""Worker-side client of the distbench parameter server.
 
-:class:`PSClient` is the transport: authenticated request/reply with timeouts
-(``pull``, ``commit``, ``commit_and_pull``, ``sync``, ``done``).
+:class:`PSClient` is the protocol's client side: authenticated request/reply with
+timeouts (``pull``, ``commit``, ``commit_and_pull``, ``sync``, ``done``) over an injected
+transport (:mod:`distbench.ps_async.transport`: ZeroMQ by default, MPI for ``mpi_ps``).
 :class:`WorkerSession` layers any optimizer of :data:`rules.OPTIMIZERS` on top
 so a worker loop is engine- and optimizer-agnostic::
 
@@ -25,10 +26,10 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import numpy as np
-import zmq
 
 from . import protocol as P
 from .rules import get_optimizer, resolve_params
+from .transport import ClientTransportFactory, ZmqClientTransport
 
 __all__ = ["PSClient", "PSError", "PSTimeout", "Ack", "WorkerSession"]
 
@@ -87,6 +88,8 @@ class PSClient:
         max_bytes: bound on one incoming message; default from the template.
         tune_malloc: call :func:`protocol.tune_malloc` (process-wide).  None
             (default) = auto: only acts when messages can exceed 16 MiB; False = never.
+        transport: builds the transport from ``(address, max_bytes, timeout_s)``; default
+            :class:`~distbench.ps_async.transport.ZmqClientTransport`.
     Raises:
         PSError: authentication failed (wrong secret, or the server could not
             prove it knows the secret); PSTimeout: no server answered in time.
@@ -97,7 +100,7 @@ class PSClient:
 
     def __init__(self, address: str, secret: bytes, worker_id: int, template: Sequence[Any],
                  timeout_s: float = 30.0, *, max_bytes: int | None = None,
-                 tune_malloc: bool | None = None) -> None:
+                 tune_malloc: bool | None = None, transport: ClientTransportFactory | None = None) -> None:
         self.address = address
         self._secret = P.check_secret(secret)
         if isinstance(worker_id, bool) or not 0 <= int(worker_id) < 2 ** 32:
@@ -111,8 +114,7 @@ class PSClient:
             P.tune_malloc(self.max_bytes)
         self.num_workers: int | None = None
         self.last_clock = 0
-        self._ctx = zmq.Context.instance()  # shared per process; close() never terms it
-        self._sock: zmq.Socket | None = None
+        self._transport = (transport or ZmqClientTransport)(address, self.max_bytes, self.timeout_s)
         self._token = bytes(P.TOKEN_BYTES)
         self._req = 0
         self._closed = False
@@ -120,25 +122,13 @@ class PSClient:
 
     # ------------------------------------------------------------------ connection
     def _connect(self) -> None:
-        sock = self._ctx.socket(zmq.DEALER)
-        sock.setsockopt(zmq.LINGER, 0)
-        sock.setsockopt(zmq.MAXMSGSIZE, self.max_bytes)
-        sock.setsockopt(zmq.SNDTIMEO, max(1, int(self.timeout_s * 1000)))
-        if self.address.startswith("tcp://["):
-            sock.setsockopt(zmq.IPV6, 1)
-        sock.connect(self.address)
-        self._sock = sock
+        self._transport.connect()
         self._token = bytes(P.TOKEN_BYTES)
         try:
             self._handshake()
         except BaseException:
-            self._reset()
+            self._transport.reset()
             raise
-
-    def _reset(self) -> None:
-        if self._sock is not None:
-            self._sock.close(linger=0)
-            self._sock = None
 
     def _handshake(self) -> None:
         cn = secrets.token_bytes(P.NONCE_BYTES)
@@ -162,22 +152,22 @@ class PSClient:
                  timeout_s: float | None = None) -> P.Message:
         if self._closed:
             raise PSError("client is closed")
-        if self._sock is None:  # reset after a timeout: reconnect and re-authenticate
+        if not self._transport.connected:  # reset after a timeout: reconnect and re-authenticate
             self._connect()
         timeout = self.timeout_s if timeout_s is None else float(timeout_s)
         self._req = (self._req + 1) % 2 ** 32
         msg.req_id, msg.worker_id, msg.token = self._req, self.worker_id, self._token
         frames = P.encode(msg)
-        if not self._send_frames(frames):
-            self._reset()
+        if not self._transport.send(frames):
+            self._transport.reset()
             raise PSTimeout(f"could not send {msg.type.name} to {self.address} within "
                             f"{self.timeout_s} s") from None
         deadline = time.monotonic() + timeout
         while True:
             left = deadline - time.monotonic()
-            got = self._recv_frames(left) if left > 0 else None
+            got = self._transport.receive(left) if left > 0 else None
             if got is None:
-                self._reset()
+                self._transport.reset()
                 raise PSTimeout(f"no reply to {msg.type.name} from {self.address} within "
                                 f"{timeout} s (worker {self.worker_id})")
             try:
@@ -200,21 +190,6 @@ class PSClient:
                 return P.decode(got, reply_template, max_bytes=self.max_bytes, header=hdr)
             except P.ProtocolError as e:
                 raise PSError(f"malformed {hdr.type.name} reply: {e}", e.kind) from None
-
-    # Transport: ZeroMQ here; distbench.ps_async.mpi overrides these two (and _connect/_reset).
-    def _send_frames(self, frames: list) -> bool:
-        """Send one message's frames; False if it could not be sent within the timeout."""
-        try:
-            self._sock.send_multipart(frames, copy=False)
-        except zmq.Again:
-            return False
-        return True
-
-    def _recv_frames(self, timeout_s: float) -> list | None:
-        """The next message's frames, or None if none arrived within ``timeout_s``."""
-        if not self._sock.poll(max(1, int(timeout_s * 1000)), zmq.POLLIN):
-            return None
-        return self._sock.recv_multipart(copy=False)
 
     def _payload(self, tensors: Sequence[np.ndarray], what: str) -> list:
         if len(tensors) != len(self.template):
@@ -300,10 +275,10 @@ class PSClient:
         self._request(P.Message(P.MsgType.DONE), P.MsgType.ACK, [])
 
     def close(self) -> None:
-        """Close the socket (idempotent; the process-wide ZeroMQ context stays)."""
+        """Close the transport (idempotent)."""
         if not self._closed:
             self._closed = True
-            self._reset()
+            self._transport.close()
 
     def __enter__(self) -> "PSClient":
         return self

@@ -6,8 +6,10 @@
 staleness, per-(worker, sequence) idempotency, barrier rounds for EASGD and model
 averaging) and the same client logic (:class:`~distbench.ps_async.client.PSClient`, the
 HELLO/AUTH handshake with the per-run secret included); only the transport differs:
-:class:`MPIParameterServer` and :class:`MPIClient` move the protocol's frames with
-mpi4py's buffer (uppercase) API: never pickle.
+:class:`MPIServerTransport` and :class:`MPIClientTransport` implement the interfaces of
+:mod:`distbench.ps_async.transport` with mpi4py's buffer (uppercase) API: never pickle.
+:class:`MPIParameterServer` and :class:`MPIClient` are the server and client with these
+transports injected.
 
 A message is a metadata send (tag ``*_META``: int64 array ``[n_frames, size_0, ...,
 size_{n-1}]``, fixed length) followed by one ``uint8`` send per frame (tag
@@ -24,7 +26,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
 from typing import Any
 
@@ -33,6 +34,7 @@ import numpy as np
 from distbench.ps_async import protocol as P
 from distbench.ps_async.client import PSClient
 from distbench.ps_async.server import ParameterServer
+from distbench.ps_async.transport import ClientTransport, Incoming, ServerTransport
 
 _LOG = logging.getLogger(__name__)
 
@@ -120,93 +122,117 @@ def _mpi_int64() -> Any:
     return MPI.INT64_T
 
 
-class MPIParameterServer(ParameterServer):
-    """:class:`ParameterServer` whose transport is MPI point-to-point on rank 0.
+class MPIServerTransport(ServerTransport):
+    """The server side on rank 0: MPI point-to-point with every replica rank.
 
-    Takes the same arguments (``host``/``port`` are ignored). Peer identity is the MPI
-    rank; a worker must still authenticate with the run secret.
+    Peer identity is the sender's rank (4 bytes, little-endian); a worker must still
+    authenticate with the run secret. The serving thread is the only thread of rank 0
+    that uses MPI while the server runs.
+
+    Messages announcing more than the core's ``max_bytes`` are refused on their metadata,
+    before any allocation.
     """
 
-    def start(self) -> "MPIParameterServer":
-        """Start serving in a background thread (the only thread of rank 0 using MPI
-        until :meth:`stop` returns)."""
-        if self._thread is not None:
-            raise RuntimeError("MPIParameterServer.start() called twice")
-        self._mpi = _comm()
-        self.address = ADDRESS
-        self.port = None
-        self._thread = threading.Thread(target=self._serve, name="distbench-mpi-ps", daemon=True)
-        self._thread.start()
-        return self
+    def __init__(self) -> None:
+        self.max_bytes = 0
+        self._comm: Any = None
+        self._idle = 0.0
 
-    def stop(self, timeout_s: float = 5.0) -> None:
-        """Stop serving; returns within about ``timeout_s``."""
-        if self._thread is None:
-            return
-        self._stop_evt.set()
-        self._thread.join(timeout_s)
+    def open(self, max_bytes: int) -> str:
+        """Attach to ``MPI.COMM_WORLD``; the address is :data:`ADDRESS`."""
+        self._comm, self.max_bytes = _comm(), int(max_bytes)
+        return ADDRESS
 
-    def _serve(self) -> None:
+    def receive(self, timeout_s: float) -> Incoming | None:
+        """Probe for a request from any rank until ``timeout_s``, backing off to 2 ms sleeps
+        while idle; a message whose metadata is invalid comes back with ``error`` set."""
         from mpi4py import MPI
 
-        comm = self._mpi
         st = MPI.Status()
-        idle = 0.0
+        deadline = time.monotonic() + timeout_s
+        while not self._comm.Iprobe(source=MPI.ANY_SOURCE, tag=REQ_META, status=st):
+            if time.monotonic() >= deadline:
+                return None
+            self._idle = min(0.002, self._idle + 0.0001)
+            time.sleep(self._idle)
+        self._idle = 0.0
+        src = st.Get_source()
+        ident = int(src).to_bytes(4, "little")
         try:
-            while not self._stop_evt.is_set():
-                if not comm.Iprobe(source=MPI.ANY_SOURCE, tag=REQ_META, status=st):
-                    idle = min(0.002, idle + 0.0001)  # back off to 2 ms while idle
-                    time.sleep(idle)
-                    self._check_sync_timeout()
-                    continue
-                idle = 0.0
-                src = st.Get_source()
-                ident = int(src).to_bytes(4, "little")
-                try:
-                    frames = recv_frames(comm, src, REQ_META, REQ_DATA, self.max_bytes)
-                except P.ProtocolError as e:
-                    self._reject(ident, None, e.kind, str(e))
-                    continue
-                self._handle_message(ident, frames)
-        except Exception:  # pragma: no cover - a bug; keep the traceback
-            _LOG.exception("MPI parameter server loop crashed")
+            return Incoming(ident, recv_frames(self._comm, src, REQ_META, REQ_DATA, self.max_bytes))
+        except P.ProtocolError as e:
+            return Incoming(ident, [], e)
 
-    def _send(self, ident: bytes, msg: P.Message, track: bool = False) -> None:
-        nbytes = send_frames(self._mpi, P.encode(msg), int.from_bytes(ident, "little"), REP_META, REP_DATA)
-        with self._lock:
-            self._n["bytes_sent"] += nbytes
-
-
-class MPIClient(PSClient):
-    """:class:`PSClient` whose transport is MPI point-to-point to rank 0.
-
-    Same arguments as :class:`PSClient` (``address`` is informational).
-    """
-
-    def _connect(self) -> None:
-        self._mpi = _comm()
-        self._sock = self._mpi  # "connected"
-        self._token = bytes(P.TOKEN_BYTES)
-        self._handshake()
-
-    def _reset(self) -> None:
-        """MPI has no connection to reset; a timed-out request's late reply is dropped by req id."""
+    def send(self, ident: bytes, frames: list, track: bool = False) -> list:
+        """Send to the rank in ``ident`` (``MPI_Send`` returns once the buffers may be reused,
+        so nothing needs tracking)."""
+        send_frames(self._comm, frames, int.from_bytes(ident, "little"), REP_META, REP_DATA)
+        return []
 
     def close(self) -> None:
-        """Mark the client closed (MPI itself is finalised at process exit)."""
-        self._closed = True
+        """Nothing to release: MPI is finalised at process exit."""
 
-    def _send_frames(self, frames: list) -> bool:
-        send_frames(self._mpi, frames, SERVER_RANK, REQ_META, REQ_DATA)
+
+class MPIClientTransport(ClientTransport):
+    """The client side on a replica rank: MPI point-to-point to rank 0.
+
+    Args:
+        address: informational (:data:`ADDRESS`).
+        max_bytes: bound on one reply (bytes), checked before allocation.
+        timeout_s: unused (an MPI send does not time out).
+    """
+
+    def __init__(self, address: str, max_bytes: int, timeout_s: float) -> None:
+        self.address, self.max_bytes = address, int(max_bytes)
+        self._comm: Any = None
+
+    @property
+    def connected(self) -> bool:
+        """True once attached (MPI has no connection to lose)."""
+        return self._comm is not None
+
+    def connect(self) -> None:
+        """Attach to ``MPI.COMM_WORLD``."""
+        self._comm = _comm()
+
+    def send(self, frames: list) -> bool:
+        """Send the frames to rank 0."""
+        send_frames(self._comm, frames, SERVER_RANK, REQ_META, REQ_DATA)
         return True
 
-    def _recv_frames(self, timeout_s: float) -> list | None:
+    def receive(self, timeout_s: float) -> list | None:
+        """Poll for rank 0's reply until ``timeout_s``."""
         deadline = time.monotonic() + timeout_s
-        while not self._mpi.Iprobe(source=SERVER_RANK, tag=REP_META):
+        while not self._comm.Iprobe(source=SERVER_RANK, tag=REP_META):
             if time.monotonic() > deadline:
                 return None
             time.sleep(0.0002)
-        return recv_frames(self._mpi, SERVER_RANK, REP_META, REP_DATA, self.max_bytes)
+        return recv_frames(self._comm, SERVER_RANK, REP_META, REP_DATA, self.max_bytes)
+
+    def reset(self) -> None:
+        """Nothing to reset: a timed-out request's late reply is dropped by its request id."""
+
+    def close(self) -> None:
+        """Nothing to release: MPI is finalised at process exit."""
+
+
+class MPIParameterServer(ParameterServer):
+    """:class:`ParameterServer` on rank 0 with :class:`MPIServerTransport` injected.
+
+    Takes :class:`ParameterServer`'s arguments (``host``, ``port``, ``io_threads`` and
+    ``transport`` are ignored).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **{**kwargs, "transport": MPIServerTransport()})
+
+
+class MPIClient(PSClient):
+    """:class:`PSClient` with :class:`MPIClientTransport` injected (same arguments;
+    ``address`` is informational)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **{**kwargs, "transport": MPIClientTransport})
 
 
 def send_result(result: dict[str, Any]) -> None:

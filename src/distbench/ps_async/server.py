@@ -1,16 +1,7 @@
 """The parameter server: holds the centre variable ``C`` and folds worker commits into it.
 
-Transport choice: **pyzmq** (ROUTER socket here, DEALER in the client).
-ZeroMQ does the framing, buffering and connection handling in its own I/O
-threads, so a peer that stalls mid-message can never block the server loop
-(``stop()`` only has to leave a ``poll`` with a short timeout), multipart
-messages let every tensor travel in its own frame with zero-copy send
-(``copy=False``) and receive (``np.frombuffer`` over the ``zmq.Frame``), and
-``MAXMSGSIZE`` lets libzmq drop a connection that announces an oversized frame
-before allocating it.  ``multiprocessing.connection`` was the alternative: its
-authkey handshake is built in, but ``Listener.accept`` runs it synchronously
-(a silent peer blocks the accept loop), each connection needs its own blocking
-thread, and ``recv_bytes`` copies every message through a ``BytesIO``.
+The transport (how frames travel: ZeroMQ for Spark, MPI for ``mpi_ps``) is injected,
+see :mod:`distbench.ps_async.transport`; everything below is transport-independent.
 
 Authentication (no CURVE): a per-run secret (bytes, >= 16) known to the driver
 and its workers.  Handshake on a fresh connection::
@@ -26,12 +17,9 @@ without the secret gets only error replies and never reaches ``C``.  This
 authenticates peers; it does not encrypt or integrity-protect traffic against
 an on-path attacker (use CURVE or a private network for that).
 
-Size bounds: libzmq drops a connection announcing a frame over ``max_bytes``
-(``MAXMSGSIZE``) before allocating it, and queues at most 64 messages per peer
-(``RCVHWM``); the server rejects any message whose frames add up to more than
-``max_bytes``.  libzmq has no bound on the *number* of frames in one multipart
-message, so a peer could make it buffer many frames before the server sees
-them: keep the port on loopback or a private network.
+Size bounds: the transport drops a peer announcing a frame over ``max_bytes`` before
+allocating it where it can (ZeroMQ's ``MAXMSGSIZE``, the MPI metadata check), and the core
+rejects any message whose frames add up to more than ``max_bytes``.
 
 Everything about ``C`` happens in one background thread of the driver process;
 the fold runs under ``self._lock`` (which ``center()`` and ``stats()`` also take).
@@ -44,18 +32,17 @@ from __future__ import annotations
 import collections
 import hmac
 import logging
-import math
 import secrets
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 import numpy as np
-import zmq
 
 from . import protocol as P
 from .rules import get_optimizer, resolve_params
+from .transport import SendFailed, ServerTransport, ZmqServerTransport
 
 __all__ = ["ParameterServer", "staleness_summary"]
 
@@ -74,10 +61,9 @@ def staleness_summary(histogram: Mapping[int, int]) -> dict:
     """Summarise a staleness histogram ``{tau: count}``.
 
     Returns:
-        ``{"count", "min", "median", "p95", "max", "mean", "histogram"}`` where
-        quantiles use linear interpolation between order statistics (as
-        ``numpy.percentile``) and ``histogram`` has string keys (JSON-able).
-        Values are None when the histogram is empty.
+        ``{"count", "min", "median", "p95", "max", "mean", "histogram"}``; the quantiles are
+        ``numpy.percentile``'s (linear interpolation between order statistics) and
+        ``histogram`` has string keys (JSON-able). Values are None when the histogram is empty.
     """
     items = sorted((int(k), int(v)) for k, v in histogram.items() if v > 0)
     n = sum(v for _, v in items)
@@ -85,24 +71,41 @@ def staleness_summary(histogram: Mapping[int, int]) -> dict:
                            "mean": None, "histogram": {str(k): v for k, v in items}}
     if n == 0:
         return out
-
-    def order_stat(i: int) -> int:  # i-th smallest value, 0-based
-        acc = 0
-        for k, v in items:
-            acc += v
-            if i < acc:
-                return k
-        return items[-1][0]
-
-    def quantile(q: float) -> float:
-        pos = q * (n - 1)
-        lo, hi = math.floor(pos), math.ceil(pos)
-        a, b = order_stat(lo), order_stat(hi)
-        return float(a + (b - a) * (pos - lo))
-
-    out.update(min=items[0][0], max=items[-1][0], median=quantile(0.5), p95=quantile(0.95),
-               mean=sum(k * v for k, v in items) / n)
+    taus = np.repeat([k for k, _ in items], [v for _, v in items])
+    med, p95 = np.percentile(taus, [50, 95])
+    out.update(min=items[0][0], max=items[-1][0], median=float(med), p95=float(p95), mean=float(taus.mean()))
     return out
+
+
+@dataclass
+class _Counters:
+    """Statistics of one server (read and written under the server's lock)."""
+
+    clock: int = 0
+    n: collections.Counter = field(default_factory=collections.Counter)
+    rejected: collections.Counter = field(default_factory=collections.Counter)
+    per_worker: collections.Counter = field(default_factory=collections.Counter)
+    staleness: collections.Counter = field(default_factory=collections.Counter)
+    done_workers: set = field(default_factory=set)
+
+
+@dataclass
+class _SyncRound:
+    """Barrier state of the synchronous optimizers (serving thread only)."""
+
+    number: int = 0
+    contributions: dict = field(default_factory=dict)  # worker id -> payload
+    waiters: dict = field(default_factory=dict)  # worker id -> (ident, request)
+    started: float = 0.0
+    last_workers: set = field(default_factory=set)
+
+
+@dataclass
+class _Peers:
+    """Handshakes in progress and authenticated sessions, bounded (serving thread only)."""
+
+    pending: collections.OrderedDict = field(default_factory=collections.OrderedDict)
+    sessions: collections.OrderedDict = field(default_factory=collections.OrderedDict)
 
 
 class ParameterServer:
@@ -116,19 +119,22 @@ class ParameterServer:
         secret: per-run secret (bytes, >= 16); see :func:`protocol.new_secret`.
         num_workers: number of workers N.  Required for sync optimizers (barrier
             size); for async ones it bounds the accepted worker ids (0..N-1).
-        host: interface to bind; default loopback.  Binding all interfaces
-            (``"0.0.0.0"``) must be asked for explicitly and is logged.
-        port: TCP port; 0 picks a free one (see :attr:`address`).
+        host: interface the default ZeroMQ transport binds; default loopback.
+            Binding all interfaces (``"0.0.0.0"``) must be asked for explicitly and is logged.
+        port: TCP port of the default transport; 0 picks a free one (see :attr:`address`).
         params: optimizer parameter overrides (see :func:`rules.resolve_params`).
         max_bytes: bound on one message; default from the template plus 64 KiB.
         sync_timeout_s: a sync round whose contributions are still incomplete
             this long after the first one arrived is abandoned; waiting workers
             get an error naming the missing workers.
         poll_interval_s: loop wake-up period (bounds how long ``stop`` waits).
-        io_threads: ZeroMQ I/O threads.
+        io_threads: ZeroMQ I/O threads of the default transport.
         tune_malloc: call :func:`protocol.tune_malloc` (process-wide glibc
             setting).  None (default) = auto: it only acts when messages can
             exceed 16 MiB (models above ~4 M parameters); False = never.
+        transport: the :class:`~distbench.ps_async.transport.ServerTransport` to serve
+            on; default a :class:`~distbench.ps_async.transport.ZmqServerTransport` on
+            ``host:port`` (``host``, ``port`` and ``io_threads`` are ignored otherwise).
     Raises:
         ValueError / TypeError / KeyError: bad optimizer, secret, weights or num_workers.
     """
@@ -137,7 +143,8 @@ class ParameterServer:
                  num_workers: int | None = None, host: str = "127.0.0.1", port: int = 0,
                  params: Mapping[str, Any] | None = None, max_bytes: int | None = None,
                  sync_timeout_s: float = 60.0, poll_interval_s: float = 0.05,
-                 io_threads: int = 1, tune_malloc: bool | None = None) -> None:
+                 io_threads: int = 1, tune_malloc: bool | None = None,
+                 transport: ServerTransport | None = None) -> None:
         self.spec = get_optimizer(optimizer)
         self.params = resolve_params(optimizer, params)
         self._secret = P.check_secret(secret)
@@ -155,10 +162,9 @@ class ParameterServer:
         self.max_bytes = int(max_bytes) if max_bytes else P.default_max_bytes(self.template)
         if tune_malloc is not False:  # None (auto) or True: acts only for messages > 16 MiB
             P.tune_malloc(self.max_bytes)
-        self._host, self._port_req = host, int(port)
+        self._transport = transport or ZmqServerTransport(host, port, io_threads)
         self._sync_timeout_s = float(sync_timeout_s)
-        self._poll_ms = max(1, int(poll_interval_s * 1000))
-        self._io_threads = int(io_threads)
+        self._poll_s = max(0.001, float(poll_interval_s))
         u8 = [((P.NONCE_BYTES,), np.dtype("u1"))]
         self._expected = {P.MsgType.HELLO: u8, P.MsgType.AUTH: u8,
                           P.MsgType.COMMIT: self.template, P.MsgType.SYNC: self.template}
@@ -166,70 +172,36 @@ class ParameterServer:
         self._stop_evt = threading.Event()
         self._done_evt = threading.Event()
         self._thread: threading.Thread | None = None
-        self._ctx: zmq.Context | None = None
-        self._sock: zmq.Socket | None = None
         self.address: str | None = None
         self.port: int | None = None
-        # protocol state (server thread only)
-        self._pending: collections.OrderedDict = collections.OrderedDict()
-        self._sessions: collections.OrderedDict = collections.OrderedDict()
-        self._applied: dict[int, set] = collections.defaultdict(set)
-        self._trackers: list = []
-        self._round = 0
-        self._round_contribs: dict[int, list] = {}
-        self._round_waiters: dict[int, tuple] = {}
-        self._round_started = 0.0
-        self._last_round_workers: set = set()
-        # statistics (read under lock)
-        self._clock = 0
-        self._n = collections.Counter()
-        self._rejected = collections.Counter()
-        self._per_worker = collections.Counter()
-        self._stale_hist: collections.Counter = collections.Counter()
-        self._done_workers: set = set()
+        self._peers = _Peers()  # serving thread only
+        self._applied: dict[int, set] = collections.defaultdict(set)  # worker -> applied seqs
+        self._trackers: list = []  # sends that may still read C's buffers
+        self._sync = _SyncRound()
+        self._n = _Counters()  # under self._lock
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> "ParameterServer":
-        """Bind the socket and start the serving thread.
+        """Open the transport and start the serving thread.
 
         Returns:
             ``self`` (so ``server = ParameterServer(...).start()`` works).
         Raises:
-            RuntimeError: if already started; ``zmq.ZMQError`` if the bind fails.
+            RuntimeError: if already started; the transport's error if it cannot open
+            (e.g. ``zmq.ZMQError`` when the bind fails).
         """
         if self._thread is not None:
             raise RuntimeError("ParameterServer.start() called twice")
-        if self._host in ("0.0.0.0", "*", "::"):
-            _LOG.warning("parameter server binds ALL interfaces (%s): any host that can reach "
-                         "this port can attempt to connect", self._host)
-        self._ctx = zmq.Context(io_threads=self._io_threads)
-        sock = self._ctx.socket(zmq.ROUTER)
-        sock.setsockopt(zmq.LINGER, 0)
-        sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
-        sock.setsockopt(zmq.MAXMSGSIZE, self.max_bytes)
-        sock.setsockopt(zmq.RCVHWM, 64)
-        sock.setsockopt(zmq.SNDHWM, 64)
-        host = self._host
-        if ":" in host:
-            sock.setsockopt(zmq.IPV6, 1)
-            host = f"[{host}]"
-        try:
-            sock.bind(f"tcp://{host}:{self._port_req if self._port_req else '*'}")
-        except zmq.ZMQError:
-            sock.close(0)
-            self._ctx.term()
-            raise
-        self.address = sock.getsockopt_string(zmq.LAST_ENDPOINT)
-        self.port = int(self.address.rsplit(":", 1)[1])
-        self._sock = sock
-        self._thread = threading.Thread(target=self._serve, name="distbench-ps-server",
-                                        daemon=True)
+        self.address = self._transport.open(self.max_bytes)
+        port = self.address.rsplit(":", 1)[-1]
+        self.port = int(port) if port.isdigit() else None
+        self._thread = threading.Thread(target=self._serve, name="distbench-ps-server", daemon=True)
         self._thread.start()
         _LOG.info("parameter server (%s) listening on %s", self.spec.name, self.address)
         return self
 
     def stop(self, timeout_s: float = 5.0) -> None:
-        """Stop serving and release the socket; returns within about ``timeout_s``.
+        """Stop serving and release the transport; returns within about ``timeout_s``.
 
         Waiting sync workers get no reply (their clients time out).  Safe to call twice.
         """
@@ -239,10 +211,6 @@ class ParameterServer:
         self._thread.join(timeout_s)
         if self._thread.is_alive():  # pragma: no cover - loop wakes every poll interval
             _LOG.error("parameter server thread did not stop within %.1f s", timeout_s)
-            return
-        if self._ctx is not None:
-            self._ctx.term()
-            self._ctx = None
 
     def __enter__(self) -> "ParameterServer":
         return self.start() if self._thread is None else self
@@ -265,7 +233,7 @@ class ParameterServer:
     def clock(self) -> int:
         """Logical clock: number of updates applied to ``C`` (commits or sync rounds)."""
         with self._lock:
-            return self._clock
+            return self._n.clock
 
     def center(self) -> list:
         """A copy of the centre variable ``C`` (list of float32 arrays, template shapes)."""
@@ -284,53 +252,45 @@ class ParameterServer:
             ``workers_done``, ``send_failures``, ``sync_timeouts``.
         """
         with self._lock:
+            n = self._n
             return {
                 "optimizer": self.spec.name, "address": self.address,
-                "num_workers": self.num_workers, "clock": self._clock,
-                "sync_rounds": self._round, "commits": self._n["commits"],
-                "duplicate_commits": self._n["duplicates"], "pulls": self._n["pulls"],
-                "syncs": self._n["syncs"],
-                "rejected": {"total": sum(self._rejected.values()),
-                             "by_reason": dict(sorted(self._rejected.items()))},
-                "bytes_received": self._n["bytes_received"], "bytes_sent": self._n["bytes_sent"],
-                "per_worker_commits": {str(k): v for k, v in sorted(self._per_worker.items())},
+                "num_workers": self.num_workers, "clock": n.clock,
+                "sync_rounds": self._sync.number, "commits": n.n["commits"],
+                "duplicate_commits": n.n["duplicates"], "pulls": n.n["pulls"],
+                "syncs": n.n["syncs"],
+                "rejected": {"total": sum(n.rejected.values()),
+                             "by_reason": dict(sorted(n.rejected.items()))},
+                "bytes_received": n.n["bytes_received"], "bytes_sent": n.n["bytes_sent"],
+                "per_worker_commits": {str(k): v for k, v in sorted(n.per_worker.items())},
                 "applied_commit_keys": sum(len(v) for v in self._applied.values()),
-                "staleness": staleness_summary(self._stale_hist),
-                "workers_done": sorted(self._done_workers),
-                "send_failures": self._n["send_failures"],
-                "sync_timeouts": self._n["sync_timeouts"],
+                "staleness": staleness_summary(n.staleness),
+                "workers_done": sorted(n.done_workers),
+                "send_failures": n.n["send_failures"],
+                "sync_timeouts": n.n["sync_timeouts"],
             }
 
     # ------------------------------------------------------------------ loop
     def _serve(self) -> None:
-        sock = self._sock
         try:
             while not self._stop_evt.is_set():
-                if sock.poll(self._poll_ms, zmq.POLLIN):
-                    for _ in range(256):
-                        try:
-                            frames = sock.recv_multipart(zmq.NOBLOCK, copy=False)
-                        except zmq.Again:
-                            break
-                        self._handle(frames)
-                        if self._stop_evt.is_set():
-                            break
+                got = self._transport.receive(self._poll_s)
+                if got is not None:
+                    if got.error is not None:
+                        self._reject(got.ident, None, got.error.kind, str(got.error))
+                    else:
+                        self._handle_message(got.ident, got.frames)
                 self._check_sync_timeout()
         except Exception:  # pragma: no cover - a bug; keep the traceback
             _LOG.exception("parameter server loop crashed")
         finally:
-            sock.close(linger=0)
-
-    def _handle(self, frames: list) -> None:
-        self._handle_message(frames[0].bytes, frames[1:])
+            self._transport.close()
 
     def _handle_message(self, ident: bytes, body: list) -> None:
-        """Validate and dispatch one message ``body`` (frames) from peer ``ident``; the
-        transport-independent core shared by every transport (ZeroMQ here, MPI in
-        :mod:`distbench.ps_async.mpi`)."""
+        """Validate and dispatch one message ``body`` (frames) from peer ``ident``."""
         nbytes = sum(len(f) for f in body)
         with self._lock:
-            self._n["bytes_received"] += nbytes
+            self._n.n["bytes_received"] += nbytes
         hdr = None
         try:
             if nbytes > self.max_bytes:
@@ -343,7 +303,7 @@ class ParameterServer:
                 msg = P.decode(body, self._expected, header=hdr)
                 (self._on_hello if hdr.type == P.MsgType.HELLO else self._on_auth)(ident, msg)
                 return
-            sess = self._sessions.get(ident)
+            sess = self._peers.sessions.get(ident)
             if sess is None or not hmac.compare_digest(sess.token, hdr.token) \
                     or sess.worker_id != hdr.worker_id:
                 raise P.ProtocolError("auth", f"{hdr.type.name} from a peer that is not "
@@ -365,8 +325,8 @@ class ParameterServer:
 
     def _reject(self, ident: bytes, hdr: P.Header | None, kind: str, reason: str) -> None:
         with self._lock:
-            self._rejected[kind] += 1
-            n = self._rejected[kind]
+            self._n.rejected[kind] += 1
+            n = self._n.rejected[kind]
         if n <= 20 or n % 1000 == 0:
             _LOG.warning("rejected message (%s, #%d of this kind) from worker %s: %s", kind, n,
                          hdr.worker_id if hdr else "?", reason)
@@ -377,31 +337,22 @@ class ParameterServer:
 
     def _send(self, ident: bytes, msg: P.Message, track: bool = False) -> None:
         frames = P.encode(msg)
-        sock = self._sock
-        trackers = []
         try:
-            sock.send(ident, zmq.SNDMORE | zmq.NOBLOCK)
-            last = len(frames) - 1
-            for i, f in enumerate(frames):
-                t = sock.send(f, zmq.NOBLOCK | (zmq.SNDMORE if i < last else 0),
-                              copy=False, track=track)
-                if track and t is not None:
-                    trackers.append(t)
-        except zmq.ZMQError as e:  # peer gone (EHOSTUNREACH) or its queue is full (EAGAIN)
+            trackers = self._transport.send(ident, frames, track)
+        except SendFailed as e:  # peer gone, or its queue is full
             with self._lock:
-                self._n["send_failures"] += 1
+                self._n.n["send_failures"] += 1
             _LOG.info("could not send %s to a peer: %s", msg.type.name, e)
             return
         if trackers:
             if len(self._trackers) > 16:
-                # A MessageTracker keeps its frames (old versions of C) alive: drop finished
-                # ones eagerly, or memory grows with the send rate (up to 4096 copies of C
-                # were kept before; seen as a 1.2 GB server under load).
+                # A tracker keeps its frames (old versions of C) alive: drop finished ones
+                # eagerly, or memory grows with the send rate (up to 4096 copies of C were
+                # kept before; seen as a 1.2 GB server under load).
                 self._trackers = [t for t in self._trackers if not t.done]
             self._trackers.extend(trackers)
         with self._lock:
-            self._n["bytes_sent"] += sum(len(f) if isinstance(f, bytes) else f.nbytes
-                                         for f in frames)
+            self._n.n["bytes_sent"] += sum(len(f) if isinstance(f, bytes) else f.nbytes for f in frames)
 
     # ------------------------------------------------------------------ handshake
     def _on_hello(self, ident: bytes, msg: P.Message) -> None:
@@ -413,17 +364,18 @@ class ParameterServer:
         cn = msg.tensors[0].tobytes()
         sn = secrets.token_bytes(P.NONCE_BYTES)
         wid_b = wid.to_bytes(4, "little")
-        self._pending[ident] = (wid, cn, sn)
-        self._pending.move_to_end(ident)
-        while len(self._pending) > 1024:
-            self._pending.popitem(last=False)
+        pending = self._peers.pending
+        pending[ident] = (wid, cn, sn)
+        pending.move_to_end(ident)
+        while len(pending) > 1024:
+            pending.popitem(last=False)
         proof = P.hmac_digest(self._secret, _LABEL_SERVER, cn, sn, wid_b)
         self._send(ident, P.Message(P.MsgType.CHALLENGE, worker_id=wid, req_id=msg.req_id,
                                     tensors=[np.frombuffer(sn, np.uint8),
                                              np.frombuffer(proof, np.uint8)]))
 
     def _on_auth(self, ident: bytes, msg: P.Message) -> None:
-        pend = self._pending.pop(ident, None)
+        pend = self._peers.pending.pop(ident, None)
         if pend is None or pend[0] != msg.worker_id:
             raise P.ProtocolError("auth", "AUTH without a matching HELLO from this peer")
         wid, cn, sn = pend
@@ -433,11 +385,12 @@ class ParameterServer:
             raise P.ProtocolError("auth", f"authentication failed for worker id {wid}: the "
                                           "peer does not know the run secret")
         token = P.hmac_digest(self._secret, _LABEL_SESSION, cn, sn, wid_b)[:P.TOKEN_BYTES]
-        self._sessions[ident] = _Session(wid, token)
-        while len(self._sessions) > 65536:
-            self._sessions.popitem(last=False)
+        sessions = self._peers.sessions
+        sessions[ident] = _Session(wid, token)
+        while len(sessions) > 65536:
+            sessions.popitem(last=False)
         with self._lock:
-            clock = self._clock
+            clock = self._n.clock
         self._send(ident, P.Message(P.MsgType.WELCOME, worker_id=wid, req_id=msg.req_id,
                                     clock=clock, aux=self.num_workers or 0))
         _LOG.debug("worker %d authenticated", wid)
@@ -451,8 +404,8 @@ class ParameterServer:
 
     def _on_pull(self, ident: bytes, msg: P.Message) -> None:
         with self._lock:
-            self._n["pulls"] += 1
-            clock = self._clock
+            self._n.n["pulls"] += 1
+            clock = self._n.clock
         self._center_reply(ident, P.MsgType.PULL_REPLY, msg, clock)
 
     def _on_commit(self, ident: bytes, msg: P.Message) -> None:
@@ -461,10 +414,10 @@ class ParameterServer:
                                            "is synchronous; expected SYNC")
         wid, seq = msg.worker_id, msg.seq
         with self._lock:
-            clock = self._clock
+            clock = self._n.clock
         if seq in self._applied[wid]:
             with self._lock:
-                self._n["duplicates"] += 1
+                self._n.n["duplicates"] += 1
             _LOG.info("worker %d replayed commit seq %d: acknowledged, not applied", wid, seq)
             tau, dup = 0, True
         else:
@@ -479,16 +432,16 @@ class ParameterServer:
                                             out=None if busy else self._center)
                 if busy:
                     self._center = [np.ascontiguousarray(a, dtype=np.float32) for a in new]
-                self._clock += 1
-                clock = self._clock
-                self._n["commits"] += 1
-                self._per_worker[wid] += 1
-                self._stale_hist[tau] += 1
+                self._n.clock += 1
+                clock = self._n.clock
+                self._n.n["commits"] += 1
+                self._n.per_worker[wid] += 1
+                self._n.staleness[tau] += 1
             self._trackers = []  # all done, or C was replaced: none references C now
             self._applied[wid].add(seq)
         if msg.flags & P.FLAG_PULL:
             with self._lock:
-                self._n["pulls"] += 1
+                self._n.n["pulls"] += 1
             self._center_reply(ident, P.MsgType.PULL_REPLY, msg, clock, seq=seq, aux=tau,
                                flags=P.FLAG_DUPLICATE if dup else 0)
         else:
@@ -500,59 +453,60 @@ class ParameterServer:
         if self.spec.kind != "sync":
             raise P.ProtocolError("state", f"SYNC sent to a {self.spec.name} server, which is "
                                            "asynchronous; expected COMMIT")
-        wid = msg.worker_id
-        if msg.clock + 1 == self._round and wid in self._last_round_workers:
+        wid, rnd = msg.worker_id, self._sync
+        if msg.clock + 1 == rnd.number and wid in rnd.last_workers:
             # A retry (e.g. a reconnect after a client timeout) of a round that has completed
             # since: C is still that round's result, so answer it again; nothing is re-applied.
             _LOG.info("worker %d re-sent its contribution to completed round %d; replying "
                       "with that round's result", wid, msg.clock)
-            self._center_reply(ident, P.MsgType.SYNC_REPLY, msg, self._round)
+            self._center_reply(ident, P.MsgType.SYNC_REPLY, msg, rnd.number)
             return
-        if msg.clock != self._round:
+        if msg.clock != rnd.number:
             raise P.ProtocolError("state", f"SYNC for round {msg.clock}, but the server is at "
-                                           f"round {self._round}")
-        if not self._round_contribs:
-            self._round_started = time.monotonic()
-        if wid in self._round_contribs:  # a retry: keep the first contribution
+                                           f"round {rnd.number}")
+        if not rnd.contributions:
+            rnd.started = time.monotonic()
+        if wid in rnd.contributions:  # a retry: keep the first contribution
             _LOG.info("worker %d re-sent its contribution to round %d; keeping the first",
-                      wid, self._round)
+                      wid, rnd.number)
         else:
-            self._round_contribs[wid] = msg.tensors
-        self._round_waiters[wid] = (ident, msg)
+            rnd.contributions[wid] = msg.tensors
+        rnd.waiters[wid] = (ident, msg)
         with self._lock:
-            self._n["syncs"] += 1
-        if len(self._round_contribs) < self.num_workers:
+            self._n.n["syncs"] += 1
+        if len(rnd.contributions) < self.num_workers:
             return
-        payloads = [self._round_contribs[k] for k in sorted(self._round_contribs)]
+        payloads = [rnd.contributions[k] for k in sorted(rnd.contributions)]
         with self._lock:
             self._center = [np.ascontiguousarray(a, dtype=np.float32)
                             for a in self.spec.sync_fold(self._center, payloads)]
-            self._clock += 1
-            self._round += 1
-            rnd = self._round
+            self._n.clock += 1
+            rnd.number += 1
+            number = rnd.number
         self._trackers = []
-        self._last_round_workers = set(self._round_contribs)
-        waiters = self._round_waiters
-        self._round_contribs, self._round_waiters = {}, {}
+        rnd.last_workers = set(rnd.contributions)
+        waiters = rnd.waiters
+        rnd.contributions, rnd.waiters = {}, {}
         for w in sorted(waiters):
             ident_w, req = waiters[w]
-            self._center_reply(ident_w, P.MsgType.SYNC_REPLY, req, rnd)
+            self._center_reply(ident_w, P.MsgType.SYNC_REPLY, req, number)
 
     def _check_sync_timeout(self) -> None:
-        if not self._round_contribs:
+        rnd = self._sync
+        if not rnd.contributions:
             return
-        waited = time.monotonic() - self._round_started
+        waited = time.monotonic() - rnd.started
         if waited < self._sync_timeout_s:
             return
-        have = sorted(self._round_contribs)
-        missing = [k for k in range(self.num_workers) if k not in self._round_contribs]
-        reason = (f"sync round {self._round} timed out after {waited:.1f} s: contributions "
+        have = sorted(rnd.contributions)
+        missing = [k for k in range(self.num_workers) if k not in rnd.contributions]
+        reason = (f"sync round {rnd.number} timed out after {waited:.1f} s: contributions "
                   f"from workers {have}, missing {missing}")
         _LOG.error(reason)
         with self._lock:
-            self._n["sync_timeouts"] += 1
-        waiters = self._round_waiters
-        self._round_contribs, self._round_waiters = {}, {}
+            self._n.n["sync_timeouts"] += 1
+        waiters = rnd.waiters
+        rnd.contributions, rnd.waiters = {}, {}
         for ident_w, req in waiters.values():
             self._send(ident_w, P.Message(P.MsgType.ERROR, worker_id=req.worker_id,
                                           req_id=req.req_id, tensors=[np.frombuffer(
@@ -560,9 +514,9 @@ class ParameterServer:
 
     def _on_done(self, ident: bytes, msg: P.Message) -> None:
         with self._lock:
-            self._done_workers.add(msg.worker_id)
-            clock = self._clock
-            if self.num_workers is not None and len(self._done_workers) >= self.num_workers:
+            self._n.done_workers.add(msg.worker_id)
+            clock = self._n.clock
+            if self.num_workers is not None and len(self._n.done_workers) >= self.num_workers:
                 self._done_evt.set()
         self._send(ident, P.Message(P.MsgType.ACK, worker_id=msg.worker_id,
                                     req_id=msg.req_id, clock=clock))
