@@ -12,20 +12,22 @@ parameter-server strategies. Worker i reads the i-th strided shard of the traini
 to take a snapshot (the join is part of the training time: it is how this strategy
 observes progress). Steps run by each worker are recorded.
 
-On 2 cores an in-process cluster hangs with default thread pools (PITFALLS.md): the
+On 2 cores an in-process cluster hangs with default thread pools: the
 coordinator raises inter-op parallelism to 16, each server uses 8 inter-op threads, and
 every task is its own process.
 
 How it is launched: :func:`server_commands` (pure) builds each task's argv and env; a
 :class:`~distbench.strategies.launchers.ProcessGroup` runs them; a watchdog thread
 ends the configuration with a failure naming the task as soon as one task dies (the
-coordinator itself would wait for a lost worker to come back).
+coordinator itself would wait for a lost worker to come back). Servers
+validate ``TF_CONFIG`` before importing TensorFlow and end on SIGTERM or SIGINT.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -37,7 +39,8 @@ import numpy as np
 
 from distbench.strategies import launchers
 from distbench.strategies.base import LaunchContext, Strategy
-from distbench.strategies.multi_worker_mirrored import free_ports, tf_config
+from distbench.strategies.multi_worker_mirrored import free_ports
+from distbench.strategies.tf_cluster import parse_tf_config, tf_config
 from distbench.strategies.registry import register
 from distbench.training import SnapshotRecorder, TrainOutput
 from distbench.training.output import RESULT_FILE
@@ -68,26 +71,24 @@ def server_commands(cluster: dict[str, list[str]], threads: int, run_dir: Path,
 
 def serve_forever() -> None:
     """Body of ``distbench worker tf-server``: a ``tf.distribute.Server`` for the task in
-    ``TF_CONFIG``, serving until killed.
+    ``TF_CONFIG`` (validated before TensorFlow is imported), serving until killed.
 
     Raises:
-        ValueError: ``TF_CONFIG`` is missing or malformed.
+        ConfigError: ``TF_CONFIG`` is missing or invalid (see
+            :func:`~distbench.strategies.tf_cluster.parse_tf_config`).
     """
-    raw = os.environ.get("TF_CONFIG", "")
-    try:
-        tfc = json.loads(raw)
-        cluster, job, index = tfc["cluster"], tfc["task"]["type"], int(tfc["task"]["index"])
-    except (ValueError, KeyError, TypeError):
-        raise ValueError(f"TF_CONFIG = {raw!r}: expected {{\"cluster\": {{...}}, \"task\": "
-                         "{\"type\": \"worker\"|\"ps\", \"index\": N}}") from None
+    task = parse_tf_config(os.environ.get("TF_CONFIG"), "worker tf-server")
     import tensorflow as tf
 
     threads = int(os.environ.get("DISTBENCH_THREADS", "0"))
     proto = tf.compat.v1.ConfigProto(inter_op_parallelism_threads=SERVER_INTER_OP,
                                      intra_op_parallelism_threads=threads)
-    server = tf.distribute.Server(tf.train.ClusterSpec(cluster), job_name=job, task_index=index,
-                                  protocol="grpc", config=proto, start=True)
-    print(f"tf-server {job} {index} listening on {cluster[job][index]}", flush=True)
+    server = tf.distribute.Server(tf.train.ClusterSpec(task.cluster), job_name=task.task_type, task_index=task.index,
+                                  protocol=task.rpc_layer, config=proto, start=True)
+    print(f"tf-server {task.name} listening on {task.address}", flush=True)
+    # server.join() blocks in C++, where Python's KeyboardInterrupt handler never runs:
+    # let SIGINT end the process directly, as SIGTERM does (a server has nothing to save).
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     server.join()
 
 
