@@ -15,7 +15,7 @@ import pytest
 from distbench.results.store import read_records
 from distbench.strategies.multi_worker_mirrored import free_ports, tf_config, worker_commands
 from distbench.strategies.tf_cluster import accepts_connections
-from distbench.strategies.tf_ps import cluster_spec, server_commands
+from distbench.strategies.tf_ps import STALL_FLOOR_S, cluster_spec, server_commands, stalled
 from tests.conftest import pids_with, distbench
 
 
@@ -36,6 +36,14 @@ def test_tf_config_and_worker_commands_exact():
 def test_harness_passes_the_join_timeout():
     (argv, env), _ = worker_commands(Path("/r"), "k", [1111, 2222], threads=1, base_env={}, join_timeout_s=450)
     assert env["DISTBENCH_JOIN_TIMEOUT_S"] == "450" and "--join-timeout" not in argv
+
+
+def test_tf_ps_stall_bound():
+    assert stalled([0.0], 1e6) is None  # before the first epoch ends: the configuration's timeout bounds it
+    assert stalled([0.0, 2.0], 2.0 + STALL_FLOOR_S) is None  # the floor
+    assert stalled([0.0, 2.0], 2.0 + STALL_FLOOR_S + 1) == STALL_FLOOR_S + 1
+    assert stalled([0.0, 10.0, 12.0], 12.0 + 100) is None  # within 10 x the slowest epoch
+    assert stalled([0.0, 10.0, 12.0], 12.0 + 101) == 101
 
 
 def _tf_worker(tmp_path: Path, index: object, *extra: str, env: dict[str, str] | None = None,
@@ -211,3 +219,29 @@ def test_user_run_tf_config_workers_write_the_record(tmp_path):
     assert rec["final_test_accuracy"] >= 0.85 and rec["provenance"]["launcher"] == "TF_CONFIG (user)"
     assert read_records(tmp_path / "host2") == []  # only the chief records
 
+
+@pytest.mark.integration
+def test_stopped_tf_ps_worker_fails_the_configuration_naming_it(tmp_path):
+    """A task that is alive but never answers (SIGSTOP) would hold the coordinator until the
+    configuration's timeout; the stall bound ends it soon after STALL_FLOOR_S, naming the task."""
+    out = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "distbench", "run", "--strategies", "tf_ps", "--workers", "2",
+                             "--epochs", "200", "--timeout", "600", "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    log = out / "logs" / "tf_ps_w2_r0.log"
+    t0 = time.monotonic()
+    while not (log.exists() and "epoch 1/" in log.read_text(errors="replace")):
+        assert time.monotonic() - t0 < 180 and proc.poll() is None, "training never started"
+        time.sleep(0.5)
+    (pid,) = [p for p in pids_with(str(out)) if json.loads(_env_of(p).get("TF_CONFIG", "{}") or "{}").get("task")
+              == {"type": "worker", "index": 1}]
+    stopped_at = time.monotonic()
+    os.kill(pid, signal.SIGSTOP)
+    proc.communicate(timeout=400)
+    assert time.monotonic() - stopped_at < STALL_FLOOR_S + 60  # not the configuration's 600 s timeout
+    (rec,) = read_records(out)
+    assert rec["status"] == "failed" and rec["failed_process"] == "worker 1", rec["reason"]
+    assert "training stalled: no epoch finished for" in rec["reason"]
+    assert "worker 1 is stopped (process state T)" in rec["reason"]
+    time.sleep(1)
+    assert pids_with(str(out)) == []
