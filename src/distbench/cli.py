@@ -387,14 +387,32 @@ def worker() -> None:
 @click.option("--run-dir", required=True, type=click.Path(file_okay=False), help="Run directory (shared by the tasks).")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False),
               help="Experiment TOML, used when DIR holds no workload yet.")
+@click.option("--join-timeout", type=float, default=None,
+              help="Seconds to wait for every task of TF_CONFIG's cluster to join, counted once TensorFlow has "
+                   "started [default: $DISTBENCH_JOIN_TIMEOUT_S, else 120]; then exit 3 naming the tasks that "
+                   "never joined.")
 @click.option("--key", hidden=True, help="Record key (set by distbench run; omit on a cluster).")
 @_user_errors
-def worker_tf(run_dir: str, config_file: str | None, key: str | None) -> None:
+def worker_tf(run_dir: str, config_file: str | None, join_timeout: float | None, key: str | None) -> None:
     """One MultiWorkerMirroredStrategy task; run it on every host with that host's TF_CONFIG.
-    The chief (worker 0) appends the record to RUN_DIR/results.jsonl."""
+    The chief (worker 0) appends the record to RUN_DIR/results.jsonl. TF_CONFIG is checked
+    before TensorFlow starts (exit 2 with one line if it is wrong); SIGTERM and SIGINT end
+    the task at any point."""
     from distbench.harness.cluster import tf_worker_main
 
-    sys.exit(tf_worker_main(Path(run_dir), key, config_file))
+    sys.exit(tf_worker_main(Path(run_dir), key, config_file, join_timeout))
+
+
+@worker.command("tf-task", hidden=True)
+@click.option("--run-dir", required=True, type=click.Path(file_okay=False))
+@click.option("--config", "config_file", type=click.Path(dir_okay=False))
+@click.option("--key")
+@_user_errors
+def worker_tf_task(run_dir: str, config_file: str | None, key: str | None) -> None:
+    """The TensorFlow process of 'worker tf' (started and supervised by it)."""
+    from distbench.harness.cluster import tf_task_main
+
+    sys.exit(tf_task_main(Path(run_dir), key, config_file))
 
 
 @worker.command("tf-server", hidden=True)
@@ -404,10 +422,7 @@ def worker_tf_server(run_dir: str | None) -> None:
     """A tf.distribute.Server for the task in TF_CONFIG (tf_ps workers and ps tasks)."""
     from distbench.strategies.tf_ps import serve_forever
 
-    try:
-        serve_forever()
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
+    serve_forever()
 
 
 @worker.command("mpi-ps")

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
 
-from distbench.strategies.launchers import ProcSpec, config_child_command, log_tail, run_processes
+import pytest
+
+from distbench.strategies.launchers import (STALLED_EXIT, ProcSpec, config_child_command, log_tail, run_processes,
+                                            supervise)
 
 
 def test_config_child_command_exact():
@@ -58,3 +63,59 @@ def test_timeout_kills_grandchildren(tmp_path):
     assert res.timed_out and "timed out after 2 s" in res.reason(2)
     time.sleep(0.2)
     assert not _alive(int(pidfile.read_text()))
+
+
+# supervise(): a stand-in child that behaves as TensorFlow does while its cluster forms
+# (reports stages, then blocks; SIGTERM ignored, as TensorFlow's own handler swallows it).
+_CHILD = ("import os, signal, sys, time\n"
+          "from distbench.strategies.launchers import report_stage\n"
+          "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+          "open(sys.argv[1], 'w').write(str(os.getpid()))\n"
+          "for _ in range(int(sys.argv[2])): report_stage()\n"
+          "time.sleep(float(sys.argv[3])); sys.exit(int(sys.argv[4]))\n")
+
+
+def _child_argv(tmp_path: Path, stages: int, sleep_s: float, code: int = 0) -> list[str]:
+    return [sys.executable, "-c", _CHILD, str(tmp_path / "child.pid"), str(stages), str(sleep_s), str(code)]
+
+
+def test_supervise_passes_stages_and_the_exit_code(tmp_path):
+    stages = [(30.0, lambda: "never"), (30.0, lambda: "never")]
+    assert supervise(_child_argv(tmp_path, 2, 0.2, 7), dict(os.environ), stages) == 7
+
+
+def test_supervise_stops_a_child_stuck_at_a_stage_with_one_line(tmp_path, capfd):
+    t0 = time.monotonic()
+    rc = supervise(_child_argv(tmp_path, 1, 60), dict(os.environ),
+                   [(30.0, lambda: "never"), (1.0, lambda: "worker 0: stage 2 not reached")], grace_s=0.5)
+    assert rc == STALLED_EXIT and time.monotonic() - t0 < 10
+    assert capfd.readouterr().err == "distbench: error: worker 0: stage 2 not reached\n"
+    time.sleep(0.2)
+    assert not _alive(int((tmp_path / "child.pid").read_text()))
+
+
+_SUPERVISOR = ("import os, sys\n"
+               "from distbench.strategies.launchers import supervise\n"
+               "sys.exit(supervise(sys.argv[1:], dict(os.environ), [(60.0, lambda: 'x')] * 2, grace_s=1.0))\n")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_supervisor_ends_on_signal_with_a_child_that_ignores_it(tmp_path, sig):
+    sup = subprocess.Popen([sys.executable, "-c", _SUPERVISOR, *_child_argv(tmp_path, 1, 60)])
+    pidfile = tmp_path / "child.pid"
+    t0 = time.monotonic()
+    while not pidfile.exists() or not pidfile.read_text():
+        assert time.monotonic() - t0 < 30 and sup.poll() is None
+        time.sleep(0.05)
+    time.sleep(0.3)
+    t1 = time.monotonic()
+    sup.send_signal(sig)
+    assert sup.wait(10) == -sig and time.monotonic() - t1 < 4
+    time.sleep(0.2)
+    assert not _alive(int(pidfile.read_text()))
+
+
+def test_supervisor_dies_of_the_signal_that_killed_its_child(tmp_path):
+    sup = subprocess.Popen([sys.executable, "-c", _SUPERVISOR, sys.executable, "-c",
+                            "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"])
+    assert sup.wait(30) == -signal.SIGKILL

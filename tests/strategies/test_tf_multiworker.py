@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from distbench.results.store import read_records
-from distbench.strategies.multi_worker_mirrored import tf_config, worker_commands
-from distbench.strategies.tf_ps import cluster_spec, server_commands
+from distbench.strategies.multi_worker_mirrored import free_ports, tf_config, worker_commands
+from distbench.strategies.tf_cluster import accepts_connections
+from distbench.strategies.tf_ps import STALL_FLOOR_S, cluster_spec, server_commands, stalled
 from tests.conftest import pids_with, distbench
 
 
@@ -30,6 +31,103 @@ def test_tf_config_and_worker_commands_exact():
                    "TF_CONFIG": '{"cluster": {"worker": ["127.0.0.1:1111", "127.0.0.1:2222"]}, '
                                 '"task": {"index": 1, "type": "worker"}}'}
     assert json.loads(tf_config({"worker": ["h:1"]}, "worker", 0))["task"] == {"type": "worker", "index": 0}
+
+
+def test_harness_passes_the_join_timeout():
+    (argv, env), _ = worker_commands(Path("/r"), "k", [1111, 2222], threads=1, base_env={}, join_timeout_s=450)
+    assert env["DISTBENCH_JOIN_TIMEOUT_S"] == "450" and "--join-timeout" not in argv
+
+
+def test_tf_ps_stall_bound():
+    assert stalled([0.0], 1e6) is None  # before the first epoch ends: the configuration's timeout bounds it
+    assert stalled([0.0, 2.0], 2.0 + STALL_FLOOR_S) is None  # the floor
+    assert stalled([0.0, 2.0], 2.0 + STALL_FLOOR_S + 1) == STALL_FLOOR_S + 1
+    assert stalled([0.0, 10.0, 12.0], 12.0 + 100) is None  # within 10 x the slowest epoch
+    assert stalled([0.0, 10.0, 12.0], 12.0 + 101) == 101
+
+
+def _tf_worker(tmp_path: Path, index: object, *extra: str, env: dict[str, str] | None = None,
+               ports: list[int] | None = None) -> subprocess.Popen[str]:
+    cluster = {"worker": [f"127.0.0.1:{p}" for p in (ports or [23456, 23457])]}
+    tfc = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})
+    return subprocess.Popen([sys.executable, "-m", "distbench", "worker", "tf", "--run-dir", str(tmp_path / "run"),
+                             "--config", "examples/default.toml", *extra],
+                            env={**os.environ, "TF_CONFIG": tfc, "DISTBENCH_THREADS": "1", **(env or {})},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=Path(__file__).resolve().parents[2])
+
+
+@pytest.mark.parametrize("index", [2, -1])
+def test_task_index_out_of_range_exits_2_before_tensorflow_starts(tmp_path, index):
+    fake = tmp_path / "fake" / "tensorflow"  # importing TensorFlow would leave this trace
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text(f"open({str(tmp_path / 'imported')!r}, 'w').close()\n")
+    path = os.pathsep.join([str(fake.parent), os.environ.get("PYTHONPATH", "")])
+    t0 = time.monotonic()
+    p = _tf_worker(tmp_path, index, env={"PYTHONPATH": path})
+    out, err = p.communicate(timeout=30)
+    assert time.monotonic() - t0 < 3
+    assert p.returncode == 2 and out == ""
+    assert err == (f"distbench: error: TF_CONFIG task.index = {index}: expected 0..1 (cluster.worker lists 2 "
+                   "addresses); set it to this host's position in cluster.worker\n")
+    assert not (tmp_path / "imported").exists() and not (tmp_path / "run").exists()
+
+
+def _wait_until_joining(p: subprocess.Popen[str], address: str) -> float:
+    """Wait until the worker's TensorFlow server listens (it is in the join); return when."""
+    t0 = time.monotonic()
+    while not accepts_connections(address, 0.2):
+        assert time.monotonic() - t0 < 180 and p.poll() is None, "the worker never started its server"
+        time.sleep(0.2)
+    return time.monotonic()
+
+
+@pytest.mark.integration
+def test_worker_whose_peer_never_starts_fails_naming_it(tmp_path):
+    ports = free_ports(2)
+    p = _tf_worker(tmp_path, 0, "--join-timeout", "5", ports=ports)
+    joining = _wait_until_joining(p, f"127.0.0.1:{ports[0]}")
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 3 and time.monotonic() - joining < 5 + 5
+    assert err.splitlines()[-1] == (
+        f"distbench: error: worker 0: the TensorFlow cluster did not form within 5 s: worker 1 (127.0.0.1:{ports[1]}) "
+        "never joined (nothing accepts connections there); start it with the same cluster in TF_CONFIG, or raise "
+        "--join-timeout if still starting")
+    assert pids_with(str(tmp_path / "run")) == []
+
+
+@pytest.mark.integration
+def test_sigterm_ends_a_worker_waiting_for_its_peer(tmp_path):
+    ports = free_ports(2)
+    p = _tf_worker(tmp_path, 0, ports=ports)  # the default join timeout: 120 s
+    _wait_until_joining(p, f"127.0.0.1:{ports[0]}")
+    time.sleep(1)
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGTERM)
+    p.communicate(timeout=30)
+    assert p.returncode == -signal.SIGTERM and time.monotonic() - t0 < 5
+    time.sleep(0.5)
+    assert pids_with(str(tmp_path / "run")) == []
+
+
+@pytest.mark.integration
+def test_tf_server_validates_tf_config_and_ends_on_sigint(tmp_path):
+    ports = free_ports(3)
+    cluster = cluster_spec(ports, workers=1, ps_tasks=1)
+    argv = [sys.executable, "-m", "distbench", "worker", "tf-server", "--run-dir", str(tmp_path)]
+    bad = subprocess.run(argv, env={**os.environ, "TF_CONFIG": tf_config(cluster, "ps", 1)}, capture_output=True,
+                         text=True, timeout=30)
+    assert bad.returncode == 2 and bad.stderr == (
+        "distbench: error: TF_CONFIG task.index = 1: expected 0..0 (cluster.ps lists 1 address); set it to this "
+        "host's position in cluster.ps\n")
+    p = subprocess.Popen(argv, env={**os.environ, "TF_CONFIG": tf_config(cluster, "ps", 0)}, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+    _wait_until_joining(p, cluster["ps"][0])  # serving; its peers never come
+    time.sleep(1)
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGINT)  # Ctrl-C: server.join() blocks in C++, where KeyboardInterrupt never comes
+    out, _ = p.communicate(timeout=30)
+    assert p.returncode == -signal.SIGINT and time.monotonic() - t0 < 5, out[-2000:]
 
 
 def test_tf_ps_cluster_and_servers_exact():
@@ -120,3 +218,30 @@ def test_user_run_tf_config_workers_write_the_record(tmp_path):
     assert rec["status"] == "ok" and rec["strategy"] == "multi_worker_mirrored" and rec["workers"] == 2
     assert rec["final_test_accuracy"] >= 0.85 and rec["provenance"]["launcher"] == "TF_CONFIG (user)"
     assert read_records(tmp_path / "host2") == []  # only the chief records
+
+
+@pytest.mark.integration
+def test_stopped_tf_ps_worker_fails_the_configuration_naming_it(tmp_path):
+    """A task that is alive but never answers (SIGSTOP) would hold the coordinator until the
+    configuration's timeout; the stall bound ends it soon after STALL_FLOOR_S, naming the task."""
+    out = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "distbench", "run", "--strategies", "tf_ps", "--workers", "2",
+                             "--epochs", "200", "--timeout", "600", "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    log = out / "logs" / "tf_ps_w2_r0.log"
+    t0 = time.monotonic()
+    while not (log.exists() and "epoch 1/" in log.read_text(errors="replace")):
+        assert time.monotonic() - t0 < 180 and proc.poll() is None, "training never started"
+        time.sleep(0.5)
+    (pid,) = [p for p in pids_with(str(out)) if json.loads(_env_of(p).get("TF_CONFIG", "{}") or "{}").get("task")
+              == {"type": "worker", "index": 1}]
+    stopped_at = time.monotonic()
+    os.kill(pid, signal.SIGSTOP)
+    proc.communicate(timeout=400)
+    assert time.monotonic() - stopped_at < STALL_FLOOR_S + 60  # not the configuration's 600 s timeout
+    (rec,) = read_records(out)
+    assert rec["status"] == "failed" and rec["failed_process"] == "worker 1", rec["reason"]
+    assert "training stalled: no epoch finished for" in rec["reason"]
+    assert "worker 1 is stopped (process state T)" in rec["reason"]
+    time.sleep(1)
+    assert pids_with(str(out)) == []

@@ -5,12 +5,21 @@
 config, trains its share, and the chief evaluates the final weights and snapshots and
 appends a record to ``DIR/results.jsonl``, exactly as ``distbench run`` would. Under the
 harness (``--key`` given) only the training part runs; the harness writes the record.
+
+``worker tf`` itself never imports TensorFlow: it validates ``TF_CONFIG`` and the config
+(bad input: exit 2 in well under a second), then runs the task as a supervised child
+(``worker tf-task``, :func:`distbench.strategies.launchers.supervise`) that must reach the
+cluster join within :data:`STARTUP_TIMEOUT_S` and join within the join timeout, and that
+SIGTERM/SIGINT end at any point (TensorFlow blocks in C++ with the GIL held while the
+cluster forms, and replaces the SIGTERM handler, so the task process cannot do either).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -20,7 +29,14 @@ from distbench.harness.matrix import ConfigPoint
 from distbench.harness.runner import artifacts_dir, ok_record
 from distbench.results import provenance
 from distbench.results.store import append_record
+from distbench.strategies import launchers
+from distbench.strategies.multi_worker_mirrored import JOIN_TIMEOUT_ENV
+from distbench.strategies.tf_cluster import join_failure, parse_tf_config, silent_peers
 from distbench.workload import CONFIG_FILE, WORKLOAD_DIR, Workload
+
+DEFAULT_JOIN_TIMEOUT_S = 120.0
+STARTUP_TIMEOUT_S = 600.0  # start of a task to the start of its join (TensorFlow import): never legitimately near
+TASK_ENV = "DISTBENCH_TF_TASK"  # the validated TF_CONFIG, handed from 'worker tf' to its 'worker tf-task' child
 
 
 def load_or_create_workload(run_dir: Path, config_file: str | None) -> Workload:
@@ -40,18 +56,72 @@ def load_or_create_workload(run_dir: Path, config_file: str | None) -> Workload:
     return Workload.create(cfg, run_dir)
 
 
-def tf_worker_main(run_dir: Path, key: str | None, config_file: str | None) -> int:
-    """One ``multi_worker_mirrored`` task; see the module docstring. Returns the exit code."""
-    from distbench.strategies.multi_worker_mirrored import read_tf_config, threads_for, train_worker
+def join_timeout(flag: float | None, env: dict[str, str] | None = None) -> float:
+    """Seconds a ``worker tf`` task waits for its cluster to form: ``--join-timeout`` if
+    given, else ``DISTBENCH_JOIN_TIMEOUT_S`` (set by the harness), else
+    :data:`DEFAULT_JOIN_TIMEOUT_S`.
+
+    Raises:
+        ConfigError: the value is not a finite number > 0.
+    """
+    env = os.environ if env is None else env
+    source, raw = ("--join-timeout", flag) if flag is not None else (JOIN_TIMEOUT_ENV, env.get(JOIN_TIMEOUT_ENV))
+    if raw is None or raw == "":
+        return DEFAULT_JOIN_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise config_mod.ConfigError(f"{source} {raw!r}: expected a number of seconds > 0, e.g. 120")
+    return value
+
+
+def tf_worker_main(run_dir: Path, key: str | None, config_file: str | None, join_timeout_s: float | None) -> int:
+    """``distbench worker tf``: validate ``TF_CONFIG`` and the config without importing
+    TensorFlow, then run the task (:func:`tf_task_main`) as a supervised child.
+
+    Args:
+        run_dir: run directory; key: record key under the harness (None on a cluster).
+        config_file: experiment TOML, used when ``run_dir`` holds no workload yet.
+        join_timeout_s: ``--join-timeout`` (None: see :func:`join_timeout`).
+
+    Returns:
+        The exit code: the task's; :data:`~distbench.strategies.launchers.STALLED_EXIT` when
+        the cluster did not form in time (one line names the tasks that never joined).
+
+    Raises:
+        ConfigError: bad ``TF_CONFIG``, join timeout or config.
+    """
+    task = parse_tf_config(os.environ.get("TF_CONFIG"), "worker tf")
+    wait_s = join_timeout(join_timeout_s)
+    if not (run_dir / CONFIG_FILE).exists():
+        config_mod.load(config_file)  # a bad config fails here, before TensorFlow starts
+    argv = [sys.executable, "-m", "distbench", "worker", "tf-task", "--run-dir", str(run_dir)]
+    argv += ["--config", config_file] if config_file else []
+    argv += ["--key", key] if key else []
+    env = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}  # the child gets the validated task
+    env.update({TASK_ENV: task.to_json(), "DISTBENCH_SPAWN_UNIX": os.environ.get("DISTBENCH_SPAWN_UNIX",
+                                                                                   repr(time.time()))})
+    stages = [(STARTUP_TIMEOUT_S, lambda: f"{task.name}: TensorFlow did not start within {STARTUP_TIMEOUT_S:g} s "
+                                          "(see the output above)"),
+              (wait_s, lambda: join_failure(task, wait_s, silent_peers(task)))]
+    return launchers.supervise(argv, env, stages)
+
+
+def tf_task_main(run_dir: Path, key: str | None, config_file: str | None) -> int:
+    """One ``multi_worker_mirrored`` task (``distbench worker tf-task``, started by
+    :func:`tf_worker_main`); see the module docstring. Returns the exit code.
+
+    Raises:
+        ConfigError: ``DISTBENCH_TF_TASK`` is missing or invalid (not started by ``worker tf``).
+    """
+    from distbench.strategies.multi_worker_mirrored import threads_for, train_worker
     from distbench.training.tf_loop import configure_threads
 
     spawn = float(os.environ.get("DISTBENCH_SPAWN_UNIX", time.time()))
-    try:
-        cluster, index = read_tf_config()
-    except ValueError as e:
-        raise config_mod.ConfigError(str(e)) from None
-    n = len(cluster["worker"])
-    configure_threads(threads_for(n))  # before building the workload touches TensorFlow
+    task = parse_tf_config(os.environ.get(TASK_ENV), "worker tf")
+    configure_threads(threads_for(task.replicas))  # before building the workload touches TensorFlow
     # The strategy is built before the workload (collective ops first): read its setting now.
     if (run_dir / CONFIG_FILE).exists():
         cfg = config_mod.from_dict(json.loads((run_dir / CONFIG_FILE).read_text()))
@@ -65,12 +135,12 @@ def tf_worker_main(run_dir: Path, key: str | None, config_file: str | None) -> i
         return loaded[0]
 
     if key is not None:  # under the harness: it evaluates and records
-        train_worker(load, artifacts_dir(run_dir, key))
+        train_worker(task, load, artifacts_dir(run_dir, key))
         return 0
-    point = ConfigPoint("multi_worker_mirrored", n, 0)
-    out = train_worker(load, artifacts_dir(run_dir, point.key + f"_task{index}"))
+    point = ConfigPoint("multi_worker_mirrored", task.replicas, 0)
+    out = train_worker(task, load, artifacts_dir(run_dir, point.key + f"_task{task.rank}"))
     workload = loaded[0]
-    if index == 0:
+    if task.rank == 0:
         prov = provenance.collect(workload.config.training.seed)
         prov["launcher"] = "TF_CONFIG (user)"
         rec = ok_record(workload, point, run_dir.name, prov, out, Evaluator(workload), time.time() - spawn, spawn)

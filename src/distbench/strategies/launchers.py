@@ -6,6 +6,11 @@ group), writes its output to a log file, applies a timeout, and terminates every
 group (SIGTERM, then SIGKILL after a grace period) as soon as one process fails, the
 time is up, or the caller is interrupted. It reports which process failed first, its
 exit code and its log tail.
+
+:func:`supervise` runs one engine process under a small pure-Python parent that bounds
+each stage of its start-up and ends it on SIGTERM/SIGINT: engines such as TensorFlow
+block in C++ calls that hold the GIL (no Python signal handler or thread runs) and
+install their own SIGTERM handler, so only a parent can guarantee either.
 """
 
 from __future__ import annotations
@@ -13,14 +18,18 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import select
 import signal
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 GRACE_S = 5.0
+STAGE_FD_ENV = "DISTBENCH_STAGE_FD"  # a supervised child writes one byte there per stage reached
+STALLED_EXIT = 3  # supervise(): a stage was not reached in time
 _live_groups: set[int] = set()
 PR_SET_PDEATHSIG = 1
 try:  # loaded once here, so the child between fork and exec only makes one libc call
@@ -228,6 +237,101 @@ def run_processes(specs: list[ProcSpec], timeout_s: float, poll_s: float = 0.1) 
     except BaseException:
         group.terminate(grace_s=1.0)
         raise
+
+
+def report_stage() -> None:
+    """In a child started by :func:`supervise`: tell the parent the next stage is reached
+    (one byte on the pipe named by ``DISTBENCH_STAGE_FD``; nothing when not supervised)."""
+    fd = os.environ.get(STAGE_FD_ENV, "")
+    if fd.isdigit():
+        try:
+            os.write(int(fd), b"+")
+        except OSError:  # the parent is gone: PR_SET_PDEATHSIG ends this process
+            pass
+
+
+def _ignore_sigint_and_die_with_parent() -> None:
+    """In a freshly forked supervised child: the parent handles Ctrl-C for both."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent()
+
+
+def supervise(argv: list[str], env: dict[str, str], stages: list[tuple[float, Callable[[], str]]],
+              grace_s: float = 1.0, poll_s: float = 0.2) -> int:
+    """Run ``argv`` as a child in this process group and return how it ended, bounding
+    its start-up stage by stage and ending it on SIGTERM or SIGINT.
+
+    The child reports each stage reached with :func:`report_stage`; stage ``k`` must be
+    reached within ``stages[k][0]`` seconds of the previous one (of the start for the
+    first). When one is not, ``stages[k][1]()`` gives a one-line reason, printed to
+    stderr as ``distbench: error: <reason>``; the child is stopped (SIGTERM, SIGKILL after
+    ``grace_s``) and the result is :data:`STALLED_EXIT`. After the last stage the child
+    runs until it exits. On SIGTERM/SIGINT this process stops the child the same way and
+    ends with that signal. The child dies with this process (PR_SET_PDEATHSIG) and ignores
+    SIGINT (Ctrl-C reaches the whole process group; this process handles it).
+
+    Args:
+        argv, env: the child's command and complete environment (``DISTBENCH_STAGE_FD`` is added).
+        stages: ``(seconds allowed, reason when it runs out)`` per stage.
+        grace_s: seconds between SIGTERM and SIGKILL when stopping the child.
+        poll_s: polling interval, seconds.
+
+    Returns:
+        The child's exit code, or :data:`STALLED_EXIT`. A child killed by a signal makes
+        this process die of the same signal (so its own parent sees the real cause).
+    """
+    read_fd, write_fd = os.pipe()
+    child: subprocess.Popen[bytes] | None = None
+
+    def stop_child() -> None:  # bounded polls only: a signal may interrupt a poll holding Popen's lock
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            if child is None or child.poll() is not None:
+                return
+            child.send_signal(sig)
+            deadline = time.monotonic() + grace_s
+            while child.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+
+    def die_of(signum: int) -> None:
+        if signum not in (signal.SIGKILL, signal.SIGSTOP):
+            signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        os._exit(128 + signum)  # not reached: the default action ends the process
+
+    def on_signal(signum: int, frame: object) -> None:
+        stop_child()
+        die_of(signum)
+
+    old = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        try:
+            child = subprocess.Popen(argv, env={**env, STAGE_FD_ENV: str(write_fd)}, pass_fds=(write_fd,),
+                                     preexec_fn=_ignore_sigint_and_die_with_parent)
+        finally:
+            os.close(write_fd)  # the child holds its copy: EOF on read_fd once it exits
+        for allowed_s, reason in stages:
+            deadline = time.monotonic() + allowed_s
+            reached = False
+            while not reached and child.poll() is None:
+                if time.monotonic() > deadline:
+                    print(f"distbench: error: {reason()}", file=sys.stderr, flush=True)
+                    stop_child()
+                    return STALLED_EXIT
+                if select.select([read_fd], [], [], poll_s)[0]:
+                    reached = os.read(read_fd, 1) != b""  # b"": the child closed the pipe (it is ending)
+                    if not reached:
+                        time.sleep(poll_s)
+            if not reached:
+                break
+        while child.poll() is None:
+            time.sleep(poll_s)
+    finally:
+        os.close(read_fd)
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+    if child.returncode < 0:
+        die_of(-child.returncode)
+    return child.returncode
 
 
 def child_env(extra: dict[str, str] | None = None, base: dict[str, str] | None = None) -> dict[str, str]:

@@ -16,12 +16,15 @@ How it is launched: :func:`worker_commands` builds each process's argv and env (
 tested exactly); :func:`distbench.strategies.launchers.run_processes` starts them in
 new process groups, kills all if one dies, and reports which task failed. On a cluster
 users run ``distbench worker tf --run-dir DIR --config cfg.toml`` on every host with
-their own ``TF_CONFIG``.
+their own ``TF_CONFIG``. Either way each ``worker tf`` validates ``TF_CONFIG``
+(:func:`distbench.strategies.tf_cluster.parse_tf_config`) before TensorFlow starts, then
+runs the TensorFlow task as a supervised child that must join the cluster within the
+join timeout (``DISTBENCH_JOIN_TIMEOUT_S``, set here to half the configuration's time
+limit; :mod:`distbench.harness.cluster`).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import sys
@@ -31,10 +34,12 @@ from typing import Any, Callable
 from distbench.strategies import launchers
 from distbench.strategies.base import LaunchContext, Strategy
 from distbench.strategies.registry import register
+from distbench.strategies.tf_cluster import TFTask, tf_config
 from distbench.training import TrainOutput
 from distbench.workload import Workload, weights_sha256
 
 HASH_FILE = "weights_sha256_worker{}.txt"
+JOIN_TIMEOUT_ENV = "DISTBENCH_JOIN_TIMEOUT_S"
 
 
 class TaskFailed(RuntimeError):
@@ -59,15 +64,9 @@ def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
             s.close()
 
 
-def tf_config(cluster: dict[str, list[str]], task_type: str, index: int) -> str:
-    """The ``TF_CONFIG`` JSON for task ``task_type:index`` of ``cluster``
-    (e.g. ``{"worker": ["127.0.0.1:2222", ...]}``)."""
-    return json.dumps({"cluster": cluster, "task": {"type": task_type, "index": index}}, sort_keys=True)
-
-
 def worker_commands(run_dir: Path, key: str, ports: list[int], threads: int, collective: str = "ring",
-                    base_env: dict[str, str] | None = None, host: str = "127.0.0.1"
-                    ) -> list[tuple[list[str], dict[str, str]]]:
+                    base_env: dict[str, str] | None = None, host: str = "127.0.0.1",
+                    join_timeout_s: float | None = None) -> list[tuple[list[str], dict[str, str]]]:
     """argv and env of each MultiWorkerMirroredStrategy worker process.
 
     Args:
@@ -75,13 +74,16 @@ def worker_commands(run_dir: Path, key: str, ports: list[int], threads: int, col
         ports: one port per worker on ``host``.
         threads: intra-op threads per worker.
         collective: ``ring`` | ``nccl`` | ``auto`` (the strategy is built before the config is read).
+        join_timeout_s: seconds each worker may wait for the cluster to form
+            (``DISTBENCH_JOIN_TIMEOUT_S``; None: the ``worker tf`` default).
     """
     cluster = {"worker": [f"{host}:{p}" for p in ports]}
+    extra = {} if join_timeout_s is None else {JOIN_TIMEOUT_ENV: f"{join_timeout_s:g}"}
     out = []
     for i in range(len(ports)):
         argv = [sys.executable, "-m", "distbench", "worker", "tf", "--run-dir", str(run_dir), "--key", key]
         env = launchers.child_env({"TF_CONFIG": tf_config(cluster, "worker", i), "DISTBENCH_THREADS": str(threads),
-                                   "DISTBENCH_COLLECTIVE": collective}, base_env)
+                                   "DISTBENCH_COLLECTIVE": collective, **extra}, base_env)
         out.append((argv, env))
     return out
 
@@ -101,61 +103,44 @@ def threads_for(workers: int) -> int:
     return int(os.environ.get("DISTBENCH_THREADS", "0")) or max(1, (os.cpu_count() or 1) // workers)
 
 
-def read_tf_config() -> tuple[dict[str, list[str]], int]:
-    """``(cluster, this task's index)`` from the ``TF_CONFIG`` environment variable.
+def train_worker(task: TFTask, load_workload: Callable[[], Workload], artifacts_dir: Path | None) -> TrainOutput:
+    """Body of one worker process: build the strategy for ``task`` (which joins the
+    cluster), then load the workload with ``load_workload()`` (after the strategy:
+    collective ops must be configured before any other TensorFlow op) and train.
 
-    Raises:
-        ValueError: ``TF_CONFIG`` is missing, not JSON of the expected form, or names a
-            task type other than ``worker``/``chief``.
-    """
-    raw = os.environ.get("TF_CONFIG", "")
-    try:
-        tfc = json.loads(raw)
-        cluster = dict(tfc["cluster"])
-        len(cluster["worker"])
-        index = int(tfc["task"]["index"])
-        task_type = tfc["task"]["type"]
-    except (ValueError, KeyError, TypeError):
-        raise ValueError(f"TF_CONFIG = {raw!r}: expected JSON like {{\"cluster\": {{\"worker\": "
-                         "[\"host1:port\", ...]}}, \"task\": {\"type\": \"worker\", \"index\": 0}} "
-                         "(set it on every host)") from None
-    if task_type not in ("worker", "chief"):
-        raise ValueError(f"TF_CONFIG task type {task_type!r}: multi_worker_mirrored needs 'worker' tasks")
-    return cluster, index
-
-
-def train_worker(load_workload: Callable[[], Workload], artifacts_dir: Path | None) -> TrainOutput:
-    """Body of one worker process: read ``TF_CONFIG``, build the strategy, then load the
-    workload with ``load_workload()`` (after the strategy: collective ops must be
-    configured before any other TensorFlow op) and train.
-
+    Under :func:`distbench.strategies.launchers.supervise` it reports two stages: about
+    to join (TensorFlow imported), and joined (every task of the cluster is up).
     Every worker writes its final weights' SHA-256 to ``artifacts_dir``; the chief
-    (worker 0) also saves the :class:`TrainOutput` there (when ``artifacts_dir`` is set).
+    (rank 0) also saves the :class:`TrainOutput` there (when ``artifacts_dir`` is set).
 
     Raises:
-        ValueError: ``TF_CONFIG`` is missing or malformed.
+        ValueError: ``DISTBENCH_COLLECTIVE`` differs from the run's ``tf.collective``.
     """
-    cluster, index = read_tf_config()
-    n = len(cluster["worker"])
+    n = task.replicas
     from distbench.training.tf_loop import configure_threads, train_with_strategy
 
     threads = configure_threads(threads_for(n))
     import tensorflow as tf
 
     collective = os.environ.get("DISTBENCH_COLLECTIVE", "ring")
-    strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=collective_options(collective))
+    resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
+        tf.train.ClusterSpec(task.cluster), task_type=task.task_type, task_id=task.index, rpc_layer=task.rpc_layer)
+    launchers.report_stage()  # about to join: from here the join timeout runs
+    strategy = tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver,
+                                                         communication_options=collective_options(collective))
+    launchers.report_stage()  # joined: the constructor returns once every task has registered
     workload = load_workload()
     if workload.config.tf.collective != collective:
         raise ValueError(f"DISTBENCH_COLLECTIVE={collective!r} but the run's config says tf.collective = "
                          f"{workload.config.tf.collective!r}; start the workers with matching settings")
     out = train_with_strategy(strategy, workload)
     sha = weights_sha256(out.final_weights)
-    out.extra.update(threads, collective=collective, workers=n, cluster=cluster,
+    out.extra.update(threads, collective=collective, workers=n, cluster=task.cluster,
                      devices=[d.name for d in tf.config.list_logical_devices("CPU")])
     if artifacts_dir is not None:
         artifacts_dir.mkdir(parents=True, exist_ok=True)
-        (artifacts_dir / HASH_FILE.format(index)).write_text(sha)
-        if index == 0:
+        (artifacts_dir / HASH_FILE.format(task.rank)).write_text(sha)
+        if task.rank == 0:
             out.save(artifacts_dir)
     return out
 
@@ -172,7 +157,7 @@ class MultiWorkerMirrored(Strategy):
         """Start N worker processes, wait, check every worker ended with the same weights."""
         n = ctx.workers
         cmds = worker_commands(ctx.run_dir, ctx.key, free_ports(n), ctx.threads_per_process(n),
-                               ctx.config.tf.collective)
+                               ctx.config.tf.collective, join_timeout_s=ctx.timeout_s / 2)
         specs = [launchers.ProcSpec(f"worker {i}", argv, env, ctx.log_dir / f"worker{i}.log")
                  for i, (argv, env) in enumerate(cmds)]
         res = launchers.run_processes(specs, ctx.timeout_s)

@@ -12,20 +12,24 @@ parameter-server strategies. Worker i reads the i-th strided shard of the traini
 to take a snapshot (the join is part of the training time: it is how this strategy
 observes progress). Steps run by each worker are recorded.
 
-On 2 cores an in-process cluster hangs with default thread pools (PITFALLS.md): the
+On 2 cores an in-process cluster hangs with default thread pools: the
 coordinator raises inter-op parallelism to 16, each server uses 8 inter-op threads, and
 every task is its own process.
 
 How it is launched: :func:`server_commands` (pure) builds each task's argv and env; a
 :class:`~distbench.strategies.launchers.ProcessGroup` runs them; a watchdog thread
 ends the configuration with a failure naming the task as soon as one task dies (the
-coordinator itself would wait for a lost worker to come back).
+coordinator itself would wait for a lost worker to come back), or when training stalls
+because a task is alive but no longer answers (:func:`stalled`: an epoch running over
+10 times the slowest one so far and over 60 s; stopped tasks are named). Servers
+validate ``TF_CONFIG`` before importing TensorFlow and end on SIGTERM or SIGINT.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -37,13 +41,16 @@ import numpy as np
 
 from distbench.strategies import launchers
 from distbench.strategies.base import LaunchContext, Strategy
-from distbench.strategies.multi_worker_mirrored import free_ports, tf_config
+from distbench.strategies.multi_worker_mirrored import free_ports
+from distbench.strategies.tf_cluster import parse_tf_config, tf_config
 from distbench.strategies.registry import register
 from distbench.training import SnapshotRecorder, TrainOutput
 from distbench.training.output import RESULT_FILE
 
 COORDINATOR_INTER_OP = 16
 SERVER_INTER_OP = 8
+STALL_FACTOR = 10.0  # see stalled()
+STALL_FLOOR_S = 60.0
 
 
 def cluster_spec(ports: list[int], workers: int, ps_tasks: int, host: str = "127.0.0.1") -> dict[str, list[str]]:
@@ -68,40 +75,73 @@ def server_commands(cluster: dict[str, list[str]], threads: int, run_dir: Path,
 
 def serve_forever() -> None:
     """Body of ``distbench worker tf-server``: a ``tf.distribute.Server`` for the task in
-    ``TF_CONFIG``, serving until killed.
+    ``TF_CONFIG`` (validated before TensorFlow is imported), serving until killed.
 
     Raises:
-        ValueError: ``TF_CONFIG`` is missing or malformed.
+        ConfigError: ``TF_CONFIG`` is missing or invalid (see
+            :func:`~distbench.strategies.tf_cluster.parse_tf_config`).
     """
-    raw = os.environ.get("TF_CONFIG", "")
-    try:
-        tfc = json.loads(raw)
-        cluster, job, index = tfc["cluster"], tfc["task"]["type"], int(tfc["task"]["index"])
-    except (ValueError, KeyError, TypeError):
-        raise ValueError(f"TF_CONFIG = {raw!r}: expected {{\"cluster\": {{...}}, \"task\": "
-                         "{\"type\": \"worker\"|\"ps\", \"index\": N}}") from None
+    task = parse_tf_config(os.environ.get("TF_CONFIG"), "worker tf-server")
     import tensorflow as tf
 
     threads = int(os.environ.get("DISTBENCH_THREADS", "0"))
     proto = tf.compat.v1.ConfigProto(inter_op_parallelism_threads=SERVER_INTER_OP,
                                      intra_op_parallelism_threads=threads)
-    server = tf.distribute.Server(tf.train.ClusterSpec(cluster), job_name=job, task_index=index,
-                                  protocol="grpc", config=proto, start=True)
-    print(f"tf-server {job} {index} listening on {cluster[job][index]}", flush=True)
+    server = tf.distribute.Server(tf.train.ClusterSpec(task.cluster), job_name=task.task_type, task_index=task.index,
+                                  protocol=task.rpc_layer, config=proto, start=True)
+    print(f"tf-server {task.name} listening on {task.address}", flush=True)
+    # server.join() blocks in C++, where Python's KeyboardInterrupt handler never runs:
+    # let SIGINT end the process directly, as SIGTERM does (a server has nothing to save).
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     server.join()
 
 
-def _watchdog(group: launchers.ProcessGroup, artifacts_dir: Path, stop: threading.Event) -> None:
-    """End this process as soon as a server task dies, with a result naming it."""
+def stalled(epoch_ends: list[float], now: float) -> float | None:
+    """Seconds since the last progress if training has stalled, else None.
+
+    ``epoch_ends`` holds the monotonic time training started, then each epoch's end.
+    Once one epoch has finished, an epoch is stalled when it has run longer than
+    ``STALL_FACTOR`` times the slowest epoch so far and longer than ``STALL_FLOOR_S``:
+    a task that is alive but never answers (stopped, deadlocked) holds every step that
+    needs it, and the coordinator would wait for it without end.
+    """
+    if len(epoch_ends) < 2:
+        return None
+    slowest = max(b - a for a, b in zip(epoch_ends, epoch_ends[1:]))
+    waited = now - epoch_ends[-1]
+    return waited if waited > max(STALL_FLOOR_S, STALL_FACTOR * slowest) else None
+
+
+def _process_state(pid: int) -> str:
+    """The kernel's one-letter state of ``pid`` (``T``: stopped), or ``?``."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return "?"
+
+
+def _watchdog(group: launchers.ProcessGroup, artifacts_dir: Path, stop: threading.Event,
+              epoch_ends: list[float]) -> None:
+    """End this process as soon as a server task dies, or training stalls (see
+    :func:`stalled`), with a result naming the task."""
     while not stop.wait(0.2):
         failed = group.first_failure()
-        if failed is None:
+        waited = stalled(epoch_ends, time.monotonic())
+        if failed is not None:
+            last = launchers.last_error_line(launchers.log_tail(failed.log))
+            name, reason = failed.name, f"{failed.name} failed with {launchers.describe_exit(failed.returncode)}" + (
+                f" ({last})" if last else "")
+        elif waited is not None:
+            halted = [spec.name for spec, p in zip(group.specs, group.procs) if _process_state(p.pid) in "tT"]
+            name = ", ".join(halted) or "a worker or ps task"
+            reason = (f"training stalled: no epoch finished for {waited:.0f} s (the slowest took "
+                      f"{max(b - a for a, b in zip(epoch_ends, epoch_ends[1:])):.1f} s); "
+                      + (f"{name} {'is' if len(halted) == 1 else 'are'} stopped (process state T)" if halted
+                         else "every task is alive but one stopped answering"))
+        else:
             continue
-        last = launchers.last_error_line(launchers.log_tail(failed.log))
-        reason = f"{failed.name} failed with {launchers.describe_exit(failed.returncode)}" + (
-            f" ({last})" if last else "")
         (artifacts_dir / RESULT_FILE).write_text(json.dumps(
-            {"status": "failed", "reason": reason, "failed_process": failed.name}))
+            {"status": "failed", "reason": reason, "failed_process": name}))
         print(f"tf_ps: {reason}; stopping", file=sys.stderr, flush=True)
         group.terminate(grace_s=2.0)
         os._exit(1)
@@ -124,14 +164,15 @@ class TFParameterServer(Strategy):
         ctx.artifacts_dir.mkdir(parents=True, exist_ok=True)
         group = launchers.ProcessGroup(specs).start()
         stop = threading.Event()
-        threading.Thread(target=_watchdog, args=(group, ctx.artifacts_dir, stop), daemon=True).start()
+        epoch_ends: list[float] = []
+        threading.Thread(target=_watchdog, args=(group, ctx.artifacts_dir, stop, epoch_ends), daemon=True).start()
         try:
-            return self._coordinate(ctx, cluster)
+            return self._coordinate(ctx, cluster, epoch_ends)
         finally:
             stop.set()
             group.terminate(grace_s=2.0)
 
-    def _coordinate(self, ctx: LaunchContext, cluster: dict[str, list[str]]) -> TrainOutput:
+    def _coordinate(self, ctx: LaunchContext, cluster: dict[str, list[str]], epoch_ends: list[float]) -> TrainOutput:
         import tensorflow as tf
 
         cfg, wl, n = ctx.config, ctx.workload, ctx.workers
@@ -175,8 +216,10 @@ class TFParameterServer(Strategy):
         for epoch in range(cfg.training.epochs):
             if epoch == 0:
                 rec.start()
+                epoch_ends.append(time.monotonic())
             handles += [coordinator.schedule(step, args=(per_worker,)) for _ in range(steps_per_epoch)]
             coordinator.join()
+            epoch_ends.append(time.monotonic())  # the watchdog bounds the next epoch from here
             rec.take(epoch + 1, len(handles), model.get_weights)
             print(f"epoch {epoch + 1}/{cfg.training.epochs} done: {len(handles)} steps", flush=True)
         train_s = rec.stop()
