@@ -374,6 +374,10 @@ class OptimizerSpec:
         uses_staleness: the server fold needs ``tau`` (DynSGD).
         paper: citation with equation/algorithm.
         equation: one-line summary of worker and server rules.
+        local_sgd: for optimizers whose paper prescribes the replica's local step, a
+            function of the resolved parameters returning the keyword arguments of a
+            ``keras.optimizers.SGD`` (EAMSGD: Nesterov momentum, Alg. 2); ``None``: the
+            replica uses the workload's local optimizer.
     """
 
     name: str
@@ -386,6 +390,7 @@ class OptimizerSpec:
     equation: str
     _commit: Callable[..., tuple[Weights, Weights]] = field(repr=False)
     _fold: Callable[..., Weights] = field(repr=False)
+    local_sgd: Callable[[Mapping[str, Any]], dict[str, Any]] | None = field(default=None, repr=False)
 
     @property
     def defaults(self) -> Mapping[str, Any]:
@@ -484,7 +489,9 @@ OPTIMIZERS: Mapping[str, OptimizerSpec] = MappingProxyType({
     "eamsgd": OptimizerSpec("eamsgd", "async", "elastic", True, False, False,
                             _EASGD + ", Algorithm 2 (local Nesterov momentum)",
                             "as aeasgd; locally v = m v - eta g(W + m v); W += v",
-                            _c_elastic, _f_add),
+                            _c_elastic, _f_add,
+                            lambda p: {"learning_rate": p["learning_rate"], "momentum": p["momentum"],
+                                       "nesterov": True}),
     "easgd": OptimizerSpec("easgd", "sync", "elastic", False, False, False,
                            _EASGD + ", synchronous EASGD eqs. (5)-(6)",
                            "E_k = alpha (W_k - C); W_k -= E_k; C += sum_k E_k (barrier)",

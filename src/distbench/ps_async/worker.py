@@ -8,16 +8,16 @@ through :class:`~distbench.ps_async.client.WorkerSession`, which applies the
 optimizer's worker rule (:mod:`distbench.ps_async.rules`). The last partial window is
 committed, not dropped. The replica knows nothing about the optimizer beyond its name.
 
-EAMSGD's local step is Nesterov momentum (Zhang, Choromanska, LeCun 2015, Alg. 2), so
-for ``eamsgd`` the local optimizer is Keras SGD with ``nesterov=True``, the optimizer's
-``learning_rate`` and ``momentum``; every other optimizer uses the Workload's.
+The local optimizer is the Workload's, unless the optimizer's rule spec prescribes the
+local step (``OptimizerSpec.local_sgd``: EAMSGD's Nesterov momentum, Zhang, Choromanska,
+LeCun 2015, Alg. 2). The loop is :class:`~distbench.training.loop.TrainLoop` (trace before
+the clock, epoch hooks); snapshots are the centre's, taken on the server side.
 """
 
 from __future__ import annotations
 
 import math
 import os
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -96,12 +96,15 @@ def train_replica(spec: ReplicaSpec, worker_id: int, x: np.ndarray, y: np.ndarra
     """
     import tensorflow as tf
 
+    from distbench.training.loop import TrainLoop, configure_threads
+
     if spec.threads:
-        tf.config.threading.set_intra_op_parallelism_threads(spec.threads)
+        configure_threads(spec.threads)
     import keras
 
     from distbench.models import build_model
     from distbench.ps_async.client import PSClient, WorkerSession
+    from distbench.ps_async.rules import get_optimizer
     from distbench.workload import make_optimizer
 
     B = spec.per_replica_batch
@@ -109,11 +112,8 @@ def train_replica(spec: ReplicaSpec, worker_id: int, x: np.ndarray, y: np.ndarra
         raise ValueError(f"worker {worker_id}: shard of {len(y)} samples cannot fill {spec.steps_per_epoch} "
                          f"local batches of {B}; the data is not split evenly across the {spec.num_workers} workers")
     model = build_model(spec.model, spec.input_shape, spec.num_classes)
-    if spec.optimizer == "eamsgd":
-        opt = keras.optimizers.SGD(learning_rate=spec.params["learning_rate"],
-                                   momentum=spec.params["momentum"], nesterov=True)
-    else:
-        opt = make_optimizer(spec.training, 1)
+    local_sgd = get_optimizer(spec.optimizer).local_sgd
+    opt = keras.optimizers.SGD(**local_sgd(spec.params)) if local_sgd else make_optimizer(spec.training, 1)
     opt.build(model.trainable_variables)
     loss_obj = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     variables = model.trainable_variables
@@ -125,44 +125,50 @@ def train_replica(spec: ReplicaSpec, worker_id: int, x: np.ndarray, y: np.ndarra
         opt.apply_gradients(zip(tape.gradient(loss, variables), variables))
         return loss
 
-    # Traced before the clock, as every strategy's step function is (training/tf_loop.py).
-    step.get_concrete_function(tf.TensorSpec((B, *x.shape[1:]), tf.as_dtype(x.dtype)),
-                               tf.TensorSpec((B,), tf.as_dtype(y.dtype)))
+    loop = TrainLoop(spec.training.epochs, replica=worker_id,
+                     label=f"worker {worker_id} (pid {os.getpid()}, attempt {attempt}): ")
+    loop.trace(lambda: step.get_concrete_function(tf.TensorSpec((B, *x.shape[1:]), tf.as_dtype(x.dtype)),
+                                                  tf.TensorSpec((B,), tf.as_dtype(y.dtype))))
     if ready is not None:
         ready()
     client = (client_factory or PSClient)(spec.address, spec.secret, worker_id, spec.initial_weights,
                                           timeout_s=spec.timeout_s)
     session = WorkerSession(client, spec.optimizer, _overrides(spec))
     session.seq = attempt << 32
+    window = session.window
+    count = {"steps": 0, "since": 0, "exchanges": 0}
+
+    def exchange() -> None:
+        model.set_weights(session.exchange(model.get_weights(), count["since"]))
+        count["since"], count["exchanges"] = 0, count["exchanges"] + 1
+
+    def run_epoch(epoch: int) -> tuple[int, float | None]:
+        perm = np.random.default_rng([spec.training.seed, epoch, worker_id]).permutation(len(y))
+        loss = None
+        for s in range(spec.steps_per_epoch):
+            idx = perm[s * B:(s + 1) * B]
+            loss = step(x[idx], y[idx])
+            count["steps"] += 1
+            count["since"] += 1
+            if window is not None and count["since"] == window:
+                exchange()
+        if window is None:  # model averaging: once per epoch
+            exchange()
+        return count["steps"], None if loss is None else float(loss)
+
+    def finish() -> None:
+        if count["since"]:  # the last partial window is committed, not dropped
+            exchange()
+
     try:
         model.set_weights(session.start())
-        start = time.time()
-        window = session.window
-        since = steps = exchanges = 0
-        for epoch in range(spec.training.epochs):
-            perm = np.random.default_rng([spec.training.seed, epoch, worker_id]).permutation(len(y))
-            for s in range(spec.steps_per_epoch):
-                idx = perm[s * B:(s + 1) * B]
-                step(x[idx], y[idx])
-                steps += 1
-                since += 1
-                if window is not None and since == window:
-                    model.set_weights(session.exchange(model.get_weights(), since))
-                    since, exchanges = 0, exchanges + 1
-            if window is None:  # model averaging: once per epoch
-                model.set_weights(session.exchange(model.get_weights(), since))
-                since, exchanges = 0, exchanges + 1
-            print(f"worker {worker_id} (pid {os.getpid()}, attempt {attempt}): epoch {epoch + 1}/"
-                  f"{spec.training.epochs} done, {exchanges} exchanges", flush=True)
-        if since:  # the last partial window is committed, not dropped
-            model.set_weights(session.exchange(model.get_weights(), since))
-            exchanges += 1
-        end = time.time()
+        res = loop.run(run_epoch, finish)
         session.finish()
     finally:
         client.close()
-    return {"worker": worker_id, "steps": steps, "exchanges": exchanges, "start_unix": start,
-            "end_unix": end, "staleness": list(session.staleness), "attempt": attempt}
+    return {"worker": worker_id, "steps": count["steps"], "exchanges": count["exchanges"],
+            "start_unix": res.start_unix, "end_unix": res.end_unix, "staleness": list(session.staleness),
+            "attempt": attempt, "trace_s": loop.trace_s}
 
 
 def params_from_config(cfg: Any, optimizer: str, window: int | None = None) -> dict[str, Any]:

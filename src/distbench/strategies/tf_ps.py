@@ -44,7 +44,8 @@ from distbench.strategies.base import LaunchContext, Strategy
 from distbench.strategies.multi_worker_mirrored import free_ports
 from distbench.strategies.tf_cluster import parse_tf_config, tf_config
 from distbench.strategies.registry import register
-from distbench.training import SnapshotRecorder, TrainOutput
+from distbench.training import TrainOutput
+from distbench.training.loop import TrainLoop
 from distbench.training.output import RESULT_FILE
 
 COORDINATOR_INTER_OP = 16
@@ -157,7 +158,7 @@ class TFParameterServer(Strategy):
 
     def launch(self, ctx: LaunchContext) -> TrainOutput:
         """Start the servers, train from this process as the coordinator, stop the servers."""
-        cfg, wl, n = ctx.config, ctx.workload, ctx.workers
+        cfg, n = ctx.config, ctx.workers
         cluster = cluster_spec(free_ports(1 + n + cfg.tf.ps_tasks), n, cfg.tf.ps_tasks)
         specs = [launchers.ProcSpec(name, argv, env, ctx.log_dir / f"{name.replace(' ', '')}.log")
                  for name, argv, env in server_commands(cluster, ctx.threads_per_process(n + 1), ctx.run_dir)]
@@ -211,25 +212,34 @@ class TFParameterServer(Strategy):
 
         per_worker = iter(coordinator.create_per_worker_dataset(dataset_fn))
         steps_per_epoch = n * wl.steps_per_epoch()
-        rec = SnapshotRecorder()
-        handles = []
-        for epoch in range(cfg.training.epochs):
+        handles: list[Any] = []
+        loop = TrainLoop(cfg.training.epochs, model.get_weights, label="",
+                         hooks=[lambda end: epoch_ends.append(time.monotonic())])
+        # Trace the step before the clock, as every strategy does: the coordinator traces a
+        # scheduled function against each worker iterator's IteratorSpec, so tracing it
+        # against the same spec here fills the cache the first schedule() looks up.
+        spec = tf.data.IteratorSpec((tf.TensorSpec((B, *x_train.shape[1:]), tf.as_dtype(x_train.dtype)),
+                                     tf.TensorSpec((B,), tf.as_dtype(y_train.dtype))))
+        with strategy.scope():  # schedule() traces inside the strategy's scope too
+            loop.trace(lambda: step.get_concrete_function(spec))
+
+        def run_epoch(epoch: int) -> tuple[int, None]:
             if epoch == 0:
-                rec.start()
-                epoch_ends.append(time.monotonic())
-            handles += [coordinator.schedule(step, args=(per_worker,)) for _ in range(steps_per_epoch)]
+                epoch_ends.append(time.monotonic())  # the watchdog bounds each epoch from here
+            handles.extend(coordinator.schedule(step, args=(per_worker,)) for _ in range(steps_per_epoch))
             coordinator.join()
-            epoch_ends.append(time.monotonic())  # the watchdog bounds the next epoch from here
-            rec.take(epoch + 1, len(handles), model.get_weights)
             print(f"epoch {epoch + 1}/{cfg.training.epochs} done: {len(handles)} steps", flush=True)
-        train_s = rec.stop()
+            return len(handles), None
+
+        res = loop.run(run_epoch)
         per_worker_steps = Counter(int(h.fetch()) for h in handles)
         return TrainOutput(
             final_weights=[np.asarray(w, np.float32) for w in model.get_weights()],
-            snapshots=rec.snapshots, train_s=train_s, first_step_unix=rec.first_step_unix or time.time(),
+            snapshots=res.snapshots, train_s=res.train_s, first_step_unix=res.first_step_unix,
             steps=len(handles), samples=len(handles) * B, replicas=n,
             extra={"engine": "tf.distribute", "ps_tasks": cfg.tf.ps_tasks, "cluster": cluster,
                    "per_worker_steps": [per_worker_steps.get(i, 0) for i in range(n)],
                    "per_replica_batch_size": B, "coordinator_inter_op_threads": COORDINATOR_INTER_OP,
-                   "server_inter_op_threads": SERVER_INTER_OP},
+                   "server_inter_op_threads": SERVER_INTER_OP, "trace_s": res.trace_s,
+                   "step_traces": step.experimental_get_tracing_count()},
         )
