@@ -162,8 +162,12 @@ class SparkConfig:
     """Spark session settings.
 
     Attributes:
-        master: Spark master URL ("" = ``local[N]`` with N = workers).
-        conf: extra Spark properties, e.g. ``{"spark.executor.memory" = "2g"}``.
+        master: Spark master URL ("" = ``local[N]`` with N = workers): ``local``,
+            ``local[N]``, ``local[*]``, ``local[N,F]``, ``local-cluster[W,C,MB]``,
+            ``spark://host:port[,host:port]``, ``yarn`` or ``k8s://https://host:port``
+            (checked by :func:`distbench.ps_async.spark_spec.check_spark_config`).
+        conf: extra Spark properties, e.g. ``{"spark.executor.memory" = "2g"}``; those
+            that set the barrier slots or fail deep in the JVM are checked too.
     """
 
     master: str = ""
@@ -315,6 +319,9 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
     _positive("tf.ps_tasks", cfg.tf.ps_tasks)
     if not 0 <= cfg.ps.port <= 65535:
         raise ConfigError(f"ps.port = {cfg.ps.port!r}: must be in 0..65535 (0 = any free port)")
+    from distbench.ps_async.spark_spec import check_spark_config  # it imports this module
+
+    check_spark_config(cfg.spark.master, cfg.spark.conf)
     return cfg
 
 

@@ -1,5 +1,6 @@
 """Spark integration: every spark_ps optimizer on local[2], spark-submit on a local
-standalone cluster, and a cluster too small for the barrier stage."""
+standalone cluster, masters too small for the barrier stage (failed in seconds, before
+any session where the master fixes the slots), and an unreachable master."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from distbench.results.store import read_records
-from tests.conftest import distbench, requires
+from tests.conftest import distbench, pids_with, requires
 
 pytestmark = [pytest.mark.integration, requires(executable="java", module="pyspark")]
 
@@ -53,15 +54,88 @@ def test_every_optimizer_on_local_spark(tmp_path):
     assert "spark_ps:adag" in (out / "report.md").read_text()
 
 
-def test_too_few_slots_fails_clearly(tmp_path):
+def _run_one(tmp_path, toml: str, strategies: str) -> tuple[list[dict], float]:
     cfg = tmp_path / "c.toml"
-    cfg.write_text('[spark]\nmaster = "local[1]"\n[training]\nepochs = 1\n')
+    cfg.write_text(toml)
     out = tmp_path / "run"
-    cp = distbench("run", str(cfg), "--strategies", "spark_ps:adag", "--workers", "2", "--out", str(out))
+    t0 = time.monotonic()
+    cp = distbench("run", str(cfg), "--strategies", strategies, "--workers", "2", "--out", str(out))
     assert cp.returncode == 0, cp.stderr[-2000:]
-    (r,) = read_records(out)
+    return read_records(out), time.monotonic() - t0
+
+
+def test_too_few_cores_fail_before_any_session(tmp_path):
+    (r,), _ = _run_one(tmp_path, '[spark]\nmaster = "local[1]"\n[training]\nepochs = 1\n', "spark_ps:adag")
     assert r["status"] == "failed"
-    assert "offers 1 task slots but 2 replicas must run at once" in r["reason"]
+    assert ("Spark master 'local[1]' offers 1 barrier task slot (1 core of local[1] // spark.task.cpus 1) "
+            "but 2 replicas must run at once") in r["reason"]
+    assert r["timings"]["total_s"] < 30, r["timings"]
+    log = (tmp_path / "run" / "logs" / "spark_ps-adag_w2_r0.log").read_text()
+    assert "log4j" not in log and "SparkContext" not in log  # no JVM was started
+
+
+def test_task_cpus_slots_fail_in_seconds(tmp_path):
+    # 2 cores // spark.task.cpus 2 = 1 barrier slot: Spark would retry its slot check 40 x 15 s
+    (r,), _ = _run_one(tmp_path, '[spark]\nmaster = "local[2]"\nconf = { "spark.task.cpus" = "2" }\n'
+                       '[training]\nepochs = 1\n', "spark_ps:downpour")
+    assert r["status"] == "failed"
+    assert ("offers 1 barrier task slot (2 cores of local[2] // spark.task.cpus 2) but 2 replicas must run at once"
+            in r["reason"])
+    assert r["timings"]["total_s"] < 30, r["timings"]
+
+
+def test_unreachable_master_fails_naming_it_and_the_sweep_goes_on(tmp_path):
+    port = _free_port()  # nothing listens there
+    recs, wall = _run_one(tmp_path, f'[spark]\nmaster = "spark://127.0.0.1:{port}"\n[training]\nepochs = 1\n',
+                          "spark_ps:adag,spark_ps:downpour")
+    assert [r["strategy"] for r in recs] == ["spark_ps:adag", "spark_ps:downpour"]
+    for r in recs:
+        assert r["status"] == "failed"
+        assert f"Spark master 'spark://127.0.0.1:{port}' is unreachable (127.0.0.1:{port}: " in r["reason"]
+        assert r["timings"]["total_s"] < 30, r["timings"]
+    assert wall < 120
+
+
+def test_session_start_is_bounded_and_leaves_no_jvm():
+    marker = f"distbench-bound-{os.getpid()}-{time.monotonic_ns()}"
+    code = ("import time\nfrom distbench.ps_async.spark import make_session\nt0 = time.monotonic()\n"
+            f"try:\n    make_session('local[1]', {{}}, app_name={marker!r}, start_timeout_s=1.0)\n"
+            "except Exception as e:\n    print(type(e).__name__, e, round(time.monotonic() - t0, 1))\n")
+    t0 = time.monotonic()
+    cp = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert ("SparkSpecError the Spark session on master 'local[1]' did not start within 1 s: check that the master "
+            "runs and accepts applications") in cp.stdout, cp.stdout + cp.stderr[-2000:]
+    assert float(cp.stdout.split()[-1]) < 2.5 and time.monotonic() - t0 < 60
+    deadline = time.monotonic() + 30  # the half-started JVM dies with its Python process
+    while pids_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not pids_with(marker)
+
+
+def test_spark_gives_up_on_its_own_barrier_check_in_seconds():
+    """Past distbench's checks (executors lost after them), Spark's own barrier slot check
+    gives up in seconds, and the count is Spark's: executor cores // spark.task.cpus."""
+    from distbench.config import ModelConfig, TrainingConfig
+    from distbench.ps_async import spark as engine
+    from distbench.ps_async.spark_spec import SparkSpecError
+    from distbench.ps_async.worker import ReplicaSpec
+
+    spark = engine.make_session("local[2]", {"spark.task.cpus": "2"})
+    try:
+        assert engine.barrier_slots(spark) == 1 and engine.executor_count(spark) == 1
+        with pytest.raises(SparkSpecError, match=r"offers 1 barrier task slot \(2 cores of local\[2\] // "):
+            engine.require_slots(spark, 2)
+        assert engine.require_slots(spark, 1) == 1
+        df = spark.range(0, 4, numPartitions=2)  # 2 partitions: a 2-task barrier stage, never launched
+        spec = ReplicaSpec(ModelConfig(), (8, 8, 1), 10, [], TrainingConfig(), num_workers=2, steps_per_epoch=1,
+                           optimizer="adag", params={}, address="tcp://127.0.0.1:1", secret=b"unused")
+        t0 = time.monotonic()
+        with pytest.raises(SparkSpecError, match=r"offers 1 barrier task slot \(Spark's count, when its barrier "
+                                                 r"check gave up\) but 2 replicas must run at once"):
+            engine.run_replicas(spark, df, spec)
+        assert time.monotonic() - t0 < 30  # Spark's defaults: 40 retries x 15 s
+    finally:
+        spark.stop()
 
 
 def _free_port() -> int:
@@ -131,3 +205,30 @@ def test_spark_submit_on_standalone_cluster(tmp_path, standalone_cluster):
     assert r["final_test_accuracy"] >= 0.8 and r["provenance"]["launcher"] == "spark-submit"
     cp = distbench("report", str(out))
     assert cp.returncode == 0 and "spark_ps:adag" in cp.stdout
+
+
+def test_spark_submit_app_checks_the_master_and_conf_it_is_given(tmp_path):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[run]\nstrategies = ["spark_ps:adag", "spark_ps:downpour"]\n[training]\nepochs = 1\n')
+    app = distbench("where", "spark-app").stdout.strip()
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+    out = tmp_path / "run"
+    cp = subprocess.run([str(BIN / "spark-submit"), "--master", "local[2]", "--conf", "spark.task.cpus=2", app,
+                         "--config", str(cfg), "--out", str(out), "--workers", "2"],
+                        capture_output=True, text=True, timeout=600, env=env, check=False)
+    assert cp.returncode == 0, cp.stderr[-3000:]
+    recs = read_records(out)
+    assert [r["strategy"] for r in recs] == ["spark_ps:adag", "spark_ps:downpour"]  # the sweep goes on
+    for r in recs:
+        assert r["status"] == "failed" and r["timings"]["total_s"] < 10, (r["reason"], r["timings"])
+        assert ("Spark master 'local[2]' offers 1 barrier task slot (2 cores of local[2] // spark.task.cpus 2) "
+                "but 2 replicas must run at once") in r["reason"]
+    # a property Spark reads only when a job needs it: rejected once the session exists
+    cp = subprocess.run([str(BIN / "spark-submit"), "--master", "local[2]", "--conf", "spark.default.parallelism=0",
+                         app, "--config", str(cfg), "--out", str(tmp_path / "run2")],
+                        capture_output=True, text=True, timeout=600, env=env, check=False)
+    assert cp.returncode == 2, cp.stderr[-3000:]
+    # spark-submit merges the app's stderr into its stdout
+    assert ("distbench spark-app: error: spark.conf spark.default.parallelism = '0': expected a positive integer"
+            in cp.stdout), cp.stdout[-3000:]
+    assert not (tmp_path / "run2" / "results.jsonl").exists()

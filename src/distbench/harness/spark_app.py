@@ -10,6 +10,11 @@ driver process on the SparkSession ``spark-submit`` created, evaluates each cent
 the test split, and appends one record per configuration to ``DIR/results.jsonl``
 (``--resume`` semantics: already recorded configurations are skipped, so re-submitting
 continues a sweep). ``distbench report DIR`` renders it, alone or merged with others.
+
+Once its session exists, the master and Spark properties ``spark-submit`` gave are
+checked like a config's ``[spark]`` section (exit 2 with one line), and each
+configuration first checks the barrier slots (too few: a ``failed`` record naming them,
+and the sweep goes on).
 """
 
 from __future__ import annotations
@@ -53,8 +58,20 @@ def main(config_file: str | None, out: str, workers: str | None) -> None:
         click.echo(f"distbench spark-app: error: {e}", err=True)
         sys.exit(2)
     from distbench.ps_async.spark import make_session
+    from distbench.ps_async.spark_spec import SparkSpecError, check_conf, parse_master
 
-    spark = make_session(None, cfg.spark.conf)  # the master comes from spark-submit
+    try:
+        spark = make_session(None, cfg.spark.conf)  # the master comes from spark-submit
+    except SparkSpecError as e:
+        click.echo(f"distbench spark-app: error: {e}", err=True)
+        sys.exit(1)
+    try:  # the master and properties spark-submit gave get the checks a config's [spark] gets
+        sc = spark.sparkContext
+        check_conf(parse_master(sc.master), {k: v for k, v in sc.getConf().getAll() if k != "spark.master"})
+    except ConfigError as e:
+        spark.stop()
+        click.echo(f"distbench spark-app: error: {e}", err=True)
+        sys.exit(2)
     prov = provenance.collect(cfg.training.seed)
     prov["launcher"] = "spark-submit"
     evaluator = Evaluator(workload)
@@ -72,7 +89,8 @@ def main(config_file: str | None, out: str, workers: str | None) -> None:
             traceback.print_exc()
             rec = new_record(run_dir.name, point.strategy, point.workers, point.repeat, "failed", point.window,
                              reason=" ".join(f"{type(e).__name__}: {e}".split())[:500],
-                             log_tail=traceback.format_exc()[-4000:], provenance=prov)
+                             log_tail=traceback.format_exc()[-4000:], provenance=prov,
+                             timings={"total_s": time.time() - t0, "startup_s": None, "train_s": None, "eval_s": None})
         append_record(run_dir, rec)
         click.echo(f"{point.key}: {rec['status']} {rec.get('final_test_accuracy') or rec.get('reason')}")
     spark.stop()

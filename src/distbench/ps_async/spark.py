@@ -8,7 +8,12 @@ batches, and trains with :func:`distbench.ps_async.worker.train_replica`. Partit
 holds exactly shard i (an identity partitioner on ``shard``; each task checks it).
 
 Executors run the interpreter named by ``PYSPARK_PYTHON``; :func:`make_session` sets it
-to this interpreter so tasks import the same packages (PITFALLS.md).
+to this interpreter so tasks import the same packages.
+
+Every wait is bounded: a cluster master is probed before the session starts, session
+start-up is limited (:data:`SESSION_START_S`), the barrier slots are counted before any
+data is built (:func:`require_slots`, at most :data:`SLOT_WAIT_S` for executors to
+register), and Spark's own barrier slot check gives up in seconds.
 """
 
 from __future__ import annotations
@@ -19,10 +24,13 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from typing import Any
 
 import numpy as np
 
+from distbench.ps_async.spark_spec import (BARRIER_CHECK_DEFAULTS, SparkSpecError, check_planned_slots, parse_master,
+                                           probe_master, slots_message)
 from distbench.ps_async.worker import ReplicaSpec, train_replica
 
 
@@ -58,15 +66,39 @@ def spark_probe() -> tuple[bool, str]:
     return True, ""
 
 
-def make_session(master: str | None, conf: dict[str, str], app_name: str = "distbench") -> Any:
+SESSION_START_S = 90.0  # bound on SparkSession start-up (JVM launch; on a cluster, registering the app)
+SLOT_WAIT_S = 30.0  # how long a cluster may take to register enough executors for the barrier stage
+
+
+def make_session(master: str | None, conf: dict[str, str], app_name: str = "distbench",
+                 start_timeout_s: float = SESSION_START_S) -> Any:
     """Start (or get) a SparkSession on ``master`` with executors on this interpreter.
+
+    A ``spark://`` or ``k8s://`` master is first probed with a TCP connect
+    (:func:`~distbench.ps_async.spark_spec.probe_master`), and start-up is bounded by
+    ``start_timeout_s``, so an unreachable master fails in seconds, naming it. Spark's
+    own barrier slot check is set to give up after a few seconds
+    (:data:`~distbench.ps_async.spark_spec.BARRIER_CHECK_DEFAULTS`; ``conf`` may override).
 
     Args:
         master: Spark master URL (``local[N]``, ``spark://host:7077``, ``yarn``, ``k8s://...``);
             ``None`` keeps the one ``spark-submit`` set.
         conf: extra Spark properties (override the defaults set here; on a cluster whose
             executors have the project elsewhere, set ``spark.pyspark.python``).
+        start_timeout_s: seconds the session may take to start.
+
+    Returns:
+        The SparkSession.
+
+    Raises:
+        distbench.ps_async.spark_spec.SparkSpecError: the master is unreachable, the session
+            did not start within ``start_timeout_s`` or failed to start, or the master
+            stopped the application; the message names the master.
     """
+    import threading
+
+    if master is not None:
+        probe_master(parse_master(master))
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
@@ -79,20 +111,80 @@ def make_session(master: str | None, conf: dict[str, str], app_name: str = "dist
          .config("spark.sql.adaptive.coalescePartitions.enabled", "false")
          .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
          .config("spark.executorEnv.TF_CPP_MIN_LOG_LEVEL", os.environ.get("TF_CPP_MIN_LOG_LEVEL", "1")))
-    for k, v in conf.items():
+    for k, v in {**BARRIER_CHECK_DEFAULTS, **conf}.items():
         b = b.config(k, v)
-    return b.getOrCreate()
+    where = repr(master) if master else "(from spark-submit)"
+    box: dict[str, Any] = {}
+
+    def start() -> None:
+        try:
+            box["spark"] = b.getOrCreate()
+        except BaseException as e:  # noqa: BLE001 - handed to the caller's thread
+            box["error"] = e
+
+    starter = threading.Thread(target=start, name="spark-session-start", daemon=True)
+    starter.start()
+    starter.join(start_timeout_s)
+    if starter.is_alive():
+        raise SparkSpecError(f"the Spark session on master {where} did not start within {start_timeout_s:g} s: "
+                             "check that the master runs and accepts applications")
+    if "error" in box:  # a Py4JJavaError's first line only names the call: keep the JVM's cause
+        e = box["error"]
+        lines = [ln.strip().lstrip(": ") for ln in str(e).splitlines() if ln.strip()]
+        causes = [ln for ln in lines[1:] if re.match(r"^[\w.$]+(Exception|Error)\b", ln)]
+        why = causes[-1] if causes else f"{type(e).__name__}: {lines[0] if lines else ''}"
+        raise SparkSpecError(f"the Spark session on master {where} did not start ({why}); see the log") from e
+    spark = box["spark"]
+    if spark.sparkContext._jsc.sc().isStopped():
+        raise SparkSpecError(f"Spark master {where} stopped the application as it started; see the log")
+    return spark
 
 
-def free_slots(spark: Any) -> int:
-    """Task slots the cluster offers now (``defaultParallelism``: total executor cores)."""
-    return int(spark.sparkContext.defaultParallelism)
+def barrier_slots(spark: Any) -> int:
+    """Task slots a barrier stage may use now, as Spark's own check counts them: the sum
+    over executors of ``executor cores // spark.task.cpus`` (``maxNumConcurrentTasks``)."""
+    sc = spark.sparkContext._jsc.sc()
+    return int(sc.maxNumConcurrentTasks(sc.resourceProfileManager().defaultResourceProfile()))
+
+
+def require_slots(spark: Any, replicas: int, wait_s: float = SLOT_WAIT_S) -> int:
+    """Wait (at most ``wait_s``) until the session offers ``replicas`` barrier slots.
+
+    First the master and conf the session runs with are checked
+    (:func:`~distbench.ps_async.spark_spec.check_planned_slots`: local masters fail at
+    once); then Spark's live count (:func:`barrier_slots`) is polled, since a cluster's
+    executors register after the session starts.
+
+    Returns:
+        The slots offered (>= ``replicas``).
+
+    Raises:
+        distbench.ps_async.spark_spec.SparkSpecError: too few slots; the message says how
+            many Spark offers and how they are counted.
+    """
+    sc = spark.sparkContext
+    master = parse_master(sc.master)
+    conf = dict(sc.getConf().getAll())
+    check_planned_slots(master, conf, replicas)
+    deadline = time.monotonic() + (0.0 if master.is_local else wait_s)
+    while True:
+        slots = barrier_slots(spark)
+        if slots >= replicas or time.monotonic() >= deadline:
+            break
+        time.sleep(0.5)
+    if slots < replicas:
+        waited = "" if master.is_local else f", after waiting {wait_s:g} s for executors"
+        raise SparkSpecError(slots_message(
+            sc.master, slots, f"Spark's count: executor cores // spark.task.cpus "
+            f"{conf.get('spark.task.cpus', '1')} over {executor_count(spark)} executor(s){waited}", replicas))
+    return slots
 
 
 def executor_count(spark: Any) -> int:
-    """Executors known to the driver (in local mode: 1, the driver itself)."""
+    """Executors known to the driver (in local mode: 1, the driver itself; elsewhere the
+    driver's own entry is not counted)."""
     infos = spark.sparkContext._jsc.sc().statusTracker().getExecutorInfos()
-    return max(1, len(infos) - (0 if spark.sparkContext.master.startswith("local") else 1))
+    return 1 if parse_master(spark.sparkContext.master).is_local else max(0, len(infos) - 1)
 
 
 def shard_frame(spark: Any, shards: list[tuple[np.ndarray, np.ndarray]]) -> Any:
@@ -153,19 +245,19 @@ def python_traceback(message: str, lines: int = 25) -> str:
 
 def run_replicas(spark: Any, df: Any, spec: ReplicaSpec) -> list[dict[str, Any]]:
     """Run the barrier stage: one replica per partition of ``df``; return their results
-    sorted by worker id.
+    sorted by worker id. Check the slots first with :func:`require_slots`.
 
     Raises:
-        SparkJobError: a task failed (its traceback is in the message) or the cluster
-            has fewer free slots than replicas.
+        SparkJobError: a task failed (its traceback is in the message).
+        distbench.ps_async.spark_spec.SparkSpecError: Spark's own barrier check found too
+            few slots (executors left after :func:`require_slots`); it gives up in seconds.
     """
-    slots = free_slots(spark)
-    if slots < spec.num_workers:
-        raise SparkJobError(f"the Spark cluster offers {slots} task slots but {spec.num_workers} replicas must run "
-                            "at once (barrier stage): add executor cores or lower the workers")
     try:
         rows = df.mapInArrow(_task(spec), RESULT_SCHEMA, barrier=True).collect()
     except Exception as e:  # py4j / pyspark errors: keep the worker's own traceback
+        if "BarrierJobSlotsNumberCheckFailed" in str(e):
+            raise SparkSpecError(slots_message(spark.sparkContext.master, barrier_slots(spark), "Spark's count, "
+                                               "when its barrier check gave up", spec.num_workers)) from None
         tb = python_traceback(str(e))
         errors = [ln for ln in tb.splitlines() if re.match(r"^[\w.]*(Error|Exception|Interrupt|Exit)\b", ln)]
         last = errors[-1] if errors else str(e).splitlines()[0][:300]

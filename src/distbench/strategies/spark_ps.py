@@ -36,7 +36,12 @@ DISPLAY = {"downpour": "DOWNPOUR", "adag": "ADAG", "dynsgd": "DynSGD", "aeasgd":
 def train_on_spark(spark: Any, ctx: LaunchContext, optimizer: str) -> TrainOutput:
     """Run one PS training on an existing SparkSession; return the centre as the result.
 
+    The session must offer ``ctx.workers`` barrier slots
+    (:func:`distbench.ps_async.spark.require_slots`), checked before the parameter server
+    starts or any data is built.
+
     Raises:
+        distbench.ps_async.spark_spec.SparkSpecError: too few barrier slots.
         distbench.ps_async.spark.SparkJobError: the Spark job failed.
     """
     from distbench.ps_async import spark as engine
@@ -46,6 +51,7 @@ def train_on_spark(spark: Any, ctx: LaunchContext, optimizer: str) -> TrainOutpu
     from distbench.ps_async.worker import params_from_config, replica_spec
 
     cfg, wl, n = ctx.config, ctx.workload, ctx.workers
+    slots = engine.require_slots(spark, n)
     params = params_from_config(cfg, optimizer, ctx.window)
     secret = new_secret()
     server = ParameterServer(wl.initial_weights, optimizer, secret, num_workers=n, host=cfg.ps.host,
@@ -72,7 +78,7 @@ def train_on_spark(spark: Any, ctx: LaunchContext, optimizer: str) -> TrainOutpu
         server.stop()
     return centre_output(spec, results, monitor.snapshots, stats, centre, {
         "engine": "spark", "spark_master": spark.sparkContext.master,
-        "executors": engine.executor_count(spark), "task_slots": engine.free_slots(spark)})
+        "executors": engine.executor_count(spark), "task_slots": slots})
 
 
 class SparkPS(Strategy):
@@ -94,10 +100,22 @@ class SparkPS(Strategy):
         return Availability(ok, reason)
 
     def launch(self, ctx: LaunchContext) -> TrainOutput:
-        """Start a SparkSession on ``spark.master`` (default ``local[N]``) and train."""
+        """Start a SparkSession on ``spark.master`` (default ``local[N]``) and train.
+
+        Before the session starts, the master and ``[spark] conf`` must offer N barrier
+        slots where they determine them (:func:`~distbench.ps_async.spark_spec.check_planned_slots`),
+        and a cluster master must answer (:func:`~distbench.ps_async.spark.make_session`).
+
+        Raises:
+            distbench.ps_async.spark_spec.SparkSpecError: too few slots, an unreachable
+                master, or a session that did not start.
+            distbench.ps_async.spark.SparkJobError: the Spark job failed.
+        """
         from distbench.ps_async import spark as engine
+        from distbench.ps_async.spark_spec import check_planned_slots, parse_master
 
         master = ctx.config.spark.master or f"local[{ctx.workers}]"
+        check_planned_slots(parse_master(master), ctx.config.spark.conf, ctx.workers)
         spark = engine.make_session(master, ctx.config.spark.conf)
         try:
             return train_on_spark(spark, ctx, self.optimizer)
