@@ -2,7 +2,10 @@
 # Build and install Horovod 0.28.1 (TensorFlow + Gloo [+ MPI]) into a virtualenv that
 # already has TensorFlow, only when it is not already built against that TensorFlow.
 #
-#   scripts/build_horovod.sh VENV_DIR
+#   scripts/build_horovod.sh [--check] VENV_DIR
+#
+# --check: only say whether a rebuild is needed (exit 0: up to date; exit 3: a rebuild
+# is needed, and why); nothing is installed or built.
 #
 # Environment:
 #   HOROVOD_FORCE_REBUILD=1   rebuild even when the stamp says it is up to date
@@ -11,9 +14,13 @@
 #   HOROVOD_BUILD_LOG=FILE    build log (default: VENV_DIR/horovod-build.log)
 #   HOROVOD_REQUIRE_MPI=1     fail instead of building Gloo-only when MPI is missing
 #
-# Up to date means: the stamp VENV_DIR/.horovod-build-stamp matches (Horovod version,
-# TensorFlow version, Python version, MPI built yes/no) AND
-# `VENV_DIR/bin/python -c "import horovod.tensorflow"` works. Then it does nothing.
+# Up to date means: the installed horovod is $HOROVOD_VERSION, the TensorFlow it was built
+# against (horovod/metadata.json, which Horovod's build writes) is the installed one, and
+# the stamp VENV_DIR/.horovod-build-stamp matches (Horovod version, TensorFlow version,
+# Python version, MPI built yes/no). Then it does nothing. The check reads package
+# metadata only (no TensorFlow import: well under a second), so `make setup` runs it
+# every time and rebuilds Horovod after any change of TensorFlow (`pip install -U
+# tensorflow`), Python or MPI.
 #
 # Why the build needs help with TensorFlow >= 2.19 (no change to Horovod's source):
 #   * horovod/tensorflow/xla_mpi_ops.cc includes tensorflow/compiler/xla/client/xla_builder.h,
@@ -34,7 +41,9 @@ BUILD_DEPS=(setuptools==80.9.0 wheel==0.45.1 "packaging>=24" psutil==7.1.3
 say() { printf 'build_horovod: %s\n' "$*"; }
 die() { printf 'build_horovod: ERROR: %s\n' "$*" >&2; exit 1; }
 
-[[ $# -eq 1 ]] || die "usage: $0 VENV_DIR"
+CHECK_ONLY=0
+if [[ ${1:-} == --check ]]; then CHECK_ONLY=1; shift; fi
+[[ $# -eq 1 ]] || die "usage: $0 [--check] VENV_DIR"
 VENV=$(cd "$1" 2>/dev/null && pwd) || die "no such directory: $1"
 PY=$VENV/bin/python
 [[ -x $PY ]] || die "$PY not found (is $VENV a virtualenv?)"
@@ -43,9 +52,9 @@ LOG=${HOROVOD_BUILD_LOG:-$VENV/horovod-build.log}
 JOBS=${HOROVOD_BUILD_JOBS:-$(nproc)}
 [[ $JOBS =~ ^[1-9][0-9]*$ ]] || die "HOROVOD_BUILD_JOBS must be a positive integer, got '$JOBS'"
 
-# Versions from package metadata: fast, does not import TensorFlow.
-read -r TF_VERSION PY_VERSION HVD_INSTALLED < <("$PY" - <<'EOF'
-import importlib.metadata as md, platform
+# Versions from package metadata: fast, does not import TensorFlow (or Horovod).
+read -r TF_VERSION PY_VERSION HVD_INSTALLED HVD_BUILT_TF HVD_TF_SAME HVD_LIB < <("$PY" - <<'EOF'
+import glob, importlib.metadata as md, importlib.util, json, os, platform
 def v(name):
     try:
         return md.version(name)
@@ -54,10 +63,25 @@ def v(name):
 tf = v("tensorflow")
 if tf == "none":
     tf = v("tensorflow-cpu")
-print(tf, platform.python_version(), v("horovod"))
+built, lib = "none", 0
+spec = importlib.util.find_spec("horovod")
+if spec is not None and spec.submodule_search_locations:
+    pkg = list(spec.submodule_search_locations)[0]
+    lib = int(bool(glob.glob(os.path.join(pkg, "tensorflow", "mpi_lib*.so"))))
+    try:
+        with open(os.path.join(pkg, "metadata.json")) as f:
+            built = str(json.load(f).get("tensorflow") or "none")
+    except (OSError, ValueError, AttributeError):
+        pass
+try:  # PEP 440: TensorFlow's "2.22.0-rc1" is the package "2.22.0rc1"
+    from packaging.version import Version
+    same = built != "none" and Version(built) == Version(tf)
+except Exception:
+    same = built == tf
+print(tf, platform.python_version(), v("horovod"), built, int(same), lib)
 EOF
 ) || true
-[[ -n ${HVD_INSTALLED:-} ]] || die "could not read package versions with $PY"
+[[ -n ${HVD_LIB:-} ]] || die "could not read package versions with $PY"
 [[ $TF_VERSION != none ]] || die "tensorflow is not installed in $VENV; install it first"
 
 if command -v mpicxx >/dev/null 2>&1 && command -v mpirun >/dev/null 2>&1; then
@@ -67,15 +91,33 @@ else
     WITH_MPI=0
 fi
 WANT_STAMP="horovod=$HOROVOD_VERSION tensorflow=$TF_VERSION python=$PY_VERSION mpi=$WITH_MPI"
+HAVE_STAMP=$(cat "$STAMP" 2>/dev/null || echo none)
 
-if [[ ${HOROVOD_FORCE_REBUILD:-0} != 1 && -f $STAMP && "$(cat "$STAMP")" == "$WANT_STAMP" \
-      && $HVD_INSTALLED == "$HOROVOD_VERSION" ]]; then
-    if TF_CPP_MIN_LOG_LEVEL=3 "$PY" -c "import horovod.tensorflow" >/dev/null 2>&1; then
-        say "up to date ($WANT_STAMP); nothing to do"
-        exit 0
-    fi
-    say "stamp matches but 'import horovod.tensorflow' fails; rebuilding"
+WHY=""
+if [[ $HVD_INSTALLED == none ]]; then
+    WHY="horovod is not installed"
+elif [[ $HVD_INSTALLED != "$HOROVOD_VERSION" ]]; then
+    WHY="horovod $HVD_INSTALLED is installed, $HOROVOD_VERSION is wanted"
+elif [[ $HVD_LIB != 1 ]]; then
+    WHY="horovod's compiled TensorFlow library (horovod/tensorflow/mpi_lib*.so) is missing"
+elif [[ $HVD_BUILT_TF == none ]]; then
+    WHY="horovod was built without TensorFlow (its metadata.json names none)"
+elif [[ $HVD_TF_SAME != 1 ]]; then
+    WHY="TensorFlow $TF_VERSION is installed but Horovod was built against TensorFlow $HVD_BUILT_TF"
+elif [[ $HAVE_STAMP != "$WANT_STAMP" ]]; then
+    WHY="the build stamp says '$HAVE_STAMP', this venv needs '$WANT_STAMP'"
+elif [[ ${HOROVOD_FORCE_REBUILD:-0} == 1 ]]; then
+    WHY="HOROVOD_FORCE_REBUILD=1"
 fi
+if [[ -z $WHY ]]; then
+    say "up to date ($WANT_STAMP); nothing to do"
+    exit 0
+fi
+if [[ $CHECK_ONLY == 1 ]]; then
+    say "rebuild needed: $WHY"
+    exit 3
+fi
+say "rebuilding: $WHY"
 
 # --- rebuild -------------------------------------------------------------------------
 command -v g++ >/dev/null 2>&1 && command -v make >/dev/null 2>&1 \

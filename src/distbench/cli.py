@@ -269,6 +269,8 @@ def env_cmd(as_json: bool, workers: int) -> None:
     click.echo(f"distbench {p['versions'].get('distbench')}  Python {p['python']}  {p['os']}")
     click.echo(f"host {p['hostname']}: {p['cpu_count']} x {p['cpu_model']}; GPUs: {', '.join(p['gpus']) or 'none'}")
     click.echo("packages: " + ", ".join(f"{k} {v or '-'}" for k, v in p["versions"].items()))
+    for line in info["builds"]:
+        click.echo(f"build: {line}")
     click.echo(f"git commit: {p['git_commit']}")
     click.echo("\nstrategies:")
     for s in info["strategies"]:

@@ -20,10 +20,22 @@ def strategy_availability(cfg: ExperimentConfig, workers: int = 2) -> list[tuple
     return out
 
 
+def engine_builds() -> list[str]:
+    """One line per compiled engine saying what it was built against and what is
+    installed, e.g. ``Horovod 0.28.1 built against TensorFlow 2.21.0; installed 2.21.0``
+    (read from package metadata; nothing is imported). Empty when none is installed."""
+    from distbench.strategies.horovod import horovod_package_dir, tensorflow_pairing
+
+    package = horovod_package_dir()
+    return [tensorflow_pairing(package).describe()] if package else []
+
+
 def report(cfg: ExperimentConfig, workers: int = 2) -> dict[str, Any]:
-    """Provenance plus strategy availability, as a JSON-able dict."""
+    """Provenance, compiled-engine builds (:func:`engine_builds`) and strategy
+    availability, as a JSON-able dict."""
     return {
         "provenance": provenance.collect(cfg.training.seed),
+        "builds": engine_builds(),
         "strategies": [{"name": n, "available": ok, "reason": r, "description": d}
                        for n, ok, r, d in strategy_availability(cfg, workers)],
     }

@@ -55,3 +55,24 @@ def test_failure_reason_names_the_jvm_cause_of_a_py4j_error():
     assert reason.endswith("(java.lang.IllegalArgumentException: Executor memory 4 must be at least 471859200.)")
     assert failure_reason(ValueError("bad\nsecond line")) == "ValueError: bad"
     assert len(failure_reason(RuntimeError("x" * 2000))) == 500
+
+
+def test_failure_reason_never_ends_mid_sentence():
+    from distbench.harness.runner import failure_reason
+    from distbench.strategies.horovod_failures import HorovodJobError
+
+    # A cause announcing its next lines ("...was:") is completed by them, not cut after the colon.
+    e = RuntimeError("mpirun failed\n--- log ---\nRuntimeError: Horovod detected that one or more processes exited "
+                     "with non-zero status, thus causing the job to be terminated. The first process to do so was:\n"
+                     "Process name: 0\nExit code: 1\n")
+    assert failure_reason(e) == (
+        "RuntimeError: mpirun failed (RuntimeError: Horovod detected that one or more processes exited with non-zero "
+        "status, thus causing the job to be terminated. The first process to do so was: Process name: 0 Exit code: 1)")
+    # An exception's own one-line reason is used as is; its log tails stay out.
+    e = HorovodJobError("rank 1 stopped making progress; rank logs in /x\n--- tail ---\nValueError: later noise",
+                        "rank 1")
+    assert failure_reason(e) == "HorovodJobError: rank 1 stopped making progress; rank logs in /x"
+    # Too long: cut after the last whole sentence that fits, and marked.
+    long = "RuntimeError: " + " ".join(f"Sentence number {i} says something." for i in range(40))
+    reason = failure_reason(ValueError(long))
+    assert len(reason) <= 500 and reason.endswith("says something. [...]")

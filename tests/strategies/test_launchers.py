@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from distbench.strategies.launchers import (STALLED_EXIT, ProcSpec, config_child_command, log_tail, run_processes,
-                                            supervise)
+from distbench.strategies.launchers import (STALLED_EXIT, ProcSpec, clip, config_child_command, last_error_line,
+                                            log_tail, run_processes, supervise)
 
 
 def test_config_child_command_exact():
@@ -119,3 +119,46 @@ def test_supervisor_dies_of_the_signal_that_killed_its_child(tmp_path):
     sup = subprocess.Popen([sys.executable, "-c", _SUPERVISOR, sys.executable, "-c",
                             "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"])
     assert sup.wait(30) == -signal.SIGKILL
+
+
+def test_watch_ends_the_group_with_its_reason(tmp_path):
+    calls = []
+
+    def watch() -> str:
+        calls.append(1)
+        return "rank 1 stopped making progress" if len(calls) >= 3 else ""
+
+    res = run_processes([_py("import time; time.sleep(60)", tmp_path / "w.log")], 30, poll_s=0.05, watch=watch)
+    assert not res.ok and not res.timed_out and res.failed is None and len(calls) == 3
+    assert res.stopped == res.reason(30) == "rank 1 stopped making progress"
+
+
+def test_log_tail_keeps_whole_lines(tmp_path):
+    log = tmp_path / "l.log"
+    log.write_text("first line that is long\nsecond\nthird line\n")
+    assert log_tail(log, lines=40, max_chars=20) == "second\nthird line"
+    assert log_tail(log, lines=1) == "third line"
+    log.write_text("x" * 50)
+    assert log_tail(log, max_chars=10) == "x" * 10  # one line longer than the limit: its end
+
+
+def test_clip_cuts_at_sentence_ends_only():
+    text = ("RuntimeError: Horovod detected that one or more processes exited with non-zero status, thus causing the "
+            "job to be terminated. The first process to do so was: Process name: 0 Exit code: 1")
+    assert clip(text, 500) == text
+    assert clip(text, 170) == ("RuntimeError: Horovod detected that one or more processes exited with non-zero status, "
+                               "thus causing the job to be terminated. [...]")  # never "...was: [...]"
+    assert clip("a first line.\nsecond line here, longer than the rest", 30) == "a first line. [...]"
+    assert clip("one; two; three four five", 20) == "one; two; [...]"
+    assert clip("see e.g. the log. More follows here", 28) == "see e.g. the log. [...]"  # e.g. is no end
+    short = clip("word " * 200, 100)  # not even one sentence fits: cut at a space, marked
+    assert len(short) <= 100 and short.endswith("word [...]")
+    assert clip("x" * 2000, 500) == "x" * 494 + " [...]"
+    for n in range(20, 200, 7):
+        assert len(clip(text, n)) <= n
+
+
+def test_last_error_line_is_clipped_not_cut():
+    line = "ValueError: " + "bad value. " * 60
+    out = last_error_line("noise\n" + line)
+    assert len(out) <= 400 and out.endswith("bad value. [...]")

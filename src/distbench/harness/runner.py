@@ -209,17 +209,34 @@ def run_sweep(cfg: ExperimentConfig, run_dir: Path, resume: bool = False,
 
 
 def failure_reason(e: BaseException) -> str:
-    """One line (at most 500 characters) naming why ``e`` ended a configuration.
+    """One line (about 500 characters, never cut mid-sentence) naming why ``e`` ended a
+    configuration.
 
-    ``ExceptionName: first line``; when the message spans lines (a ``Py4JJavaError``
-    wraps the JVM's stack trace), the last line naming a JVM or Python exception is
-    added, since the first line only says which call failed (e.g. Spark's
-    ``java.lang.IllegalArgumentException: Executor memory 4 must be at least ...``).
+    An exception with a ``reason`` attribute (e.g. ``HorovodJobError``, whose message
+    continues with log tails) gives ``ExceptionName: reason``. Otherwise
+    ``ExceptionName: first line``; when the message spans lines (a ``Py4JJavaError`` wraps
+    the JVM's stack trace), the last line naming a JVM or Python exception is added, since
+    the first line only says which call failed (e.g. Spark's
+    ``java.lang.IllegalArgumentException: Executor memory 4 must be at least ...``); a
+    cause line ending with ``:`` is completed by the lines that follow it. The result is
+    :func:`~distbench.strategies.launchers.clip`-ped: the full text stays in the log.
     """
+    own = getattr(e, "reason", None)
+    if isinstance(own, str) and own.strip():
+        return launchers.clip(f"{type(e).__name__}: {' '.join(own.split())}", 500)
     lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
     head = f"{type(e).__name__}: {lines[0] if lines else ''}"
-    causes = [ln.lstrip(": ") for ln in lines[1:] if re.match(r"^:?\s*[\w.$]+(Exception|Error)\b", ln)]
-    return (head + (f" ({causes[-1]})" if causes else ""))[:500]
+    causes = [i for i, ln in enumerate(lines) if i and re.match(r"^:?\s*[\w.$]+(Exception|Error)\b", ln)]
+    if not causes:
+        return launchers.clip(head, 500)
+    i = causes[-1]
+    cause = lines[i].lstrip(": ")
+    if cause.endswith(":"):  # "... The first process to do so was:" + the (up to 3) lines it announces
+        for more in lines[i + 1:i + 4]:
+            if more.startswith("---") or re.match(r"^[\w.$]+(Exception|Error)\b", more):
+                break
+            cause += " " + more
+    return launchers.clip(f"{head} ({cause})", 500)
 
 
 def child_main(run_dir: Path, key: str, strategy: str, workers: int, window: int | None = None) -> int:

@@ -11,7 +11,9 @@ schedule (:mod:`distbench.training.schedule`): each epoch's seeded permutation, 
 steps, rank ``r`` takes the ``r``-th ``G/N`` slice of every global batch; its loss is the
 mean over that local slice and ``hvd.DistributedGradientTape`` averages the gradients
 over the ranks (ring-allreduce), which is the gradient of the global-batch mean: the same
-optimizer steps as ``single`` and ``mirrored``. Keras 3 traps (docs/horovod_build.md):
+optimizer steps as ``single`` and ``mirrored``. The recorded ``last_train_loss`` is the
+last step's global-batch loss as for ``single`` (the ranks' local means averaged by one
+allreduce after training). Keras 3 traps (docs/horovod_build.md):
 the tape and ``broadcast_variables`` get the backing ``tf.Variable`` of each Keras
 variable (``v.value``); ``hvd.DistributedOptimizer`` in ``model.fit`` is avoided because
 it silently does not average; every rank clears Keras's name counters before building
@@ -28,19 +30,27 @@ How it is launched (:meth:`HorovodStrategy.launch`): the pure builders
 ``distbench worker horovod --run-dir DIR --key KEY`` on ``localhost:N``; one
 :func:`~distbench.strategies.launchers.run_processes` call runs the launcher in a new
 process group with the configuration's timeout and kills it on failure. Per-rank logs go
-to ``DIR/logs/<key>/`` (``--output-filename``); a failure is reported with the failing
-rank, its exit code and its log tail (:func:`parse_launcher_failure`).
+to ``DIR/logs/<key>/`` (``--output-filename``). A failure is blamed on the rank at fault,
+which is not always the first to exit: a rank that stopped making progress (process
+stopped, or the others waiting for it on the progress board, or named by Horovod's stall
+inspector) is named, and once one has stalled for the stall limit the job is ended
+(:mod:`distbench.strategies.horovod_failures`); else the first failing rank, its exit code
+and its own last error (:func:`parse_launcher_failure`, :func:`engine_error`).
+
+Availability (:func:`probe`): the TensorFlow Horovod was built against (its
+``metadata.json``) must be the installed one (:func:`tensorflow_pairing`), then
+``horovodrun --check-build`` (cached on disk, keyed by both versions).
 
 Test hooks: see :mod:`distbench.strategies.horovod_rank`.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -49,6 +59,9 @@ from pathlib import Path
 from distbench.config import ConfigError, ExperimentConfig
 from distbench.strategies import launchers
 from distbench.strategies.base import Availability, LaunchContext, Strategy
+from distbench.strategies.horovod_failures import (  # noqa: F401  (re-exported: the failure side lives there)
+    PROGRESS_ENV, STALL_CHECK_ENV, STALL_SHUTDOWN_ENV, HorovodJobError, RankFailure, RankWatch, clean_tail,
+    engine_error, failure_error, new_progress_board, parse_launcher_failure, parse_stall, rank_log_files, stall_env)
 from distbench.strategies.registry import register
 from distbench.training import TrainOutput
 
@@ -161,128 +174,6 @@ def start_timeout(timeout_s: float) -> int:
     return int(min(300, max(30, timeout_s / 3)))
 
 
-# ------------------------------------------------------------ failure reporting
-@dataclass(frozen=True)
-class RankFailure:
-    """The first rank a launcher saw fail.
-
-    Attributes:
-        rank: global rank (None if the launcher named no rank).
-        exit_code: its exit code as the launcher reported it (None if unknown).
-        signal: the signal that killed it, if the launcher said so.
-    """
-
-    rank: int | None
-    exit_code: int | None = None
-    signal: int | None = None
-
-    def describe(self) -> str:
-        """``rank 1 failed with exit code 137 (128 + SIGKILL)`` and the like."""
-        who = f"rank {self.rank}" if self.rank is not None else "a rank"
-        if self.signal is not None:
-            return f"{who} was killed by signal {self.signal} ({_signame(self.signal)})"
-        if self.exit_code is None:
-            return f"{who} failed"
-        how = f"exit code {self.exit_code}"
-        if self.exit_code > 128 and _signame(self.exit_code - 128) != "?":
-            how += f" (128 + {_signame(self.exit_code - 128)})"
-        elif self.exit_code < 0:
-            how += f" ({_signame(-self.exit_code)})"
-        return f"{who} failed with {how}"
-
-
-def _signame(sig: int) -> str:
-    try:
-        return signal.Signals(sig).name
-    except ValueError:
-        return "?"
-
-
-_FAILURE_PATTERNS = (
-    # horovodrun --gloo, as each rank ends: "Process 1 exit with status code 137."
-    (re.compile(r"Process (\d+) exit with status code (-?\d+)"), "code"),
-    # horovodrun's final RuntimeError: "Process name: 1\nExit code: 137"
-    (re.compile(r"Process name: (\d+)\s*\n\s*Exit code:\s*(-?\d+)"), "code"),
-    # mpirun: "Process name: [[28560,1],1]\n  Exit code:    1"
-    (re.compile(r"Process name:\s*\[\[\d+,\d+\],(\d+)\]\s*\n\s*Exit code:\s*(-?\d+)"), "code"),
-    # mpirun: "mpirun noticed that process rank 1 with PID 0 on node vm exited on signal 9 (Killed)."
-    (re.compile(r"process rank (\d+) with PID \d+ on node \S+ exited on signal (\d+)"), "signal"),
-)
-
-
-def parse_launcher_failure(text: str) -> RankFailure | None:
-    """Find the first failing rank in a ``horovodrun`` or ``mpirun`` log.
-
-    Returns:
-        The earliest (by position in ``text``) failure report, or None if there is none.
-    """
-    best: tuple[int, RankFailure] | None = None
-    for pattern, kind in _FAILURE_PATTERNS:
-        m = pattern.search(text)
-        if m and (best is None or m.start() < best[0]):
-            rank, value = int(m.group(1)), int(m.group(2))
-            f = RankFailure(rank, signal=value) if kind == "signal" else RankFailure(rank, exit_code=value)
-            best = (m.start(), f)
-    return best[1] if best else None
-
-
-def rank_log_files(output_dir: Path, rank: int) -> list[Path]:
-    """The ``stderr`` and ``stdout`` files of ``rank`` under a launcher's
-    ``--output-filename`` directory (horovodrun: ``rank.<r>/``; mpirun: ``<job>/rank.<r>/``),
-    stderr first; empty if there are none."""
-    out: list[Path] = []
-    for d in sorted(output_dir.glob("rank.*")) + sorted(output_dir.glob("*/rank.*")):
-        suffix = d.name.split(".", 1)[1]
-        if d.is_dir() and suffix.isdigit() and int(suffix) == rank:
-            out += [p for p in (d / "stderr", d / "stdout") if p.exists()]
-    return out
-
-
-_NOISE = re.compile(r"All log messages before absl::InitializeLog|\] oneDNN custom operations are on|"
-                    r"cudart_stub\.cc:\d+\] Could not find cuda drivers|failed call to cuInit")
-
-
-def clean_tail(path: Path, lines: int, max_chars: int) -> str:
-    """The last ``lines`` lines of ``path`` without TensorFlow's CPU-machine start-up
-    notices (oneDNN, cuInit, absl), which no environment variable silences."""
-    text = launchers.log_tail(path, lines=lines + 40, max_chars=64 * 1024)
-    kept = [ln for ln in text.splitlines() if not _NOISE.search(ln)]
-    return "\n".join(kept[-lines:])[-max_chars:]
-
-
-class HorovodJobError(RuntimeError):
-    """A Horovod job failed. ``failed_process`` names the failing rank (``rank 1``) or the
-    launcher; the message's first line says who failed and how, the rest is log tails."""
-
-    def __init__(self, message: str, failed_process: str | None) -> None:
-        super().__init__(message)
-        self.failed_process = failed_process
-
-
-def failure_error(launcher: str, group: launchers.GroupResult, launcher_log: Path, output_dir: Path,
-                  timeout_s: float) -> HorovodJobError:
-    """Build the exception for a failed or timed-out launcher run: which rank failed,
-    its exit code, the launcher's last lines and the rank's log tail."""
-    if group.timed_out:
-        return HorovodJobError(f"{launcher} {group.reason(timeout_s)}\n{clean_tail(launcher_log, 15, 2000)}",
-                               launcher)
-    text = launchers.log_tail(launcher_log, lines=400, max_chars=60000)
-    failure = parse_launcher_failure(text)
-    launcher_rc = group.failed.returncode if group.failed else None
-    if failure is None or failure.rank is None:
-        last = next((ln for ln in reversed(text.splitlines()) if ln.strip()), "")
-        return HorovodJobError(f"{launcher} failed with exit code {launcher_rc} before any rank reported a "
-                               f"failure: {last.strip()[:300]}\n{clean_tail(launcher_log, 25, 3000)}", launcher)
-    parts = [f"{failure.describe()} under {launcher} (launcher exit code {launcher_rc}); "
-             f"rank logs in {output_dir}", f"--- {launcher} log tail ({launcher_log}) ---",
-             clean_tail(launcher_log, 6, 1200)]
-    for f in rank_log_files(output_dir, failure.rank):
-        tail = clean_tail(f, 15, 2000)
-        if tail.strip():
-            parts += [f"--- rank {failure.rank} {f.name} ({f}) ---", tail]
-    return HorovodJobError("\n".join(parts), f"rank {failure.rank}")
-
-
 # ------------------------------------------------------------------- availability
 _PROBES: dict[str, Availability] = {}
 
@@ -313,7 +204,9 @@ def find_horovodrun() -> str | None:
 def probe(controller: str) -> Availability:
     """Whether Horovod can train TensorFlow here with ``controller`` (``gloo`` | ``mpi``).
 
-    Real probe: ``horovod`` importable, ``horovodrun --check-build`` (cached, :func:`cached_check_build`)
+    Real probe: ``horovod`` importable and built against the installed TensorFlow
+    (:func:`tensorflow_pairing`, read from package metadata: nothing is imported),
+    ``horovodrun --check-build`` (cached, :func:`cached_check_build`)
     shows ``[X] TensorFlow`` (the framework line: its ``[X] PyTorch`` is a false positive
     when PyTorch is absent, docs/horovod_build.md) and the controller; for ``mpi`` also
     ``mpirun`` and an rsh agent (``ssh``/``rsh``, which Open MPI wants even on one host)
@@ -325,11 +218,15 @@ def probe(controller: str) -> Availability:
     if importlib.util.find_spec("horovod") is None:
         return Availability(False, "horovod is not installed in this Python: run 'bash scripts/build_horovod.sh "
                                    ".venv' (make setup does)")
+    package = horovod_package_dir()
+    mismatch = tensorflow_pairing(package).problem() if package else ""
+    if mismatch:
+        return Availability(False, mismatch)
     hvdrun = find_horovodrun()
     if hvdrun is None:
         return Availability(False, "horovodrun not found next to this Python or on PATH (reinstall horovod)")
     if hvdrun not in _PROBES:
-        _PROBES[hvdrun] = cached_check_build(hvdrun, Path(importlib.util.find_spec("horovod").origin).parent)
+        _PROBES[hvdrun] = cached_check_build(hvdrun, package or Path(importlib.util.find_spec("horovod").origin).parent)
     built = _PROBES[hvdrun]
     if not built.ok:
         return built
@@ -370,9 +267,11 @@ def cached_check_build(hvdrun: str, package_dir: Path, cache: Path | None = None
 
     ``horovodrun --check-build`` imports every framework and costs ~20 s on a small
     machine, on every ``distbench run``/``env``. A successful result is stored in
-    ``cache/horovod-check-build.json`` under a key made of ``hvdrun`` and the path, size
-    and modification time of every compiled library (``*.so``) under ``package_dir``, so a
-    rebuilt or reinstalled Horovod is probed afresh; failures are never cached. An
+    ``cache/horovod-check-build.json`` under a key made of ``hvdrun``, the path, size
+    and modification time of every compiled library (``*.so``) under ``package_dir``, its
+    ``metadata.json`` (the TensorFlow Horovod was built against), the installed
+    TensorFlow's version and this Python's version, so a rebuilt or reinstalled Horovod,
+    another TensorFlow or another Python is probed afresh; failures are never cached. An
     unreadable or corrupt cache file is ignored and rewritten.
 
     Args:
@@ -387,7 +286,12 @@ def cached_check_build(hvdrun: str, package_dir: Path, cache: Path | None = None
     import json
 
     libs = sorted(str(p) for p in package_dir.rglob("*.so"))
-    sig = [hvdrun] + [f"{p}:{os.stat(p).st_size}:{os.stat(p).st_mtime_ns}" for p in libs]
+    try:
+        record = (package_dir / "metadata.json").read_text()
+    except OSError:
+        record = ""
+    sig = [hvdrun, f"tensorflow={installed_tensorflow()}", f"python={sys.version}", f"metadata.json={record}"]
+    sig += [f"{p}:{os.stat(p).st_size}:{os.stat(p).st_mtime_ns}" for p in libs]
     key = hashlib.sha256("\n".join(sig).encode()).hexdigest()
     path = (cache or cache_dir()) / "horovod-check-build.json"
     try:
@@ -419,11 +323,123 @@ def _check_build(hvdrun: str) -> Availability:
     sections = parse_check_build(cp.stdout)
     if cp.returncode != 0 or not sections:
         tail = (cp.stderr or cp.stdout).strip().splitlines()[-1:] or [""]
-        return Availability(False, f"{hvdrun} --check-build exited {cp.returncode}: {tail[0][:200]}")
+        return Availability(False, f"{hvdrun} --check-build exited {cp.returncode}: {launchers.clip(tail[0], 200)}")
     if not sections.get("Available Frameworks", {}).get("TensorFlow"):
-        return Availability(False, "Horovod was built without TensorFlow (horovodrun --check-build: [ ] TensorFlow); "
-                                   "rebuild with scripts/build_horovod.sh")
+        why = _tensorflow_import_error(env)
+        return Availability(False, "horovodrun --check-build shows [ ] TensorFlow: Horovod was built without "
+                                   "TensorFlow, or its TensorFlow library does not load here"
+                                   + (f" (import horovod.tensorflow: {why})" if why else "") + f"; {REBUILD_HINT}")
     return Availability(True, cp.stdout)
+
+
+def _tensorflow_import_error(env: dict[str, str]) -> str:
+    """The error ``import horovod.tensorflow`` ends with in this Python, "" if it imports
+    (run only when ``--check-build`` says TensorFlow is missing: it imports TensorFlow)."""
+    try:
+        cp = subprocess.run([sys.executable, "-c", "import horovod.tensorflow"], capture_output=True, text=True,
+                            timeout=180, env=env, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return str(e)
+    return engine_error(cp.stderr) if cp.returncode != 0 else ""
+
+
+# ------------------------------------------------------ TensorFlow pairing
+TF_DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu")
+"""Distributions that install the ``tensorflow`` module, in the order scripts/build_horovod.sh reads them."""
+REBUILD_HINT = "rebuild it with 'make setup' (or 'bash scripts/build_horovod.sh .venv')"
+
+
+def installed_tensorflow() -> str | None:
+    """The installed TensorFlow's version from package metadata (TensorFlow is not imported), or None."""
+    for name in TF_DISTRIBUTIONS:
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def horovod_package_dir() -> Path | None:
+    """The installed ``horovod`` package folder, found without importing it (None if unknown)."""
+    spec = importlib.util.find_spec("horovod")
+    places = list(getattr(spec, "submodule_search_locations", None) or [])
+    return Path(places[0]) if places else None
+
+
+def same_version(a: str, b: str) -> bool:
+    """Whether two version strings name the same release (PEP 440: ``2.22.0-rc1`` = ``2.22.0rc1``)."""
+    try:
+        from packaging.version import InvalidVersion, Version
+    except ImportError:
+        return a == b
+    try:
+        return Version(a) == Version(b)
+    except InvalidVersion:
+        return a == b
+
+
+@dataclass(frozen=True)
+class BuildPairing:
+    """Which TensorFlow the installed Horovod was built against, and which is installed.
+
+    Horovod's build writes the TensorFlow version it compiled against into
+    ``horovod/metadata.json`` (``{"tensorflow": "2.21.0", ...}``; ``import
+    horovod.tensorflow`` checks it too, but only after importing TensorFlow). Its compiled
+    ops only load with that TensorFlow, so a different one means a rebuild.
+
+    Attributes:
+        horovod: the installed Horovod's version (None if unknown).
+        built_against: the TensorFlow version in ``metadata.json`` (None if it names none).
+        installed: the installed TensorFlow's version (None if not installed).
+        record: the ``metadata.json`` path ("" if there is none).
+    """
+
+    horovod: str | None
+    built_against: str | None
+    installed: str | None
+    record: str
+
+    def describe(self) -> str:
+        """``Horovod 0.28.1 built against TensorFlow 2.21.0; installed 2.21.0`` (what ``distbench env`` shows)."""
+        built = (f"built against TensorFlow {self.built_against}" if self.built_against
+                 else "built without TensorFlow" if self.record else "TensorFlow it was built against unknown")
+        return f"Horovod {self.horovod or '?'} {built}; installed {self.installed or 'none'}"
+
+    def problem(self) -> str:
+        """Why Horovod cannot train with the installed TensorFlow, or "" (also when the
+        record is missing: then ``horovodrun --check-build`` decides)."""
+        if self.installed is None:
+            return "TensorFlow is not installed in this Python: pip install tensorflow (make setup does)"
+        if not self.record:
+            return ""
+        if self.built_against is None:
+            return (f"Horovod {self.horovod or '?'} was built without TensorFlow ({self.record} names none): "
+                    f"{REBUILD_HINT}")
+        if not same_version(self.built_against, self.installed):
+            return (f"Horovod {self.horovod or '?'} was built against TensorFlow {self.built_against} but TensorFlow "
+                    f"{self.installed} is installed (its compiled ops only load with the TensorFlow they were built "
+                    f"against): {REBUILD_HINT}")
+        return ""
+
+
+def tensorflow_pairing(package_dir: Path) -> BuildPairing:
+    """Read :class:`BuildPairing` from the ``horovod`` package at ``package_dir`` and the
+    installed distributions' metadata (cheap: nothing is imported). An unreadable
+    ``metadata.json`` counts as missing."""
+    import json
+
+    try:
+        horovod_version: str | None = importlib.metadata.version("horovod")
+    except importlib.metadata.PackageNotFoundError:
+        horovod_version = None
+    record = package_dir / "metadata.json"
+    try:
+        meta = json.loads(record.read_text())
+        built = meta.get("tensorflow") if isinstance(meta, dict) else None
+        found = str(record) if isinstance(meta, dict) else ""
+    except (OSError, ValueError):
+        built, found = None, ""
+    return BuildPairing(horovod_version, str(built) if built else None, installed_tensorflow(), found)
 
 
 # ----------------------------------------------------------------------- strategy
@@ -440,10 +456,16 @@ class HorovodStrategy(Strategy):
     def launch(self, ctx: LaunchContext) -> TrainOutput:
         """Run ``ctx.workers`` ranks under the launcher, return rank 0's output.
 
+        Horovod's stall inspector is set from the configuration's timeout
+        (:func:`~distbench.strategies.horovod_failures.stall_env`), the ranks record the
+        steps they start on a progress board, and a
+        :class:`~distbench.strategies.horovod_failures.RankWatch` ends the job once a rank
+        has been stopped, or waited for, that long: a stalled job ends naming the rank.
+
         Raises:
             StrategyUnavailable: never here (the harness probes first).
-            HorovodJobError: a rank or the launcher failed, or the time ran out;
-                ``failed_process`` names the rank.
+            HorovodJobError: a rank or the launcher failed, a rank stalled, or the time
+                ran out; ``failed_process`` names the rank at fault.
         """
         python = sys.executable
         program = worker_command(python, ctx.run_dir, ctx.key)
@@ -452,19 +474,32 @@ class HorovodStrategy(Strategy):
             shutil.rmtree(out_dir)
         out_dir.mkdir(parents=True)
         hosts = localhost_hosts(ctx.workers)
+        board = new_progress_board(out_dir / "progress.int64", ctx.workers)
+        base = {**os.environ, PROGRESS_ENV: str(board)}
+        for k, v in stall_env(ctx.timeout_s).items():  # a user's own HOROVOD_STALL_* settings win
+            base.setdefault(k, v)
         if self.controller == "gloo":
             exe = find_horovodrun() or "horovodrun"
             argv, env = horovodrun_command(ctx.workers, hosts, program, out_dir, start_timeout(ctx.timeout_s),
-                                           python, horovodrun=exe)
+                                           python, base_env=base, horovodrun=exe)
             name = "horovodrun"
         else:
-            argv, env = mpirun_command(ctx.workers, hosts, program, out_dir, python,
+            argv, env = mpirun_command(ctx.workers, hosts, program, out_dir, python, base_env=base,
                                        mpirun=shutil.which("mpirun") or "mpirun")
             name = "mpirun"
         log = out_dir / f"{name}.log"
-        group = launchers.run_processes([launchers.ProcSpec(name, argv, env, log)], ctx.timeout_s)
+        limits = []
+        for var in (STALL_SHUTDOWN_ENV, STALL_CHECK_ENV):
+            try:
+                limits.append(float(env[var]))
+            except ValueError:
+                limits.append(0.0)  # Horovod ignores a value it cannot read; so does the watch
+        watch = RankWatch(program[1:], limits[0], board, quiet_s=max(5.0, limits[1]))
+        group = launchers.run_processes([launchers.ProcSpec(name, argv, env, log)], ctx.timeout_s, watch=watch)
         if not group.ok:
-            raise failure_error(name, group, log, out_dir, ctx.timeout_s)
+            error = failure_error(name, group, log, out_dir, ctx.timeout_s, watch)
+            watch.kill_leftovers()  # a stopped rank never acts on its launcher's SIGTERM
+            raise error
         try:
             return TrainOutput.load(ctx.artifacts_dir)
         except (OSError, ValueError, KeyError) as e:

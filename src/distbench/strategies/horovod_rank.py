@@ -10,8 +10,9 @@ Entry points: ``distbench worker horovod`` (:mod:`distbench.harness.horovod_app`
 
 Test hooks (environment, read by the ranks; never set them outside tests):
 ``DISTBENCH_HOROVOD_PLAIN_TAPE=1`` uses a plain ``tf.GradientTape`` (no allreduce), so the
-ranks diverge; ``DISTBENCH_HOROVOD_TEST_EXIT=RANK:EPOCH[:CODE|kill]`` makes rank RANK
-``os._exit(CODE)`` (default 9) or SIGKILL itself after epoch EPOCH.
+ranks diverge; ``DISTBENCH_HOROVOD_TEST_EXIT=RANK:EPOCH[:CODE|kill|stall]`` makes rank RANK
+``os._exit(CODE)`` (default 9), SIGKILL itself, or stop making progress (sleep, alive,
+without submitting its next collective) after epoch EPOCH.
 """
 
 from __future__ import annotations
@@ -140,7 +141,7 @@ def share_workload(hvd: Any, run_dir: Path, load_on_root: Callable[[], Workload]
 
 
 def _test_exit_hook(rank: int) -> tuple[int, int, str] | None:
-    """Parse :data:`TEST_EXIT_ENV` (``RANK:EPOCH[:CODE|kill]``) if it targets ``rank``."""
+    """Parse :data:`TEST_EXIT_ENV` (``RANK:EPOCH[:CODE|kill|stall]``) if it targets ``rank``."""
     raw = os.environ.get(TEST_EXIT_ENV, "")
     if not raw:
         return None
@@ -148,10 +149,10 @@ def _test_exit_hook(rank: int) -> tuple[int, int, str] | None:
     try:
         r, e = int(parts[0]), int(parts[1])
         how = parts[2] if len(parts) > 2 else "9"
-        if how != "kill":
+        if how not in ("kill", "stall"):
             int(how)
     except (ValueError, IndexError):
-        raise ConfigError(f"{TEST_EXIT_ENV}={raw!r}: expected RANK:EPOCH[:CODE|kill], e.g. 1:1:kill") from None
+        raise ConfigError(f"{TEST_EXIT_ENV}={raw!r}: expected RANK:EPOCH[:CODE|kill|stall], e.g. 1:1:kill") from None
     return (r, e, how) if r == rank else None
 
 
@@ -166,12 +167,15 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload) -> TrainOutput:
     Returns:
         On every rank a :class:`TrainOutput` with its final weights; rank 0's also has
         the epoch-end snapshots. ``extra`` holds the controller, ranks, hosts, threads,
-        bytes allreduced per step, every rank's weights hash and ``replicas_in_sync_check``.
+        bytes allreduced per step, every rank's weights hash, ``replicas_in_sync_check``
+        and ``last_train_loss`` (the last step's loss over the whole global batch, as
+        for ``single``: the ranks' local means averaged by one allreduce).
     """
     import horovod
     import keras
     import tensorflow as tf
 
+    from distbench.strategies.horovod_failures import open_progress_board
     from distbench.training.output import SnapshotRecorder
     from distbench.training.schedule import replica_indices
     from distbench.training.tf_loop import gather_dataset
@@ -184,6 +188,7 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload) -> TrainOutput:
     local_batch = G // size
     plain_tape = os.environ.get(PLAIN_TAPE_ENV, "") not in ("", "0")
     exit_hook = _test_exit_hook(rank)
+    progress = open_progress_board(rank, size)
 
     # Horovod matches collectives across ranks by tensor name, and Keras names layers
     # and variables with a per-process counter ("dense", "dense_1"...). A rank that built
@@ -215,7 +220,7 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload) -> TrainOutput:
     steps_per_epoch = n // G
     rec = SnapshotRecorder()
     steps = 0
-    last_loss = float("nan")
+    loss = tf.constant(float("nan"))
     # One input pipeline over all epochs, its iterator created before the clock starts.
     pipeline = gather_dataset(replica_indices(n, G, cfg.epochs, cfg.seed, [rank], size),
                               ds.x_train, ds.y_train, local_batch)
@@ -227,9 +232,10 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload) -> TrainOutput:
     for epoch in range(cfg.epochs):
         for _ in range(steps_per_epoch):
             x, y = next(data)
-            loss = train_step(x, y)
             steps += 1
-        last_loss = float(loss)
+            if progress is not None:  # under the harness: the launcher names a rank the others wait for
+                progress(steps)
+            loss = train_step(x, y)
         if rank == 0:
             rec.take(epoch + 1, steps, model.get_weights)
         if exit_hook and exit_hook[1] == epoch + 1:
@@ -237,8 +243,14 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload) -> TrainOutput:
                   file=sys.stderr, flush=True)
             if exit_hook[2] == "kill":
                 os.kill(os.getpid(), signal.SIGKILL)
+            while exit_hook[2] == "stall":
+                time.sleep(3600)
             os._exit(int(exit_hook[2]))
     train_s = rec.stop()
+    # The record's loss means what it means for single: the mean over the last step's global
+    # batch, i.e. the mean of the ranks' equal-sized local means. One allreduce, after the
+    # clock stopped, so the steps pay nothing for it.
+    last_loss = float(hvd.allreduce(loss, op=hvd.Average, name="distbench_last_train_loss"))
     final = [np.asarray(w, dtype=np.float32) for w in model.get_weights()]
     hashes = list(hvd.allgather_object(weights_sha256(final), name="distbench_weights_sha256"))
     grad_bytes = sum(int(np.prod(v.shape)) * np.dtype(v.dtype).itemsize for v in tvars)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import re
 import select
 import signal
 import subprocess
@@ -73,8 +74,9 @@ class GroupResult:
         ok: every process exited 0.
         timed_out: the runner killed the group at the timeout.
         elapsed_s: wall seconds from the first start to the end.
-        failed: the first process to fail (None if ok or timed out).
+        failed: the first process to fail (None if ok, timed out or stopped by ``watch``).
         results: every process's end.
+        stopped: why the ``watch`` of :func:`run_processes` ended the group ("" if it did not).
     """
 
     ok: bool
@@ -82,9 +84,12 @@ class GroupResult:
     elapsed_s: float
     failed: ProcResult | None = None
     results: list[ProcResult] = field(default_factory=list)
+    stopped: str = ""
 
     def reason(self, timeout_s: float) -> str:
         """A one-line reason for a failure or timeout."""
+        if self.stopped:
+            return self.stopped
         if self.timed_out:
             return f"timed out after {timeout_s:g} s (all processes killed)"
         if self.failed is not None:
@@ -93,7 +98,8 @@ class GroupResult:
 
 
 def log_tail(path: Path, lines: int = 40, max_chars: int = 4000) -> str:
-    """The last ``lines`` lines (at most ``max_chars`` characters) of a log file."""
+    """The last ``lines`` whole lines of a log file, as many of them as fit in ``max_chars``
+    characters (a single last line longer than that is cut at its start)."""
     try:
         with open(path, "rb") as f:
             f.seek(0, os.SEEK_END)
@@ -102,7 +108,57 @@ def log_tail(path: Path, lines: int = 40, max_chars: int = 4000) -> str:
             text = f.read().decode("utf-8", errors="replace")
     except OSError:
         return ""
-    return "\n".join(text.splitlines()[-lines:])[-max_chars:]
+    kept: list[str] = []
+    size = 0
+    for line in reversed(text.splitlines()[-lines:]):
+        size += len(line) + 1
+        if size > max_chars + 1 and kept:
+            break
+        kept.append(line)
+    return "\n".join(reversed(kept))[-max_chars:]
+
+
+SENTENCE_END = re.compile(r"(?<!e\.g\.)(?<!i\.e\.)(?<=[.!?;])\s+(?=\S)")
+"""Where a sentence ends inside a line: after ``.``, ``!``, ``?`` or ``;`` and whitespace
+(not after ``e.g.``/``i.e.``; a ``:`` announces what follows, so it is no end)."""
+CUT_MARK = " [...]"
+
+
+def clip(text: str, max_chars: int) -> str:
+    """``text`` in at most ``max_chars`` characters, cut where a sentence ends.
+
+    Whole lines are kept while they fit; the first line that does not fit is cut after
+    its last sentence end that fits (:data:`SENTENCE_END`) and the rest dropped. Only
+    when not even the first sentence of the text fits is it cut inside, at a space if
+    there is one. Anything cut ends with `` [...]`` (counted in ``max_chars``): the full
+    text stays in the log it came from.
+
+    Args:
+        text: one or more lines.
+        max_chars: the most characters returned (at least 20).
+
+    Returns:
+        The kept text (lines joined by newlines), trailing whitespace removed.
+    """
+    text = text.rstrip()
+    if len(text) <= max_chars:
+        return text
+    room = max_chars - len(CUT_MARK)
+    kept: list[str] = []
+    size = 0
+    for line in text.splitlines():
+        if size + len(line) <= room:
+            kept.append(line)
+            size += len(line) + 1
+            continue
+        ends = [m.start() for m in SENTENCE_END.finditer(line) if size + m.start() <= room]
+        if ends:
+            kept.append(line[:ends[-1]])
+        elif not "".join(kept).strip():  # not even one sentence fits: cut it at a space
+            space = line.rfind(" ", 0, room - size + 1)
+            kept.append(line[:space if space > (room - size) // 2 else room - size])
+        break
+    return "\n".join(kept).rstrip() + CUT_MARK
 
 
 def describe_exit(rc: int | None) -> str:
@@ -116,10 +172,11 @@ def describe_exit(rc: int | None) -> str:
 
 
 def last_error_line(text: str) -> str:
-    """The last line of ``text`` that names an error or exception (or its last non-empty line)."""
+    """The last line of ``text`` that names an error or exception (or its last non-empty
+    line), :func:`clip`-ped to 400 characters."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     errors = [ln for ln in lines if "Error" in ln or "Exception" in ln or "error:" in ln]
-    return (errors or lines or [""])[-1][:400]
+    return clip((errors or lines or [""])[-1], 400)
 
 
 def _kill_group(pid: int, sig: int) -> None:
@@ -209,13 +266,17 @@ class ProcessGroup:
                 pass
 
 
-def run_processes(specs: list[ProcSpec], timeout_s: float, poll_s: float = 0.1) -> GroupResult:
+def run_processes(specs: list[ProcSpec], timeout_s: float, poll_s: float = 0.1,
+                  watch: Callable[[], str] | None = None) -> GroupResult:
     """Start ``specs`` (each in a new session), wait for all, kill all on first failure.
 
     Args:
         specs: processes to start.
         timeout_s: wall-clock limit for the whole group, seconds.
         poll_s: polling interval, seconds.
+        watch: called at every poll while the group runs; a non-empty return value (a
+            one-line reason, e.g. "rank 1 stopped making progress") ends the group, and
+            becomes :attr:`GroupResult.stopped`.
 
     Returns:
         :class:`GroupResult`; no process of the group is left running when it returns.
@@ -233,6 +294,10 @@ def run_processes(specs: list[ProcSpec], timeout_s: float, poll_s: float = 0.1) 
             if time.monotonic() - group.t0 > timeout_s:
                 group.terminate()
                 return GroupResult(False, True, time.monotonic() - group.t0, None, group.results())
+            stopped = watch() if watch else ""
+            if stopped:
+                group.terminate()
+                return GroupResult(False, False, time.monotonic() - group.t0, None, group.results(), stopped)
             time.sleep(poll_s)
     except BaseException:
         group.terminate(grace_s=1.0)

@@ -14,6 +14,7 @@ import sys
 
 from distbench.config import ExperimentConfig
 from distbench.strategies.base import Availability, LaunchContext, Strategy, StrategyUnavailable
+from distbench.strategies.launchers import clip, last_error_line
 from distbench.strategies.registry import register
 from distbench.training import TrainOutput
 
@@ -40,10 +41,10 @@ def probe_tpu(timeout_s: float = 120.0) -> Availability:
         return Availability(False, f"no TPU found: TPUClusterResolver did not answer within {timeout_s:g} s")
     lines = [ln for ln in cp.stdout.splitlines() if ln.startswith(("OK", "NO"))]
     if not lines:
-        return Availability(False, f"TPU probe crashed (exit {cp.returncode}): {cp.stderr.strip()[-300:]}")
+        return Availability(False, f"TPU probe crashed (exit {cp.returncode}): {last_error_line(cp.stderr)}")
     if lines[-1].startswith("OK"):
         return Availability(True)
-    return Availability(False, "no TPU found: TPUClusterResolver: " + lines[-1][3:])
+    return Availability(False, clip("no TPU found: TPUClusterResolver: " + lines[-1][3:], 500))
 
 
 @register
