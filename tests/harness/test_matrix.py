@@ -6,7 +6,7 @@ import pytest
 
 from distbench import config
 from distbench.config import ConfigError
-from distbench.harness.matrix import expand
+from distbench.harness.matrix import ConfigPoint, expand
 from distbench.harness.runner import prepare_run_dir
 
 
@@ -76,3 +76,16 @@ def test_failure_reason_never_ends_mid_sentence():
     long = "RuntimeError: " + " ".join(f"Sentence number {i} says something." for i in range(40))
     reason = failure_reason(ValueError(long))
     assert len(reason) <= 500 and reason.endswith("says something. [...]")
+
+
+def test_recorded_learning_rate_is_the_one_each_strategy_trains_with(tmp_path):
+    from distbench.harness.runner import base_fields
+
+    cfg = config.override(config.load(None), training__epochs=1, training__lr_scaling="linear")
+    wl = prepare_run_dir(cfg, tmp_path / "r", resume=False)
+    lr = cfg.training.learning_rate
+    sync = base_fields(wl, ConfigPoint("horovod", 4, 0), 4)
+    ps = base_fields(wl, ConfigPoint("spark_ps:adag", 4, 0), 4)
+    tfps = base_fields(wl, ConfigPoint("tf_ps", 4, 0), 4)
+    assert sync["learning_rate"] == 4 * lr  # synchronous: linear scaling applied
+    assert ps["learning_rate"] == tfps["learning_rate"] == lr  # asynchronous replicas step with the base rate

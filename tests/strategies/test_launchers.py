@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from distbench.strategies.launchers import (STALLED_EXIT, ProcSpec, clip, config_child_command, last_error_line,
-                                            log_tail, run_processes, supervise)
+from distbench.strategies.launchers import (STALLED_EXIT, ProcSpec, config_child_command, last_error_line, log_tail,
+                                            run_processes, supervise)
+from distbench.text import clip
 
 
 def test_config_child_command_exact():

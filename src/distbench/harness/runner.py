@@ -20,6 +20,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable
 
+from distbench.text import clip
 from distbench.config import ConfigError, ExperimentConfig
 from distbench.harness.evaluate import Evaluator
 from distbench.harness.matrix import ConfigPoint, expand
@@ -76,14 +77,20 @@ def prepare_run_dir(cfg: ExperimentConfig, run_dir: Path, resume: bool) -> Workl
 
 
 def base_fields(workload: Workload, point: ConfigPoint, replicas: int) -> dict[str, Any]:
-    """Record fields known before a configuration runs."""
+    """Record fields known before a configuration runs.
+
+    ``learning_rate`` is the local optimizer's, as the strategy trains with it: scaled by
+    the replicas under ``lr_scaling = "linear"`` only where the strategy applies the
+    scaling (:attr:`~distbench.strategies.base.Strategy.scales_learning_rate`).
+    """
     t = workload.config.training
+    scaled = registry.strategy_class(point.strategy).scales_learning_rate
     return {
         "global_batch_size": t.global_batch_size,
         "per_replica_batch_size": t.global_batch_size // replicas,
         "replicas": replicas,
         "epochs": t.epochs,
-        "learning_rate": workload.learning_rate(replicas),
+        "learning_rate": workload.learning_rate(replicas if scaled else 1),
         "lr_scaling": t.lr_scaling,
         "optimizer": t.optimizer,
         "target_accuracy": t.target_accuracy,
@@ -150,6 +157,8 @@ def ok_record(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[st
     """
     cfg = workload.config
     base = base_fields(workload, point, out.replicas)
+    if out.extra.get("local_learning_rate") is not None:  # a strategy whose local optimizer is its own (EAMSGD)
+        base["learning_rate"] = out.extra["local_learning_rate"]
     scored = evaluator.score(out, cfg.training.target_accuracy)
     extra = dict(out.extra)
     status, reason = "ok", ""
@@ -219,16 +228,16 @@ def failure_reason(e: BaseException) -> str:
     the first line only says which call failed (e.g. Spark's
     ``java.lang.IllegalArgumentException: Executor memory 4 must be at least ...``); a
     cause line ending with ``:`` is completed by the lines that follow it. The result is
-    :func:`~distbench.strategies.launchers.clip`-ped: the full text stays in the log.
+    :func:`~distbench.text.clip`-ped: the full text stays in the log.
     """
     own = getattr(e, "reason", None)
     if isinstance(own, str) and own.strip():
-        return launchers.clip(f"{type(e).__name__}: {' '.join(own.split())}", 500)
+        return clip(f"{type(e).__name__}: {' '.join(own.split())}", 500)
     lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
     head = f"{type(e).__name__}: {lines[0] if lines else ''}"
     causes = [i for i, ln in enumerate(lines) if i and re.match(r"^:?\s*[\w.$]+(Exception|Error)\b", ln)]
     if not causes:
-        return launchers.clip(head, 500)
+        return clip(head, 500)
     i = causes[-1]
     cause = lines[i].lstrip(": ")
     if cause.endswith(":"):  # "... The first process to do so was:" + the (up to 3) lines it announces
@@ -236,7 +245,7 @@ def failure_reason(e: BaseException) -> str:
             if more.startswith("---") or re.match(r"^[\w.$]+(Exception|Error)\b", more):
                 break
             cause += " " + more
-    return launchers.clip(f"{head} ({cause})", 500)
+    return clip(f"{head} ({cause})", 500)
 
 
 def child_main(run_dir: Path, key: str, strategy: str, workers: int, window: int | None = None) -> int:

@@ -30,7 +30,7 @@ from distbench import config as config_mod
 from distbench.config import ConfigError
 from distbench.harness.evaluate import Evaluator
 from distbench.harness.matrix import expand
-from distbench.harness.runner import artifacts_dir, ok_record, prepare_run_dir
+from distbench.harness.runner import artifacts_dir, failure_reason, ok_record, prepare_run_dir
 from distbench.results import provenance
 from distbench.results.records import new_record
 from distbench.results.store import append_record, read_records
@@ -88,7 +88,7 @@ def main(config_file: str | None, out: str, workers: str | None) -> None:
         except Exception as e:  # recorded, and the sweep goes on
             traceback.print_exc()
             rec = new_record(run_dir.name, point.strategy, point.workers, point.repeat, "failed", point.window,
-                             reason=" ".join(f"{type(e).__name__}: {e}".split())[:500],
+                             reason=failure_reason(e),
                              log_tail=traceback.format_exc()[-4000:], provenance=prov,
                              timings={"total_s": time.time() - t0, "startup_s": None, "train_s": None, "eval_s": None})
         append_record(run_dir, rec)

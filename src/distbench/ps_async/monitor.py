@@ -86,8 +86,12 @@ def centre_output(spec: Any, results: list[dict[str, Any]], snapshots: list[tupl
     t1 = max(r["end_unix"] for r in results)
     snaps = [Snapshot(max(0.0, min(t, t1) - t0), e, clock, w) for t, e, clock, w in snapshots]
     steps = sum(r["steps"] for r in results)
+    from distbench.ps_async.rules import get_optimizer
+
     p = spec.params
+    local_sgd = get_optimizer(spec.optimizer).local_sgd
     fields = {
+        "local_learning_rate": local_sgd(p)["learning_rate"] if local_sgd else None,
         "ps_optimizer": spec.optimizer, "communication_window": p["communication_window"],
         "rho": p.get("rho"), "ps_learning_rate": p.get("learning_rate"), "alpha": p.get("alpha"),
         "momentum": p.get("momentum"),

@@ -32,6 +32,7 @@ import numpy as np
 from distbench.ps_async.spark_spec import (BARRIER_CHECK_DEFAULTS, SparkSpecError, check_planned_slots, parse_master,
                                            probe_master, slots_message)
 from distbench.ps_async.worker import ReplicaSpec, train_replica
+from distbench.text import clip
 
 
 class SparkJobError(RuntimeError):
@@ -60,7 +61,7 @@ def spark_probe() -> tuple[bool, str]:
         return False, f"{java} -version failed: {e}"
     m = re.search(r'version "(\d+)', cp.stderr)
     if cp.returncode != 0 or not m:
-        return False, f"{java} -version failed: {cp.stderr.strip()[:200]}"
+        return False, f"{java} -version failed: {clip(cp.stderr.strip(), 200)}"
     if int(m.group(1)) < 17:
         return False, f"Java {m.group(1)} found at {java}; PySpark 4 needs Java 17 or newer"
     return True, ""
@@ -260,6 +261,6 @@ def run_replicas(spark: Any, df: Any, spec: ReplicaSpec) -> list[dict[str, Any]]
                                                "when its barrier check gave up", spec.num_workers)) from None
         tb = python_traceback(str(e))
         errors = [ln for ln in tb.splitlines() if re.match(r"^[\w.]*(Error|Exception|Interrupt|Exit)\b", ln)]
-        last = errors[-1] if errors else str(e).splitlines()[0][:300]
+        last = errors[-1] if errors else clip(str(e).splitlines()[0], 300)
         raise SparkJobError(f"Spark job failed: {last.strip()}\n{tb}") from None
     return sorted((json.loads(r["result"]) for r in rows), key=lambda r: r["worker"])

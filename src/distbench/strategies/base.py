@@ -80,12 +80,16 @@ class Strategy(abc.ABC):
         family: grouping for reports (``baseline``, ``tf.distribute``, ``horovod``,
             ``parameter-server``).
         takes_window: the strategy has a communication window (swept by ``ps.windows``).
+        scales_learning_rate: the strategy applies ``training.lr_scaling`` (lr x replicas,
+            for synchronous data parallelism with one global batch); False for the
+            asynchronous parameter servers, whose replicas each step with the base rate.
     """
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
     family: ClassVar[str] = ""
     takes_window: ClassVar[bool] = False
+    scales_learning_rate: ClassVar[bool] = True
 
     def is_available(self, config: ExperimentConfig, workers: int) -> Availability:
         """Probe whether this strategy can run here with ``workers`` workers.

@@ -56,6 +56,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from distbench.text import clip
 from distbench.config import ConfigError, ExperimentConfig
 from distbench.strategies import launchers
 from distbench.strategies.base import Availability, LaunchContext, Strategy
@@ -323,7 +324,7 @@ def _check_build(hvdrun: str) -> Availability:
     sections = parse_check_build(cp.stdout)
     if cp.returncode != 0 or not sections:
         tail = (cp.stderr or cp.stdout).strip().splitlines()[-1:] or [""]
-        return Availability(False, f"{hvdrun} --check-build exited {cp.returncode}: {launchers.clip(tail[0], 200)}")
+        return Availability(False, f"{hvdrun} --check-build exited {cp.returncode}: {clip(tail[0], 200)}")
     if not sections.get("Available Frameworks", {}).get("TensorFlow"):
         why = _tensorflow_import_error(env)
         return Availability(False, "horovodrun --check-build shows [ ] TensorFlow: Horovod was built without "

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from distbench.text import clip
 from distbench.strategies import launchers
 
 STALL_CHECK_ENV = "HOROVOD_STALL_CHECK_TIME_SECONDS"
@@ -213,9 +214,9 @@ def engine_error(text: str) -> str:
             if _TRACE.match(more) or more.endswith(":"):
                 continue
             msg += " " + _SOURCE.sub("", more)
-        return launchers.clip(msg.rstrip(": "), 300)
+        return clip(msg.rstrip(": "), 300)
     found = [ln for ln in lines if re.search(r"error|exception|timed out", ln, re.IGNORECASE)]
-    return launchers.clip(_SOURCE.sub("", (found or lines or [""])[-1]), 300)
+    return clip(_SOURCE.sub("", (found or lines or [""])[-1]), 300)
 
 
 def rank_log_files(output_dir: Path, rank: int) -> list[Path]:
@@ -235,7 +236,7 @@ def clean_tail(path: Path, lines: int, max_chars: int) -> str:
     notices (oneDNN, cuInit, absl), which no environment variable silences."""
     text = launchers.log_tail(path, lines=lines + 40, max_chars=64 * 1024)
     kept = [ln for ln in text.splitlines() if not _NOISE.search(ln)]
-    return launchers.clip("\n".join(kept[-lines:]), max_chars) if kept else ""
+    return clip("\n".join(kept[-lines:]), max_chars) if kept else ""
 
 
 # ----------------------------------------------------------------- live watch
@@ -505,7 +506,7 @@ def failure_error(launcher: str, group: launchers.GroupResult, launcher_log: Pat
         if failure is None or failure.rank is None:
             last = next((ln for ln in reversed(text.splitlines()) if ln.strip()), "")
             head, who = (f"{launcher} failed with exit code {launcher_rc} before any rank reported a failure: "
-                         f"{launchers.clip(last.strip(), 300)}"), launcher
+                         f"{clip(last.strip(), 300)}"), launcher
             if evidence:
                 head, who, tail_ranks = f"{evidence[1]}; then {head}", f"rank {evidence[0]}", [evidence[0]]
         else:

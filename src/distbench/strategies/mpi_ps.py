@@ -118,6 +118,7 @@ class MPIPS(Strategy):
 
     family = "parameter-server"
     takes_window = True
+    scales_learning_rate = False
     optimizer: ClassVar[str] = ""
 
     def is_available(self, config: ExperimentConfig, workers: int) -> Availability:

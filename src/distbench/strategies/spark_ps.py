@@ -90,6 +90,7 @@ class SparkPS(Strategy):
 
     family = "parameter-server"
     takes_window = True
+    scales_learning_rate = False
     optimizer: ClassVar[str] = ""
 
     def is_available(self, config: ExperimentConfig, workers: int) -> Availability:

@@ -155,6 +155,7 @@ class TFParameterServer(Strategy):
     name = "tf_ps"
     description = "tf.distribute.ParameterServerStrategy + ClusterCoordinator (async, N workers, P ps tasks)"
     family = "parameter-server"
+    scales_learning_rate = False
 
     def launch(self, ctx: LaunchContext) -> TrainOutput:
         """Start the servers, train from this process as the coordinator, stop the servers."""

@@ -1,0 +1,47 @@
+"""Text helpers for messages shown to users: reasons and errors cut where a sentence ends."""
+
+from __future__ import annotations
+
+import re
+
+SENTENCE_END = re.compile(r"(?<!e\.g\.)(?<!i\.e\.)(?<=[.!?;])\s+(?=\S)")
+"""Where a sentence ends inside a line: after ``.``, ``!``, ``?`` or ``;`` and whitespace
+(not after ``e.g.``/``i.e.``; a ``:`` announces what follows, so it is no end)."""
+CUT_MARK = " [...]"
+
+
+def clip(text: str, max_chars: int) -> str:
+    """``text`` in at most ``max_chars`` characters, cut where a sentence ends.
+
+    Whole lines are kept while they fit; the first line that does not fit is cut after
+    its last sentence end that fits (:data:`SENTENCE_END`) and the rest dropped. Only
+    when not even the first sentence of the text fits is it cut inside, at a space if
+    there is one. Anything cut ends with `` [...]`` (counted in ``max_chars``): the full
+    text stays in the log it came from.
+
+    Args:
+        text: one or more lines.
+        max_chars: the most characters returned (at least 20).
+
+    Returns:
+        The kept text (lines joined by newlines), trailing whitespace removed.
+    """
+    text = text.rstrip()
+    if len(text) <= max_chars:
+        return text
+    room = max_chars - len(CUT_MARK)
+    kept: list[str] = []
+    size = 0
+    for line in text.splitlines():
+        if size + len(line) <= room:
+            kept.append(line)
+            size += len(line) + 1
+            continue
+        ends = [m.start() for m in SENTENCE_END.finditer(line) if size + m.start() <= room]
+        if ends:
+            kept.append(line[:ends[-1]])
+        elif not "".join(kept).strip():  # not even one sentence fits: cut it at a space
+            space = line.rfind(" ", 0, room - size + 1)
+            kept.append(line[:space if space > (room - size) // 2 else room - size])
+        break
+    return "\n".join(kept).rstrip() + CUT_MARK
