@@ -84,17 +84,18 @@ def run_controller(controller: str, sizes_mb: list[int], warmup: int, reps: int,
     Raises:
         RuntimeError: the launcher failed (its log tail in the message).
     """
+    from distbench.launch import commands as C
     from distbench.strategies import horovod as H
-    from distbench.strategies.launchers import ProcSpec, log_tail, run_processes
+    from distbench.launch.process import ProcSpec, log_tail, run_processes
 
     out = tmp / f"{controller}.json"
     prog = [sys.executable, str(Path(__file__).resolve()), "--rank-worker", "--sizes",
             ",".join(map(str, sizes_mb)), "--warmup", str(warmup), "--reps", str(reps), "--out", str(out)]
     if controller == "gloo":
-        argv, env = H.horovodrun_command(2, H.localhost_hosts(2), prog, tmp / "gloo-logs", 120, sys.executable,
+        argv, env = C.horovodrun_command(2, C.localhost_hosts(2), prog, tmp / "gloo-logs", 120, sys.executable,
                                          horovodrun=H.find_horovodrun() or "horovodrun")
     else:
-        argv, env = H.mpirun_command(2, H.localhost_hosts(2), prog, tmp / "mpi-logs", sys.executable,
+        argv, env = C.mpirun_command(2, C.localhost_hosts(2), prog, tmp / "mpi-logs", sys.executable,
                                      mpirun=shutil.which("mpirun") or "mpirun")
     log = tmp / f"{controller}.log"
     res = run_processes([ProcSpec(controller, argv, env, log)], timeout_s=900)

@@ -21,21 +21,7 @@ import click
 
 from distbench import __version__
 from distbench import config as config_mod
-from distbench.config import ConfigError
-
-
-def _user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn :class:`ConfigError` into one line on stderr and exit status 2."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except ConfigError as e:
-            click.echo(f"distbench: error: {e}", err=True)
-            sys.exit(2)
-
-    return wrapper
+from distbench.config import ConfigError, user_errors
 
 
 def _int_list(flag: str, value: str | None) -> list[int] | None:
@@ -85,7 +71,7 @@ def main() -> None:
 @click.option("--timeout", type=float, help="Per-configuration time limit, seconds.")
 @click.option("--preset", help="Apply a preset (local-validation, production, max-throughput, elastic) "
                                "before the other flags.")
-@_user_errors
+@user_errors
 def run(config_file: str | None, strategies: str | None, workers: str | None, epochs: int | None,
         batch_size: int | None, repeats: int | None, out: str | None, resume: bool,
         timeout: float | None, preset: str | None) -> None:
@@ -208,7 +194,7 @@ def _print_report(records: list[dict[str, Any]], run_dir: Path, formats: tuple[s
 @click.option("--compare", nargs=2, metavar="BASE NEW", type=click.Path(file_okay=False),
               help="Print, per configuration, the change from run directory BASE to NEW in median test accuracy "
                    "and training time with their spread; writes nothing.")
-@_user_errors
+@user_errors
 def report(run_dirs: tuple[str, ...], out: str | None, formats: str, tensorboard: bool,
            compare: tuple[str, str] | None) -> None:
     """Render report.md, a self-contained report.html (plots embedded), summary.csv and
@@ -254,7 +240,7 @@ def report(run_dirs: tuple[str, ...], out: str | None, formats: str, tensorboard
 @main.command("env")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 @click.option("--workers", type=int, default=2, show_default=True, help="Worker count to probe for.")
-@_user_errors
+@user_errors
 def env_cmd(as_json: bool, workers: int) -> None:
     """Print this machine's provenance and whether each strategy can run here, and why not."""
     from distbench.env import report as env_report
@@ -279,7 +265,7 @@ def env_cmd(as_json: bool, workers: int) -> None:
 
 
 @main.command("list")
-@_user_errors
+@user_errors
 def list_cmd() -> None:
     """List strategies, datasets and models."""
     from distbench.models import MODEL_DESCRIPTIONS
@@ -325,7 +311,7 @@ def where(what: str) -> None:
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               help="PNG to write [default: RUN_DIR/predict.png].")
 @click.option("--json", "as_json", is_flag=True, help="Print the predictions as JSON instead of a table.")
-@_user_errors
+@user_errors
 def predict(run_dir: str, bandwidth: float | None, latency: float | None, window: int | None,
             per_worker_batch: int | None, samples: int | None, max_workers: int, plot_path: str | None,
             as_json: bool) -> None:
@@ -380,69 +366,34 @@ def predict(run_dir: str, bandwidth: float | None, latency: float | None, window
     click.echo(f"wrote {png}")
 
 
-@main.group()
+class _WorkerGroup(click.Group):
+    """``distbench worker``: the ``config`` entry of the harness, and every entry point the
+    registered strategies declare (:attr:`~distbench.strategies.base.Strategy.worker_entries`),
+    imported only when it runs."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        from distbench.strategies import registry
+
+        return sorted({*super().list_commands(ctx), *registry.worker_entries()})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        cmd = super().get_command(ctx, name)
+        if cmd is not None:
+            return cmd
+        import importlib
+
+        from distbench.strategies import registry
+
+        ref = registry.worker_entries().get(name)
+        if ref is None:
+            return None
+        module, _, attr = ref.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+
+@main.group(cls=_WorkerGroup)
 def worker() -> None:
     """Entry points run by launchers (and by users under their own launchers)."""
-
-
-@worker.command("tf")
-@click.option("--run-dir", required=True, type=click.Path(file_okay=False), help="Run directory (shared by the tasks).")
-@click.option("--config", "config_file", type=click.Path(dir_okay=False),
-              help="Experiment TOML, used when DIR holds no workload yet.")
-@click.option("--join-timeout", type=float, default=None,
-              help="Seconds to wait for every task of TF_CONFIG's cluster to join, counted once TensorFlow has "
-                   "started [default: $DISTBENCH_JOIN_TIMEOUT_S, else 120]; then exit 3 naming the tasks that "
-                   "never joined.")
-@click.option("--key", hidden=True, help="Record key (set by distbench run; omit on a cluster).")
-@_user_errors
-def worker_tf(run_dir: str, config_file: str | None, join_timeout: float | None, key: str | None) -> None:
-    """One MultiWorkerMirroredStrategy task; run it on every host with that host's TF_CONFIG.
-    The chief (worker 0) appends the record to RUN_DIR/results.jsonl. TF_CONFIG is checked
-    before TensorFlow starts (exit 2 with one line if it is wrong); SIGTERM and SIGINT end
-    the task at any point."""
-    from distbench.harness.cluster import tf_worker_main
-
-    sys.exit(tf_worker_main(Path(run_dir), key, config_file, join_timeout))
-
-
-@worker.command("tf-task", hidden=True)
-@click.option("--run-dir", required=True, type=click.Path(file_okay=False))
-@click.option("--config", "config_file", type=click.Path(dir_okay=False))
-@click.option("--key")
-@_user_errors
-def worker_tf_task(run_dir: str, config_file: str | None, key: str | None) -> None:
-    """The TensorFlow process of 'worker tf' (started and supervised by it)."""
-    from distbench.harness.cluster import tf_task_main
-
-    sys.exit(tf_task_main(Path(run_dir), key, config_file))
-
-
-@worker.command("tf-server", hidden=True)
-@click.option("--run-dir", type=click.Path(file_okay=False), help="The run this server belongs to (informational).")
-@_user_errors
-def worker_tf_server(run_dir: str | None) -> None:
-    """A tf.distribute.Server for the task in TF_CONFIG (tf_ps workers and ps tasks)."""
-    from distbench.strategies.tf_ps import serve_forever
-
-    serve_forever()
-
-
-@worker.command("mpi-ps")
-@click.option("--run-dir", required=True, type=click.Path(file_okay=False), help="Run directory (seen by every rank).")
-@click.option("--optimizer", required=True, help="downpour, adag, dynsgd, aeasgd, eamsgd, easgd or averaging.")
-@click.option("--window", type=int, help="Communication window (default: the config's, else the optimizer's).")
-@click.option("--config", "config_file", type=click.Path(dir_okay=False),
-              help="Experiment TOML, used when DIR holds no workload yet.")
-@click.option("--key", hidden=True, help="Record key (set by distbench run; omit on a cluster).")
-@_user_errors
-def worker_mpi_ps(run_dir: str, optimizer: str, window: int | None, config_file: str | None,
-                  key: str | None) -> None:
-    """One rank of a parameter-server run over MPI; run under 'mpirun -np N+1' (rank 0 is
-    the server, ranks 1..N the replicas). Without --key rank 0 appends the record to
-    RUN_DIR/results.jsonl."""
-    from distbench.harness.cluster import mpi_ps_worker_main
-
-    sys.exit(mpi_ps_worker_main(Path(run_dir), optimizer, key, window, config_file))
 
 
 @worker.command("config", hidden=True)
@@ -456,20 +407,3 @@ def worker_config(run_dir: str, key: str, strategy: str, workers: int, window: i
     from distbench.harness.runner import child_main
 
     sys.exit(child_main(Path(run_dir), key, strategy, workers, window))
-
-
-@worker.command("horovod")
-@click.option("--run-dir", required=True, type=click.Path(file_okay=False),
-              help="Run directory (rank 0 writes the workload, artifacts and results there).")
-@click.option("--key", help="Record key; set by 'distbench run' (omit on your own cluster).")
-@click.option("--config", "config_file", type=click.Path(dir_okay=False),
-              help="Experiment TOML for a cluster run (default: the embedded experiment).")
-@_user_errors
-def worker_horovod(run_dir: str, key: str | None, config_file: str | None) -> None:
-    """One Horovod rank; run it under horovodrun or mpirun, e.g.
-    'horovodrun -np 4 -H host1:2,host2:2 python -m distbench worker horovod --run-dir DIR
-    --config cfg.toml'. Without --key, rank 0 evaluates and appends a record to
-    DIR/results.jsonl."""
-    from distbench.harness.horovod_app import worker_main
-
-    sys.exit(worker_main(Path(run_dir), key, config_file))

@@ -11,16 +11,33 @@ is allowed; the CLI turns it into exit status 2 with that one line.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
+import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, get_args, get_origin, get_type_hints
+from typing import Any, Callable, get_args, get_origin, get_type_hints
 
 
 class ConfigError(ValueError):
     """Bad user input (config file, CLI flag, data file): the message says what was
     received, what was expected, and how to fix it."""
+
+
+def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorator for command-line entry points: a :class:`ConfigError` becomes one line on
+    stderr (``distbench: error: ...``) and exit status 2, never a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except ConfigError as e:
+            print(f"distbench: error: {e}", file=sys.stderr, flush=True)
+            sys.exit(2)
+
+    return wrapper
 
 
 DATASETS = ("digits", "mnist", "fashion_mnist", "synthetic")

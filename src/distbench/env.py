@@ -23,11 +23,10 @@ def strategy_availability(cfg: ExperimentConfig, workers: int = 2) -> list[tuple
 def engine_builds() -> list[str]:
     """One line per compiled engine saying what it was built against and what is
     installed, e.g. ``Horovod 0.28.1 built against TensorFlow 2.21.0; installed 2.21.0``
-    (read from package metadata; nothing is imported). Empty when none is installed."""
-    from distbench.strategies.horovod import horovod_package_dir, tensorflow_pairing
-
-    package = horovod_package_dir()
-    return [tensorflow_pairing(package).describe()] if package else []
+    (each strategy's :meth:`~distbench.strategies.base.Strategy.builds`; read from package
+    metadata, nothing is imported). Empty when none is installed."""
+    classes = dict.fromkeys(registry.strategy_class(n) for n in registry.names())
+    return list(dict.fromkeys(line for cls in classes for line in cls.builds()))
 
 
 def report(cfg: ExperimentConfig, workers: int = 2) -> dict[str, Any]:

@@ -59,7 +59,7 @@ def test_failure_reason_names_the_jvm_cause_of_a_py4j_error():
 
 def test_failure_reason_never_ends_mid_sentence():
     from distbench.harness.runner import failure_reason
-    from distbench.strategies.horovod_failures import HorovodJobError
+    from distbench.launch.ranks import HorovodJobError
 
     # A cause announcing its next lines ("...was:") is completed by them, not cut after the colon.
     e = RuntimeError("mpirun failed\n--- log ---\nRuntimeError: Horovod detected that one or more processes exited "

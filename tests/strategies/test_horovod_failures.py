@@ -18,9 +18,9 @@ import pytest
 
 from distbench.harness.runner import failure_reason
 from distbench.results.store import read_records
-from distbench.strategies import horovod_failures as F
-from distbench.strategies import horovod_rank as R
-from distbench.strategies.launchers import GroupResult, ProcResult
+from distbench.launch import ranks as F
+from tests.plugins import faults
+from distbench.launch.process import GroupResult, ProcResult
 from tests.conftest import requires
 
 # rank 0's stderr (horovodrun --output-filename) after rank 1 was SIGSTOPped: Gloo's
@@ -206,11 +206,7 @@ def test_progress_board_round_trip(tmp_path, monkeypatch):
 
 
 def test_stall_test_hook_parses():
-    os.environ[R.TEST_EXIT_ENV] = "1:2:stall"
-    try:
-        assert R._test_exit_hook(1) == (1, 2, "stall")
-    finally:
-        del os.environ[R.TEST_EXIT_ENV]
+    assert faults.parse("1:2:stall", 1) == (1, 2, "stall")
 
 
 # ---------------------------------------------------------------- for real
@@ -278,7 +274,7 @@ def test_rank_stalled_alive_under_mpi_is_named_not_a_bare_timeout(tmp_path):
 
     out = tmp_path / "run"
     cp = distbench("run", "--strategies", "horovod_mpi", "--workers", "2", "--epochs", "3", "--timeout", "100",
-                   "--out", str(out), env={R.TEST_EXIT_ENV: "1:1:stall"}, timeout=200)
+                   "--out", str(out), env=faults.env("1:1:stall"), timeout=200)
     assert cp.returncode == 0, cp.stderr[-3000:]
     (r,) = read_records(out)
     assert r["status"] == "failed" and r["failed_process"] == "rank 1", r["reason"]

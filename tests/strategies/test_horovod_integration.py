@@ -15,9 +15,12 @@ from pathlib import Path
 import pytest
 
 from distbench.results.store import read_records
+from distbench.launch import commands as C
+from distbench.launch import ranks as Rk
 from distbench.strategies import horovod as H
-from distbench.strategies.launchers import ProcSpec, log_tail, run_processes
+from distbench.launch.process import ProcSpec, log_tail, run_processes
 from tests.conftest import distbench, requires
+from tests.plugins import faults
 
 pytestmark = [pytest.mark.integration, requires(module="horovod")]
 needs_mpi = requires(executable="mpirun")
@@ -71,7 +74,7 @@ def test_horovod_trains_like_single(main_run, name, controller):
     assert d["ring_bytes_per_rank_per_step"] == d["allreduce_bytes_per_step"]  # 2(N-1)/N = 1 for N = 2
     assert len(r["curve"]) == 3 and 0 < r["timings"]["train_s"] < r["timings"]["total_s"]
     logs = main_run / "logs" / f"{name}_w2_r0"
-    assert H.rank_log_files(logs, 0) and H.rank_log_files(logs, 1)
+    assert Rk.rank_log_files(logs, 0) and Rk.rank_log_files(logs, 1)
 
 
 def test_allreduce_rank_plus_one(tmp_path):
@@ -85,10 +88,10 @@ def test_allreduce_rank_plus_one(tmp_path):
         os.write(1, f"ALLREDUCE rank={hvd.rank()} size={hvd.size()} value={v}\\n".encode())
     """))
     prog = [sys.executable, str(script)]
-    launchers = [("gloo", H.horovodrun_command(2, "localhost:2", prog, tmp_path / "g", 60, sys.executable,
+    launchers = [("gloo", C.horovodrun_command(2, "localhost:2", prog, tmp_path / "g", 60, sys.executable,
                                                horovodrun=H.find_horovodrun()))]
     if H.shutil.which("mpirun"):
-        launchers.append(("mpi", H.mpirun_command(2, "localhost:2", prog, tmp_path / "m", sys.executable)))
+        launchers.append(("mpi", C.mpirun_command(2, "localhost:2", prog, tmp_path / "m", sys.executable)))
     for name, (argv, env) in launchers:
         log = tmp_path / f"{name}.log"
         res = run_processes([ProcSpec(name, argv, env, log)], timeout_s=180)
@@ -102,7 +105,7 @@ def test_killed_rank_fails_naming_it_and_leaves_nothing(tmp_path):
     out = tmp_path / "run"
     strategies = "horovod,horovod_mpi" if H.shutil.which("mpirun") else "horovod"
     cp = distbench("run", "--strategies", strategies, "--workers", "2", "--epochs", "2", "--out", str(out),
-                   env={"DISTBENCH_HOROVOD_TEST_EXIT": "1:1:kill"})
+                   env=faults.env("1:1:kill"))
     assert cp.returncode == 0, cp.stderr[-3000:]
     recs = _by_strategy(out)
     assert set(recs) == set(strategies.split(","))
@@ -133,7 +136,7 @@ def test_cluster_entry_appends_a_record(tmp_path):
     cfg.write_text("[training]\nepochs = 3\n")
     out = tmp_path / "cluster"
     prog = H.worker_command(sys.executable, out, config_file=str(cfg))
-    argv, env = H.horovodrun_command(2, "localhost:2", prog, tmp_path / "logs", 60, sys.executable,
+    argv, env = C.horovodrun_command(2, "localhost:2", prog, tmp_path / "logs", 60, sys.executable,
                                      horovodrun=H.find_horovodrun())
     log = tmp_path / "horovodrun.log"
     res = run_processes([ProcSpec("horovodrun", argv, env, log)], timeout_s=240)

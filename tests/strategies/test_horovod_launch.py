@@ -9,10 +9,13 @@ from pathlib import Path
 import pytest
 
 from distbench.config import ConfigError
+from distbench.launch import commands as C
+from distbench.launch import ranks as Rk
 from distbench.strategies import horovod as H
 from distbench.strategies import horovod_rank as R
 from distbench.strategies import registry
-from distbench.strategies.launchers import GroupResult, ProcResult
+from tests.plugins import faults
+from distbench.launch.process import GroupResult, ProcResult
 
 PY = "/venv/bin/python"
 BASE = {"PATH": "/usr/bin:/bin", "HOME": "/root"}
@@ -27,7 +30,7 @@ def test_worker_command_exact():
 
 def test_horovodrun_command_exact():
     prog = H.worker_command(PY, Path("/runs/x"), "horovod_w2_r0")
-    argv, env = H.horovodrun_command(2, H.localhost_hosts(2), prog, Path("/runs/x/logs/horovod_w2_r0"), 60, PY,
+    argv, env = C.horovodrun_command(2, C.localhost_hosts(2), prog, Path("/runs/x/logs/horovod_w2_r0"), 60, PY,
                                      base_env=BASE, horovodrun="/venv/bin/horovodrun")
     assert argv == ["/venv/bin/horovodrun", "-np", "2", "-H", "localhost:2", "--gloo", "--start-timeout", "60",
                     "--output-filename", "/runs/x/logs/horovod_w2_r0",
@@ -40,7 +43,7 @@ def test_mpirun_command_exact():
     prog = H.worker_command(PY, Path("/runs/x"), "horovod_mpi_w2_r0")
     base = {**BASE, "PYTHONPATH": "/src", "TF_CPP_MIN_LOG_LEVEL": "2", "DISTBENCH_HOROVOD_PLAIN_TAPE": "1",
             "HOROVOD_CYCLE_TIME": "1", "UNRELATED": "x"}
-    argv, env = H.mpirun_command(2, "localhost:2", prog, Path("/runs/x/logs/k"), PY, base_env=base,
+    argv, env = C.mpirun_command(2, "localhost:2", prog, Path("/runs/x/logs/k"), PY, base_env=base,
                                  mpirun="/usr/bin/mpirun")
     assert argv == ["/usr/bin/mpirun", "--allow-run-as-root", "-np", "2", "-H", "localhost:2", "--oversubscribe",
                     "-bind-to", "none", "-map-by", "slot", "--tag-output", "--output-filename", "/runs/x/logs/k",
@@ -50,17 +53,17 @@ def test_mpirun_command_exact():
 
 
 def test_launcher_env_keeps_venv_first_once():
-    env = H.launcher_env(PY, {"PATH": "/usr/bin:/venv/bin:/bin"})
+    env = C.launcher_env(PY, {"PATH": "/usr/bin:/venv/bin:/bin"})
     assert env["PATH"] == "/venv/bin:/usr/bin:/bin"
-    assert H.launcher_env(PY, {"PATH": "/venv/bin:/bin"})["PATH"] == "/venv/bin:/bin"
-    assert H.launcher_env(PY, {})["PATH"] == "/venv/bin"
+    assert C.launcher_env(PY, {"PATH": "/venv/bin:/bin"})["PATH"] == "/venv/bin:/bin"
+    assert C.launcher_env(PY, {})["PATH"] == "/venv/bin"
 
 
 def test_hosts_and_start_timeout():
-    assert H.localhost_hosts(4) == "localhost:4"
+    assert C.localhost_hosts(4) == "localhost:4"
     with pytest.raises(ConfigError, match="at least 1 rank"):
-        H.localhost_hosts(0)
-    assert [H.start_timeout(t) for t in (10, 300, 900, 5000)] == [30, 100, 300, 300]
+        C.localhost_hosts(0)
+    assert [C.start_timeout(t) for t in (10, 300, 900, 5000)] == [30, 100, 300, 300]
 
 
 # Real launcher output (docs: captured on the 2-core CI machine).
@@ -102,18 +105,18 @@ mpirun noticed that process rank 1 with PID 0 on node vm exited on signal 9 (Kil
 
 
 def test_parse_launcher_failure():
-    assert H.parse_launcher_failure(GLOO_KILLED) == H.RankFailure(1, exit_code=137)
-    assert H.parse_launcher_failure(MPI_EXIT) == H.RankFailure(1, exit_code=9)
-    assert H.parse_launcher_failure(MPI_SIGNAL) == H.RankFailure(1, signal=9)
-    assert H.parse_launcher_failure("Process name: 0\nExit code: 1\n") == H.RankFailure(0, exit_code=1)
-    assert H.parse_launcher_failure("all good") is None
+    assert Rk.parse_launcher_failure(GLOO_KILLED) == Rk.RankFailure(1, exit_code=137)
+    assert Rk.parse_launcher_failure(MPI_EXIT) == Rk.RankFailure(1, exit_code=9)
+    assert Rk.parse_launcher_failure(MPI_SIGNAL) == Rk.RankFailure(1, signal=9)
+    assert Rk.parse_launcher_failure("Process name: 0\nExit code: 1\n") == Rk.RankFailure(0, exit_code=1)
+    assert Rk.parse_launcher_failure("all good") is None
 
 
 def test_rank_failure_describe():
-    assert H.RankFailure(1, exit_code=137).describe() == "rank 1 failed with exit code 137 (128 + SIGKILL)"
-    assert H.RankFailure(0, exit_code=1).describe() == "rank 0 failed with exit code 1"
-    assert H.RankFailure(1, signal=9).describe() == "rank 1 was killed by signal 9 (SIGKILL)"
-    assert H.RankFailure(2, exit_code=-15).describe() == "rank 2 failed with exit code -15 (SIGTERM)"
+    assert Rk.RankFailure(1, exit_code=137).describe() == "rank 1 failed with exit code 137 (128 + SIGKILL)"
+    assert Rk.RankFailure(0, exit_code=1).describe() == "rank 0 failed with exit code 1"
+    assert Rk.RankFailure(1, signal=9).describe() == "rank 1 was killed by signal 9 (SIGKILL)"
+    assert Rk.RankFailure(2, exit_code=-15).describe() == "rank 2 failed with exit code -15 (SIGTERM)"
 
 
 def test_rank_log_files_both_layouts(tmp_path):
@@ -121,9 +124,9 @@ def test_rank_log_files_both_layouts(tmp_path):
         (tmp_path / d).mkdir(parents=True)
         (tmp_path / d / "stdout").write_text("out\n")
         (tmp_path / d / "stderr").write_text("err\n")
-    assert H.rank_log_files(tmp_path / "g", 1) == [tmp_path / "g/rank.1/stderr", tmp_path / "g/rank.1/stdout"]
-    assert H.rank_log_files(tmp_path / "m", 0) == [tmp_path / "m/1/rank.0/stderr", tmp_path / "m/1/rank.0/stdout"]
-    assert H.rank_log_files(tmp_path / "m", 5) == []
+    assert Rk.rank_log_files(tmp_path / "g", 1) == [tmp_path / "g/rank.1/stderr", tmp_path / "g/rank.1/stdout"]
+    assert Rk.rank_log_files(tmp_path / "m", 0) == [tmp_path / "m/1/rank.0/stderr", tmp_path / "m/1/rank.0/stdout"]
+    assert Rk.rank_log_files(tmp_path / "m", 5) == []
 
 
 def test_failure_error_names_rank_exit_code_and_tail(tmp_path):
@@ -135,7 +138,7 @@ def test_failure_error_names_rank_exit_code_and_tail(tmp_path):
         "[1]<stderr>:ValueError: boom\n")
     (tmp_path / "rank.1" / "stdout").write_text("")
     group = GroupResult(False, False, 3.0, ProcResult("horovodrun", 1, log), [])
-    e = H.failure_error("horovodrun", group, log, tmp_path, 60)
+    e = Rk.failure_error("horovodrun", group, log, tmp_path, 60)
     first = str(e).splitlines()[0]
     assert first.startswith("rank 1 failed with exit code 137 (128 + SIGKILL) under horovodrun (launcher exit code 1)")
     assert e.failed_process == "rank 1"
@@ -145,10 +148,10 @@ def test_failure_error_names_rank_exit_code_and_tail(tmp_path):
 def test_failure_error_without_rank_and_timeout(tmp_path):
     log = tmp_path / "mpirun.log"
     log.write_text("mpirun was unable to launch the specified application\n")
-    e = H.failure_error("mpirun", GroupResult(False, False, 1.0, ProcResult("mpirun", 1, log)), log, tmp_path, 60)
+    e = Rk.failure_error("mpirun", GroupResult(False, False, 1.0, ProcResult("mpirun", 1, log)), log, tmp_path, 60)
     assert str(e).startswith("mpirun failed with exit code 1 before any rank reported a failure: mpirun was unable")
     assert e.failed_process == "mpirun"
-    e = H.failure_error("mpirun", GroupResult(False, True, 61.0), log, tmp_path, 60)
+    e = Rk.failure_error("mpirun", GroupResult(False, True, 61.0), log, tmp_path, 60)
     assert str(e).startswith("mpirun timed out after 60 s") and e.failed_process == "mpirun"
 
 
@@ -213,14 +216,11 @@ def test_registered_names():
     assert registry.get("horovod").replicas(4) == 4
 
 
-def test_test_exit_hook_parsing(monkeypatch):
-    monkeypatch.setenv(R.TEST_EXIT_ENV, "1:2:kill")
-    assert R._test_exit_hook(1) == (1, 2, "kill") and R._test_exit_hook(0) is None
-    monkeypatch.setenv(R.TEST_EXIT_ENV, "0:1")
-    assert R._test_exit_hook(0) == (0, 1, "9")
-    monkeypatch.setenv(R.TEST_EXIT_ENV, "one")
-    with pytest.raises(ConfigError, match="RANK:EPOCH"):
-        R._test_exit_hook(0)
+def test_test_exit_hook_parsing():
+    assert faults.parse("1:2:kill", 1) == (1, 2, "kill") and faults.parse("1:2:kill", 0) is None
+    assert faults.parse("0:1", 0) == (0, 1, "9")
+    with pytest.raises(ConfigError, match="REPLICA:EPOCH"):
+        faults.parse("one", 0)
 
 
 def test_configured_threads(tmp_path):

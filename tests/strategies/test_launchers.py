@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from distbench.strategies.launchers import (STALLED_EXIT, ProcSpec, config_child_command, last_error_line, log_tail,
-                                            run_processes, supervise)
+from distbench.launch.commands import config_child_command
+from distbench.launch.process import STALLED_EXIT, ProcSpec, last_error_line, log_tail, run_processes, supervise
 from distbench.text import clip
 
 
@@ -69,7 +69,7 @@ def test_timeout_kills_grandchildren(tmp_path):
 # supervise(): a stand-in child that behaves as TensorFlow does while its cluster forms
 # (reports stages, then blocks; SIGTERM ignored, as TensorFlow's own handler swallows it).
 _CHILD = ("import os, signal, sys, time\n"
-          "from distbench.strategies.launchers import report_stage\n"
+          "from distbench.launch.process import report_stage\n"
           "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
           "open(sys.argv[1], 'w').write(str(os.getpid()))\n"
           "for _ in range(int(sys.argv[2])): report_stage()\n"
@@ -96,7 +96,7 @@ def test_supervise_stops_a_child_stuck_at_a_stage_with_one_line(tmp_path, capfd)
 
 
 _SUPERVISOR = ("import os, sys\n"
-               "from distbench.strategies.launchers import supervise\n"
+               "from distbench.launch.process import supervise\n"
                "sys.exit(supervise(sys.argv[1:], dict(os.environ), [(60.0, lambda: 'x')] * 2, grace_s=1.0))\n")
 
 

@@ -8,7 +8,7 @@ import socket
 import pytest
 
 from distbench.config import ConfigError
-from distbench.strategies.tf_cluster import (TFTask, accepts_connections, join_failure, parse_tf_config,
+from distbench.launch.tfconfig import (TFTask, accepts_connections, join_failure, parse_tf_config,
                                              silent_peers, tf_config)
 
 W2 = {"worker": ["127.0.0.1:1", "127.0.0.1:2"]}

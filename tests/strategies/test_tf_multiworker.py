@@ -14,7 +14,7 @@ import pytest
 
 from distbench.results.store import read_records
 from distbench.strategies.multi_worker_mirrored import free_ports, tf_config, worker_commands
-from distbench.strategies.tf_cluster import accepts_connections
+from distbench.launch.tfconfig import accepts_connections
 from distbench.strategies.tf_ps import STALL_FLOOR_S, cluster_spec, server_commands, stalled
 from tests.conftest import pids_with, distbench
 

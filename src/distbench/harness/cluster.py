@@ -8,7 +8,7 @@ harness (``--key`` given) only the training part runs; the harness writes the re
 
 ``worker tf`` itself never imports TensorFlow: it validates ``TF_CONFIG`` and the config
 (bad input: exit 2 in well under a second), then runs the task as a supervised child
-(``worker tf-task``, :func:`distbench.strategies.launchers.supervise`) that must reach the
+(``worker tf-task``, :func:`distbench.strategies.process.supervise`) that must reach the
 cluster join within :data:`STARTUP_TIMEOUT_S` and join within the join timeout, and that
 SIGTERM/SIGINT end at any point (TensorFlow blocks in C++ with the GIL held while the
 cluster forms, and replaces the SIGTERM handler, so the task process cannot do either).
@@ -23,15 +23,17 @@ import sys
 import time
 from pathlib import Path
 
+import click
+
 from distbench import config as config_mod
 from distbench.harness.evaluate import Evaluator
 from distbench.harness.matrix import ConfigPoint
 from distbench.harness.runner import artifacts_dir, ok_record
 from distbench.results import provenance
 from distbench.results.store import append_record
-from distbench.strategies import launchers
-from distbench.strategies.multi_worker_mirrored import JOIN_TIMEOUT_ENV
-from distbench.strategies.tf_cluster import join_failure, parse_tf_config, silent_peers
+from distbench.launch import process
+from distbench.launch.tfconfig import JOIN_TIMEOUT_ENV, join_failure, parse_tf_config, silent_peers
+from distbench.strategies import registry
 from distbench.workload import CONFIG_FILE, WORKLOAD_DIR, Workload
 
 DEFAULT_JOIN_TIMEOUT_S = 120.0
@@ -87,7 +89,7 @@ def tf_worker_main(run_dir: Path, key: str | None, config_file: str | None, join
         join_timeout_s: ``--join-timeout`` (None: see :func:`join_timeout`).
 
     Returns:
-        The exit code: the task's; :data:`~distbench.strategies.launchers.STALLED_EXIT` when
+        The exit code: the task's; :data:`~distbench.strategies.process.STALLED_EXIT` when
         the cluster did not form in time (one line names the tasks that never joined).
 
     Raises:
@@ -106,7 +108,7 @@ def tf_worker_main(run_dir: Path, key: str | None, config_file: str | None, join
     stages = [(STARTUP_TIMEOUT_S, lambda: f"{task.name}: TensorFlow did not start within {STARTUP_TIMEOUT_S:g} s "
                                           "(see the output above)"),
               (wait_s, lambda: join_failure(task, wait_s, silent_peers(task)))]
-    return launchers.supervise(argv, env, stages)
+    return process.supervise(argv, env, stages)
 
 
 def tf_task_main(run_dir: Path, key: str | None, config_file: str | None) -> int:
@@ -116,12 +118,9 @@ def tf_task_main(run_dir: Path, key: str | None, config_file: str | None) -> int
     Raises:
         ConfigError: ``DISTBENCH_TF_TASK`` is missing or invalid (not started by ``worker tf``).
     """
-    from distbench.strategies.multi_worker_mirrored import threads_for, train_worker
-    from distbench.training.tf_loop import configure_threads
-
+    train_task = registry.strategy_class("multi_worker_mirrored").train_task
     spawn = float(os.environ.get("DISTBENCH_SPAWN_UNIX", time.time()))
     task = parse_tf_config(os.environ.get(TASK_ENV), "worker tf")
-    configure_threads(threads_for(task.replicas))  # before building the workload touches TensorFlow
     # The strategy is built before the workload (collective ops first): read its setting now.
     if (run_dir / CONFIG_FILE).exists():
         cfg = config_mod.from_dict(json.loads((run_dir / CONFIG_FILE).read_text()))
@@ -135,10 +134,10 @@ def tf_task_main(run_dir: Path, key: str | None, config_file: str | None) -> int
         return loaded[0]
 
     if key is not None:  # under the harness: it evaluates and records
-        train_worker(task, load, artifacts_dir(run_dir, key))
+        train_task(task, load, artifacts_dir(run_dir, key))
         return 0
     point = ConfigPoint("multi_worker_mirrored", task.replicas, 0)
-    out = train_worker(task, load, artifacts_dir(run_dir, point.key + f"_task{task.rank}"))
+    out = train_task(task, load, artifacts_dir(run_dir, point.key + f"_task{task.rank}"))
     workload = loaded[0]
     if task.rank == 0:
         prov = provenance.collect(workload.config.training.seed)
@@ -161,18 +160,18 @@ def mpi_ps_worker_main(run_dir: Path, optimizer: str, key: str | None, window: i
     """
     from mpi4py import MPI
 
-    from distbench.ps_async.rules import OPTIMIZERS
-    from distbench.strategies.mpi_ps import rank_main
-
-    if optimizer not in OPTIMIZERS:
-        raise config_mod.ConfigError(f"--optimizer {optimizer!r}: expected one of {', '.join(OPTIMIZERS)}")
+    members = registry.families()["mpi_ps"]
+    if f"mpi_ps:{optimizer}" not in members:
+        raise config_mod.ConfigError(f"--optimizer {optimizer!r}: expected one of "
+                                     f"{', '.join(m.split(':', 1)[1] for m in members)}")
+    strategy = registry.strategy_class(f"mpi_ps:{optimizer}")
     spawn = float(os.environ.get("DISTBENCH_SPAWN_UNIX", time.time()))
     comm = MPI.COMM_WORLD
     if comm.Get_rank() == 0 and key is None:
         load_or_create_workload(run_dir, config_file)
     comm.Barrier()
     workload = Workload.load(run_dir)
-    out = rank_main(workload, optimizer, window, workload.config.run.timeout_s)
+    out = strategy.run_rank(workload, window, workload.config.run.timeout_s)
     if out is None:
         return 0
     if key is not None:
@@ -184,3 +183,48 @@ def mpi_ps_worker_main(run_dir: Path, optimizer: str, key: str | None, window: i
     append_record(run_dir, ok_record(workload, point, run_dir.name, prov, out, Evaluator(workload),
                                      time.time() - spawn, spawn))
     return 0
+
+
+# ----------------------------------------------------------------------- the commands
+@click.command("tf")
+@click.option("--run-dir", required=True, type=click.Path(file_okay=False), help="Run directory (shared by the tasks).")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False),
+              help="Experiment TOML, used when DIR holds no workload yet.")
+@click.option("--join-timeout", type=float, default=None,
+              help="Seconds to wait for every task of TF_CONFIG's cluster to join, counted once TensorFlow has "
+                   "started [default: $DISTBENCH_JOIN_TIMEOUT_S, else 120]; then exit 3 naming the tasks that "
+                   "never joined.")
+@click.option("--key", hidden=True, help="Record key (set by distbench run; omit on a cluster).")
+@config_mod.user_errors
+def tf_command(run_dir: str, config_file: str | None, join_timeout: float | None, key: str | None) -> None:
+    """One MultiWorkerMirroredStrategy task; run it on every host with that host's TF_CONFIG.
+    The chief (worker 0) appends the record to RUN_DIR/results.jsonl. TF_CONFIG is checked
+    before TensorFlow starts (exit 2 with one line if it is wrong); SIGTERM and SIGINT end
+    the task at any point."""
+    sys.exit(tf_worker_main(Path(run_dir), key, config_file, join_timeout))
+
+
+@click.command("tf-task", hidden=True)
+@click.option("--run-dir", required=True, type=click.Path(file_okay=False))
+@click.option("--config", "config_file", type=click.Path(dir_okay=False))
+@click.option("--key")
+@config_mod.user_errors
+def tf_task_command(run_dir: str, config_file: str | None, key: str | None) -> None:
+    """The TensorFlow process of 'worker tf' (started and supervised by it)."""
+    sys.exit(tf_task_main(Path(run_dir), key, config_file))
+
+
+@click.command("mpi-ps")
+@click.option("--run-dir", required=True, type=click.Path(file_okay=False), help="Run directory (seen by every rank).")
+@click.option("--optimizer", required=True, help="downpour, adag, dynsgd, aeasgd, eamsgd, easgd or averaging.")
+@click.option("--window", type=int, help="Communication window (default: the config's, else the optimizer's).")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False),
+              help="Experiment TOML, used when DIR holds no workload yet.")
+@click.option("--key", hidden=True, help="Record key (set by distbench run; omit on a cluster).")
+@config_mod.user_errors
+def mpi_ps_command(run_dir: str, optimizer: str, window: int | None, config_file: str | None,
+                   key: str | None) -> None:
+    """One rank of a parameter-server run over MPI; run under 'mpirun -np N+1' (rank 0 is
+    the server, ranks 1..N the replicas). Without --key rank 0 appends the record to
+    RUN_DIR/results.jsonl."""
+    sys.exit(mpi_ps_worker_main(Path(run_dir), optimizer, key, window, config_file))

@@ -23,8 +23,12 @@ so ``distbench report`` merges it with other runs. Only rank 0 writes to ``DIR``
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
+from typing import Any
+
+import click
 
 from distbench import config as config_mod
 from distbench.config import ConfigError
@@ -34,7 +38,7 @@ from distbench.harness.runner import artifacts_dir, ok_record, prepare_run_dir
 from distbench.results import provenance
 from distbench.results.records import config_id
 from distbench.results.store import append_record, read_records
-from distbench.strategies.horovod_rank import RankInfo, configured_threads, run_worker
+from distbench.strategies import registry
 from distbench.training import TrainOutput
 from distbench.workload import WORKLOAD_DIR, Workload
 
@@ -61,15 +65,16 @@ def worker_main(run_dir: Path, key: str | None = None, config_file: str | None =
                           f"{str(run_dir)!r} is used: drop --config")
     if not key and config_file:
         config_mod.load(config_file)  # fail fast on every rank, before hvd.init()
-    threads = configured_threads(run_dir, config_file)
+    horovod = registry.strategy_class("horovod")
+    threads = horovod.configured_threads(run_dir, config_file)
     if key:
         art = artifacts_dir(run_dir, key)
 
-        def save(out: TrainOutput, workload: Workload, info: RankInfo) -> None:
+        def save(out: TrainOutput, workload: Workload, info: Any) -> None:
             out.save(art)
 
-        return run_worker(run_dir, lambda: Workload.load(run_dir), save, threads)
-    return run_worker(run_dir, lambda: _prepare(run_dir, config_file),
+        return horovod.run_rank(run_dir, lambda: Workload.load(run_dir), save, threads)
+    return horovod.run_rank(run_dir, lambda: _prepare(run_dir, config_file),
                       lambda out, wl, info: record_cluster_run(out, wl, info), threads)
 
 
@@ -83,7 +88,7 @@ def _prepare(run_dir: Path, config_file: str | None) -> Workload:
     return Workload.load(run_dir)
 
 
-def record_cluster_run(out: TrainOutput, workload: Workload, info: RankInfo) -> dict:
+def record_cluster_run(out: TrainOutput, workload: Workload, info: Any) -> dict:
     """Rank 0 of a cluster run: save ``out`` under ``DIR/artifacts/<key>/``, evaluate it
     like the harness does and append the record to ``DIR/results.jsonl``.
 
@@ -109,3 +114,18 @@ def record_cluster_run(out: TrainOutput, workload: Workload, info: RankInfo) -> 
           + (f"test acc {acc:.3f}, train {out.train_s:.1f} s" if acc is not None else rec.get("reason", ""))
           + f"; record appended to {run_dir / 'results.jsonl'}", flush=True)
     return rec
+
+
+@click.command("horovod")
+@click.option("--run-dir", required=True, type=click.Path(file_okay=False),
+              help="Run directory (rank 0 writes the workload, artifacts and results there).")
+@click.option("--key", help="Record key; set by 'distbench run' (omit on your own cluster).")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False),
+              help="Experiment TOML for a cluster run (default: the embedded experiment).")
+@config_mod.user_errors
+def command(run_dir: str, key: str | None, config_file: str | None) -> None:
+    """One Horovod rank; run it under horovodrun or mpirun, e.g.
+    'horovodrun -np 4 -H host1:2,host2:2 python -m distbench worker horovod --run-dir DIR
+    --config cfg.toml'. Without --key, rank 0 evaluates and appends a record to
+    DIR/results.jsonl."""
+    sys.exit(worker_main(Path(run_dir), key, config_file))

@@ -25,12 +25,13 @@ from distbench.config import ConfigError, ExperimentConfig
 from distbench.harness.evaluate import Evaluator
 from distbench.harness.matrix import ConfigPoint, expand
 from distbench.results import provenance
-from distbench.results.records import new_record
+from distbench.results.records import Status, new_record
 from distbench.results.store import append_record, read_records
-from distbench.strategies import launchers, registry
+from distbench.launch import commands, process
+from distbench.strategies import registry
 from distbench.strategies.base import LaunchContext, StrategyUnavailable
 from distbench.training import TrainOutput
-from distbench.training.output import RESULT_FILE
+from distbench.training.output import ChildResult, TrainingFailed, read_child_result, write_child_result
 from distbench.workload import CONFIG_FILE, WORKLOAD_DIR, Workload
 
 WORKLOAD_SECTIONS = ("data", "model", "training")
@@ -99,19 +100,35 @@ def base_fields(workload: Workload, point: ConfigPoint, replicas: int) -> dict[s
     }
 
 
+def make_record(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[str, Any], status: Status,
+                replicas: int | None = None, **fields: Any) -> dict[str, Any]:
+    """A record of ``point`` with the fields every record carries (:func:`base_fields`, the
+    provenance) and ``fields``; the one place the harness builds records (through
+    :func:`distbench.results.records.new_record`).
+
+    Args:
+        replicas: replicas that trained (default: the strategy's count for ``point.workers``).
+    """
+    if replicas is None:
+        replicas = registry.get(point.strategy).replicas(point.workers)
+    base = base_fields(workload, point, replicas)
+    return new_record(run_id, point.strategy, point.workers, point.repeat, status, point.window,
+                      **{**base, "provenance": prov, **fields})
+
+
+def _no_timings(total_s: float | None) -> dict[str, float | None]:
+    return {"total_s": total_s, "startup_s": None, "train_s": None, "eval_s": None}
+
+
 def run_point(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[str, Any],
               evaluator: Callable[[], Evaluator]) -> dict[str, Any]:
     """Run one configuration in a fresh child process and return its record."""
     cfg = workload.config
     run_dir = workload.run_dir
     strat = registry.get(point.strategy)
-    fields = base_fields(workload, point, strat.replicas(point.workers))
-    fields["provenance"] = prov
-    mk = lambda status, **kw: new_record(run_id, point.strategy, point.workers, point.repeat, status,  # noqa: E731
-                                         point.window, **{**fields, **kw})
     avail = strat.is_available(cfg, point.workers)
     if not avail.ok:
-        return mk("unavailable", reason=avail.reason)
+        return make_record(workload, point, run_id, prov, Status.UNAVAILABLE, reason=avail.reason)
     art = artifacts_dir(run_dir, point.key)
     if art.exists():  # leftovers of an interrupted attempt
         for f in art.iterdir():
@@ -119,27 +136,26 @@ def run_point(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[st
                 f.unlink()
     log = run_dir / "logs" / f"{point.key}.log"
     spawn = time.time()
-    argv, env = launchers.config_child_command(run_dir, point.key, point.strategy, point.workers, spawn,
+    argv, env = commands.config_child_command(run_dir, point.key, point.strategy, point.workers, spawn,
                                                window=point.window)
-    group = launchers.run_processes([launchers.ProcSpec(point.key, argv, env, log)], cfg.run.timeout_s)
-    total_s = group.elapsed_s
-    tail = launchers.log_tail(log)
+    group = process.run_processes([process.ProcSpec(point.key, argv, env, log)], cfg.run.timeout_s)
+    tail = process.log_tail(log)
     if group.timed_out:
-        return mk("timeout", reason=group.reason(cfg.run.timeout_s), log_tail=tail,
-                  timings={"total_s": total_s, "startup_s": None, "train_s": None, "eval_s": None})
+        return make_record(workload, point, run_id, prov, Status.TIMEOUT, reason=group.reason(cfg.run.timeout_s),
+                           log_tail=tail, timings=_no_timings(group.elapsed_s))
     try:
-        meta = json.loads((art / RESULT_FILE).read_text())
-    except (OSError, ValueError):
-        meta = {}
-    status = meta.get("status")
-    if status == "unavailable":
-        return mk("unavailable", reason=meta.get("reason", ""))
-    if status != "ok" or not group.ok:
-        reason = meta.get("reason") or group.reason(cfg.run.timeout_s) or "no result written"
-        return mk("failed", reason=reason, log_tail=tail, failed_process=meta.get("failed_process"),
-                  details=meta.get("details"),
-                  timings={"total_s": total_s, "startup_s": None, "train_s": None, "eval_s": None})
-    return ok_record(workload, point, run_id, prov, TrainOutput.load(art), evaluator(), total_s, spawn,
+        res = read_child_result(art)
+    except (OSError, ValueError, KeyError) as e:
+        res = ChildResult(Status.FAILED, reason=f"the configuration's result in {art} is unreadable ({e})")
+    if res is not None and res.status == Status.UNAVAILABLE:
+        return make_record(workload, point, run_id, prov, Status.UNAVAILABLE, reason=res.reason)
+    if res is None or res.status != Status.OK or not group.ok:
+        res = res or ChildResult(Status.FAILED)
+        reason = res.reason or group.reason(cfg.run.timeout_s) or "no result written"
+        return make_record(workload, point, run_id, prov, Status.FAILED, reason=reason, log_tail=tail,
+                           failed_process=res.failed_process, details=res.details,
+                           timings=_no_timings(group.elapsed_s))
+    return ok_record(workload, point, run_id, prov, res.output, evaluator(), group.elapsed_s, spawn,
                      log=str(log.relative_to(run_dir)))
 
 
@@ -155,18 +171,14 @@ def ok_record(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[st
     A ``replicas_in_sync_check`` of ``"failed"`` in ``out.extra`` makes the record
     ``failed`` ("ranks diverged"), with its numbers kept.
     """
-    cfg = workload.config
-    base = base_fields(workload, point, out.replicas)
-    if out.extra.get("local_learning_rate") is not None:  # a strategy whose local optimizer is its own (EAMSGD)
-        base["learning_rate"] = out.extra["local_learning_rate"]
-    scored = evaluator.score(out, cfg.training.target_accuracy)
+    scored = evaluator.score(out, workload.config.training.target_accuracy)
     extra = dict(out.extra)
-    status, reason = "ok", ""
+    status, reason = Status.OK, ""
     if extra.get("replicas_in_sync_check") == "failed":
-        status, reason = "failed", "ranks diverged: replicas ended with different weights"
-    return new_record(
-        run_id, point.strategy, point.workers, point.repeat, status, point.window, **base, provenance=prov,
-        reason=reason,
+        status, reason = Status.FAILED, "ranks diverged: replicas ended with different weights"
+    lr = {"learning_rate": extra["local_learning_rate"]} if extra.get("local_learning_rate") is not None else {}
+    return make_record(
+        workload, point, run_id, prov, status, out.replicas, **lr, reason=reason,
         timings={"total_s": total_s, "startup_s": max(0.0, out.first_step_unix - spawn_unix),
                  "train_s": out.train_s, "eval_s": scored.pop("eval_s")},
         samples_per_s=out.samples / out.train_s if out.train_s > 0 else None,
@@ -174,10 +186,16 @@ def ok_record(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[st
     )
 
 
+Execute = Callable[[Workload, ConfigPoint, str, dict[str, Any], Callable[[], Evaluator]], dict[str, Any]]
+"""How the sweep runs one configuration: ``(workload, point, run_id, provenance, evaluator) -> record``."""
+
+
 def run_sweep(cfg: ExperimentConfig, run_dir: Path, resume: bool = False,
               on_progress: Callable[[str, int, int, dict[str, Any] | None], None] | None = None,
-              workload: Workload | None = None) -> list[dict[str, Any]]:
-    """Run every configuration of ``cfg`` not yet recorded in ``run_dir``.
+              workload: Workload | None = None, execute: Execute | None = None,
+              launcher: str | None = None) -> list[dict[str, Any]]:
+    """Run every configuration of ``cfg`` not yet recorded in ``run_dir`` (the one sweep loop:
+    ``distbench run`` and the spark-submit app both use it).
 
     Args:
         cfg: validated experiment config.
@@ -186,6 +204,9 @@ def run_sweep(cfg: ExperimentConfig, run_dir: Path, resume: bool = False,
         on_progress: called as ``(key, index, total, record_or_None)`` before (record None)
             and after each configuration.
         workload: the workload already prepared by :func:`prepare_run_dir` (else done here).
+        execute: runs one configuration and returns its record (default :func:`run_point`:
+            a fresh child process per configuration).
+        launcher: recorded in the provenance (e.g. ``spark-submit``); None for ``distbench run``.
 
     Returns:
         Every record of the run directory (earlier and new).
@@ -197,6 +218,8 @@ def run_sweep(cfg: ExperimentConfig, run_dir: Path, resume: bool = False,
     workload = workload or prepare_run_dir(cfg, run_dir, resume)
     run_id = run_dir.name
     prov = provenance.collect(cfg.training.seed)
+    if launcher:
+        prov["launcher"] = launcher
     (run_dir / "provenance.json").write_text(json.dumps(prov, indent=2))
     done = {(r.get("config_id"), r.get("repeat")) for r in read_records(run_dir)}
     todo = [p for p in points if (p.config_id, p.repeat) not in done]
@@ -210,7 +233,7 @@ def run_sweep(cfg: ExperimentConfig, run_dir: Path, resume: bool = False,
     for i, point in enumerate(todo):
         if on_progress:
             on_progress(point.key, i, len(todo), None)
-        rec = run_point(workload, point, run_id, prov, evaluator)
+        rec = (execute or run_point)(workload, point, run_id, prov, evaluator)
         append_record(run_dir, rec)
         if on_progress:
             on_progress(point.key, i + 1, len(todo), rec)
@@ -255,26 +278,21 @@ def child_main(run_dir: Path, key: str, strategy: str, workers: int, window: int
     :class:`StrategyUnavailable` or an exception it writes a ``result.json`` with that
     status and reason. Returns the process exit code (0 ok/unavailable, 1 failed).
     """
-    launchers.install_cleanup_handler()
+    process.install_cleanup_handler()
     art = artifacts_dir(run_dir, key)
-    art.mkdir(parents=True, exist_ok=True)
-
-    def write(meta: dict[str, Any]) -> None:
-        (art / RESULT_FILE).write_text(json.dumps(meta, default=str))
-
     try:
         workload = Workload.load(run_dir)
         ctx = LaunchContext(workload, run_dir, key, workers, art, run_dir / "logs" / key,
                             workload.config.run.timeout_s, window)
-        out = registry.get(strategy).launch(ctx)
-        out.save(art)
+        write_child_result(art, Status.OK, registry.get(strategy).launch(ctx))
         return 0
     except StrategyUnavailable as e:
-        write({"status": "unavailable", "reason": str(e)})
+        write_child_result(art, Status.UNAVAILABLE, reason=str(e))
         return 0
     except Exception as e:  # recorded as failed, with the traceback in the log
         traceback.print_exc()
-        failed = getattr(e, "failed_process", None)
-        write({"status": "failed", "reason": failure_reason(e),
-               "failed_process": failed, "details": getattr(e, "details", None)})
+        failed = e if isinstance(e, TrainingFailed) else None
+        write_child_result(art, Status.FAILED, reason=failure_reason(e),
+                           failed_process=failed.failed_process if failed else None,
+                           details=failed.details if failed else None)
         return 1

@@ -23,19 +23,20 @@ import sys
 import time
 import traceback
 from pathlib import Path
+from typing import Any, Callable
 
 import click
 
 from distbench import config as config_mod
 from distbench.config import ConfigError
 from distbench.harness.evaluate import Evaluator
-from distbench.harness.matrix import expand
-from distbench.harness.runner import artifacts_dir, failure_reason, ok_record, prepare_run_dir
-from distbench.results import provenance
-from distbench.results.records import new_record
-from distbench.results.store import append_record, read_records
+from distbench.harness.matrix import ConfigPoint, strategy_names
+from distbench.harness.runner import artifacts_dir, failure_reason, make_record, ok_record, prepare_run_dir, run_sweep
+from distbench.results.records import Status
+from distbench.strategies import registry
 from distbench.strategies.base import LaunchContext
-from distbench.strategies.spark_ps import train_on_spark
+from distbench.training.output import TrainingFailed
+from distbench.workload import Workload
 
 
 @click.command()
@@ -48,10 +49,9 @@ def main(config_file: str | None, out: str, workers: str | None) -> None:
         cfg = config_mod.load(config_file)
         if workers:
             cfg = config_mod.override(cfg, run__workers=[int(w) for w in workers.split(",")])
-        names = [s for s in cfg.run.strategies if s.startswith("spark_ps:")]
-        if "all" in cfg.run.strategies or not names:
-            names = ["spark_ps:" + o for o in ("downpour", "adag", "dynsgd", "aeasgd", "eamsgd", "easgd", "averaging")]
-        cfg = config_mod.override(cfg, run__strategies=names)
+        family = registry.families()["spark_ps"]
+        names = [s for s in strategy_names(cfg) if s in family]
+        cfg = config_mod.override(cfg, run__strategies=names or ["spark_ps"])
         run_dir = Path(out)
         workload = prepare_run_dir(cfg, run_dir, resume=run_dir.exists())
     except (ConfigError, ValueError) as e:
@@ -72,28 +72,35 @@ def main(config_file: str | None, out: str, workers: str | None) -> None:
         spark.stop()
         click.echo(f"distbench spark-app: error: {e}", err=True)
         sys.exit(2)
-    prov = provenance.collect(cfg.training.seed)
-    prov["launcher"] = "spark-submit"
-    evaluator = Evaluator(workload)
-    done = {(r.get("config_id"), r.get("repeat")) for r in read_records(run_dir)}
-    for point in expand(cfg):
-        if (point.config_id, point.repeat) in done:
-            continue
+
+    def on_session(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[str, Any],
+                   evaluator: Callable[[], Evaluator]) -> dict[str, Any]:
+        """Run one configuration in this driver on spark-submit's session."""
         t0 = time.time()
         ctx = LaunchContext(workload, run_dir, point.key, point.workers, artifacts_dir(run_dir, point.key),
                             run_dir / "logs" / point.key, cfg.run.timeout_s, point.window)
         try:
-            out_ = train_on_spark(spark, ctx, point.strategy.split(":", 1)[1])
-            rec = ok_record(workload, point, run_dir.name, prov, out_, evaluator, time.time() - t0, t0)
+            out_ = registry.get(point.strategy).train_on_session(spark, ctx)
+            return ok_record(workload, point, run_id, prov, out_, evaluator(), time.time() - t0, t0)
         except Exception as e:  # recorded, and the sweep goes on
             traceback.print_exc()
-            rec = new_record(run_dir.name, point.strategy, point.workers, point.repeat, "failed", point.window,
-                             reason=failure_reason(e),
-                             log_tail=traceback.format_exc()[-4000:], provenance=prov,
-                             timings={"total_s": time.time() - t0, "startup_s": None, "train_s": None, "eval_s": None})
-        append_record(run_dir, rec)
-        click.echo(f"{point.key}: {rec['status']} {rec.get('final_test_accuracy') or rec.get('reason')}")
-    spark.stop()
+            failed = e if isinstance(e, TrainingFailed) else None
+            return make_record(workload, point, run_id, prov, Status.FAILED, reason=failure_reason(e),
+                               log_tail=traceback.format_exc()[-4000:],
+                               failed_process=failed.failed_process if failed else None,
+                               details=failed.details if failed else None,
+                               timings={"total_s": time.time() - t0, "startup_s": None, "train_s": None,
+                                        "eval_s": None})
+
+    def progress(key: str, i: int, n: int, rec: dict[str, Any] | None) -> None:
+        if rec is not None:
+            click.echo(f"[{i}/{n}] {key}: {rec['status']} {rec.get('final_test_accuracy') or rec.get('reason')}")
+
+    try:
+        run_sweep(cfg, run_dir, resume=True, on_progress=progress, workload=workload, execute=on_session,
+                  launcher="spark-submit")
+    finally:
+        spark.stop()
 
 
 if __name__ == "__main__":

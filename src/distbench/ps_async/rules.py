@@ -44,7 +44,7 @@ import numpy as np
 Weights = list  # list[np.ndarray], in model.get_weights() order
 
 __all__ = [
-    "Weights", "OptimizerSpec", "OPTIMIZERS", "DEFAULTS", "get_optimizer", "resolve_params",
+    "Weights", "OptimizerSpec", "OPTIMIZERS", "DEFAULTS", "DISPLAY", "get_optimizer", "resolve_params",
     "elastic_alpha", "downpour_delta", "adag_delta", "dynsgd_delta", "elastic_difference",
     "additive_fold", "dynsgd_fold", "easgd_sync_fold", "averaging_sync_fold",
     "nesterov_lookahead", "nesterov_step",
@@ -501,6 +501,12 @@ OPTIMIZERS: Mapping[str, OptimizerSpec] = MappingProxyType({
                                "Networks from Decentralized Data, AISTATS 2017",
                                "C = mean_k W_k (barrier)", _c_weights, averaging_sync_fold),
 })
+
+
+DISPLAY: Mapping[str, str] = MappingProxyType({
+    "downpour": "DOWNPOUR", "adag": "ADAG", "dynsgd": "DynSGD", "aeasgd": "AEASGD", "eamsgd": "EAMSGD",
+    "easgd": "EASGD", "averaging": "model averaging"})
+"""Each optimizer's name as the literature writes it."""
 
 
 def get_optimizer(name: str) -> OptimizerSpec:

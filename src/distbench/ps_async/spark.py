@@ -33,13 +33,12 @@ from distbench.ps_async.spark_spec import (BARRIER_CHECK_DEFAULTS, SparkSpecErro
                                            probe_master, slots_message)
 from distbench.ps_async.worker import ReplicaSpec, train_replica
 from distbench.text import clip
+from distbench.training.output import TrainingFailed
 
 
-class SparkJobError(RuntimeError):
-    """The Spark job failed; the message carries the failing task's Python traceback tail.
-    ``details`` (set by the caller) holds the parameter server's accounting at the failure."""
-
-    details: dict[str, Any] | None = None
+class SparkJobError(TrainingFailed):
+    """The Spark job failed; the message carries the failing task's Python traceback tail,
+    ``details`` the parameter server's accounting at the failure when the caller knows it."""
 
 
 def spark_probe() -> tuple[bool, str]:

@@ -21,6 +21,7 @@ import shutil
 import socket
 from dataclasses import dataclass
 
+from distbench.training.output import TrainingFailed
 from distbench.config import ConfigError
 
 MASTER_FORMS = ("local, local[N], local[*], local[N,F], local-cluster[W,C,MB], spark://host:port[,host:port...], "
@@ -83,7 +84,7 @@ class Master:
         return self.kind == "local"
 
 
-class SparkSpecError(RuntimeError):
+class SparkSpecError(TrainingFailed):
     """A Spark spec that cannot run as given (too few barrier slots, an unreachable master,
     a session that does not start); the message is one line naming the spec and the fix."""
 

@@ -7,10 +7,29 @@ shape as an ``ok`` one.
 
 from __future__ import annotations
 
+import enum
 import time
 from typing import Any
 
-STATUSES = ("ok", "failed", "timeout", "unavailable")
+
+class Status(str, enum.Enum):
+    """How a configuration ended (a string in JSON: ``"ok"``, ``"failed"``, ...).
+
+    ``ok``: it trained and was evaluated; ``failed``: it crashed, was refused by an engine
+    or its replicas diverged (``reason`` says which); ``timeout``: killed at
+    ``run.timeout_s``; ``unavailable``: it cannot run on this machine (``reason``: why).
+    """
+
+    OK = "ok"
+    FAILED = "failed"
+    TIMEOUT = "timeout"
+    UNAVAILABLE = "unavailable"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+STATUSES = tuple(s.value for s in Status)
 
 REQUIRED_KEYS = (
     "run_id", "config_id", "strategy", "workers", "repeat", "status", "reason",
@@ -34,17 +53,20 @@ def record_key(cid: str, repeat: int) -> str:
     return f"{cid}_r{repeat}"
 
 
-def new_record(run_id: str, strategy: str, workers: int, repeat: int, status: str, window: int | None = None,
-               **fields: Any) -> dict[str, Any]:
-    """A record with every required key; ``fields`` override the defaults.
+def new_record(run_id: str, strategy: str, workers: int, repeat: int, status: Status | str,
+               window: int | None = None, **fields: Any) -> dict[str, Any]:
+    """A record with every required key; ``fields`` override the defaults. Every record of
+    distbench is made here (the harness feeds it from ``harness/runner.py:make_record``).
 
     ``window`` is the communication window of a window sweep (part of ``config_id``).
 
     Raises:
-        ValueError: ``status`` is not one of :data:`STATUSES`.
+        ValueError: ``status`` is not a :class:`Status`.
     """
-    if status not in STATUSES:
-        raise ValueError(f"status {status!r} is not one of {STATUSES}")
+    try:
+        status = Status(status).value
+    except ValueError:
+        raise ValueError(f"status {status!r} is not one of {STATUSES}") from None
     rec: dict[str, Any] = {
         "run_id": run_id,
         "config_id": config_id(strategy, workers, window),

@@ -4,20 +4,20 @@ A strategy knows whether it can run here (:meth:`Strategy.is_available`, a real 
 and how to train the workload (:meth:`Strategy.launch`), which the harness calls inside
 a fresh child process per configuration. ``launch`` trains in that process
 (single-process strategies) or starts and watches more processes through
-:mod:`distbench.strategies.launchers` (multi-process strategies), and returns a
+:mod:`distbench.launch.process` (multi-process strategies), and returns a
 :class:`~distbench.training.TrainOutput`.
 """
 
 from __future__ import annotations
 
 import abc
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 from distbench.config import ExperimentConfig
 from distbench.training import TrainOutput
+from distbench.training.loop import threads_per_process
 from distbench.workload import Workload
 
 
@@ -67,8 +67,7 @@ class LaunchContext:
     def threads_per_process(self, processes: int) -> int:
         """Intra-op threads for each of ``processes`` processes sharing this machine:
         ``training.threads`` if set, else ``max(1, cores // processes)``."""
-        t = self.config.training.threads
-        return t if t else max(1, (os.cpu_count() or 1) // processes)
+        return threads_per_process(self.config.training.threads, processes)
 
 
 class Strategy(abc.ABC):
@@ -83,6 +82,9 @@ class Strategy(abc.ABC):
         scales_learning_rate: the strategy applies ``training.lr_scaling`` (lr x replicas,
             for synchronous data parallelism with one global batch); False for the
             asynchronous parameter servers, whose replicas each step with the base rate.
+        worker_entries: the ``distbench worker NAME`` entry points of this strategy:
+            NAME -> ``"module:attribute"`` of a click command, imported only when it runs
+            (so an entry may live in the harness, which evaluates and records).
     """
 
     name: ClassVar[str] = ""
@@ -90,6 +92,7 @@ class Strategy(abc.ABC):
     family: ClassVar[str] = ""
     takes_window: ClassVar[bool] = False
     scales_learning_rate: ClassVar[bool] = True
+    worker_entries: ClassVar[dict[str, str]] = {}
 
     def is_available(self, config: ExperimentConfig, workers: int) -> Availability:
         """Probe whether this strategy can run here with ``workers`` workers.
@@ -112,6 +115,12 @@ class Strategy(abc.ABC):
             StrategyUnavailable: a probe found the strategy cannot run here.
             Exception: any training failure (the harness records it as ``failed``).
         """
+
+    @classmethod
+    def builds(cls) -> list[str]:
+        """Lines for ``distbench env`` on what this strategy's compiled engine was built
+        against and what is installed (default none); read from metadata, cheap."""
+        return []
 
     def record_fields(self, ctx: LaunchContext) -> dict[str, Any]:
         """Extra, strategy-specific fields known before training (default none)."""

@@ -28,13 +28,13 @@ recorded by :mod:`distbench.harness.horovod_app` when a user runs it on a cluste
 How it is launched (:meth:`HorovodStrategy.launch`): the pure builders
 :func:`horovodrun_command` / :func:`mpirun_command` make ``(argv, env)`` for
 ``distbench worker horovod --run-dir DIR --key KEY`` on ``localhost:N``; one
-:func:`~distbench.strategies.launchers.run_processes` call runs the launcher in a new
+:func:`~distbench.strategies.process.run_processes` call runs the launcher in a new
 process group with the configuration's timeout and kills it on failure. Per-rank logs go
 to ``DIR/logs/<key>/`` (``--output-filename``). A failure is blamed on the rank at fault,
 which is not always the first to exit: a rank that stopped making progress (process
 stopped, or the others waiting for it on the progress board, or named by Horovod's stall
 inspector) is named, and once one has stalled for the stall limit the job is ended
-(:mod:`distbench.strategies.horovod_failures`); else the first failing rank, its exit code
+(:mod:`distbench.launch.ranks`); else the first failing rank, its exit code
 and its own last error (:func:`parse_launcher_failure`, :func:`engine_error`).
 
 Availability (:func:`probe`): the TensorFlow Horovod was built against (its
@@ -56,123 +56,27 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from distbench.text import clip
-from distbench.config import ConfigError, ExperimentConfig
-from distbench.strategies import launchers
+from distbench.config import ExperimentConfig
+from distbench.launch import process
+from distbench.launch.commands import (horovodrun_command, launcher_env, localhost_hosts, mpirun_command,
+                                       start_timeout, worker_argv)
+from distbench.launch.ranks import (PROGRESS_ENV, STALL_CHECK_ENV, STALL_SHUTDOWN_ENV, HorovodJobError, RankWatch,
+                                    engine_error, failure_error, new_progress_board,
+                                    stall_env)
 from distbench.strategies.base import Availability, LaunchContext, Strategy
-from distbench.strategies.horovod_failures import (  # noqa: F401  (re-exported: the failure side lives there)
-    PROGRESS_ENV, STALL_CHECK_ENV, STALL_SHUTDOWN_ENV, HorovodJobError, RankFailure, RankWatch, clean_tail,
-    engine_error, failure_error, new_progress_board, parse_launcher_failure, parse_stall, rank_log_files, stall_env)
+from distbench.strategies.horovod_rank import configured_threads, run_worker
 from distbench.strategies.registry import register
+from distbench.text import clip
 from distbench.training import TrainOutput
-
-MPI_EXPORTS = ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "VIRTUAL_ENV", "TF_CPP_MIN_LOG_LEVEL",
-               "PYTHONUNBUFFERED", "KERAS_BACKEND", "OMP_NUM_THREADS")
-"""Variables ``mpirun -x`` forwards to the ranks when set (plus every ``DISTBENCH_*`` and
-``HOROVOD_*`` variable); on one host the ranks inherit mpirun's environment anyway,
-across hosts only exported variables arrive."""
-EXPORT_PREFIXES = ("DISTBENCH_", "HOROVOD_")
 
 
 # ----------------------------------------------------------------- pure builders
-def localhost_hosts(ranks: int) -> str:
-    """The ``-H`` value for ``ranks`` slots on this machine: ``localhost:N``.
-
-    Raises:
-        ConfigError: ``ranks`` < 1.
-    """
-    if ranks < 1:
-        raise ConfigError(f"Horovod needs at least 1 rank, got {ranks}")
-    return f"localhost:{ranks}"
 
 
 def worker_command(python: str, run_dir: Path, key: str | None = None,
                    config_file: str | None = None) -> list[str]:
     """argv of one rank: ``PYTHON -m distbench worker horovod --run-dir DIR [--key K] [--config F]``."""
-    argv = [python, "-m", "distbench", "worker", "horovod", "--run-dir", str(run_dir)]
-    if key:
-        argv += ["--key", key]
-    if config_file:
-        argv += ["--config", str(config_file)]
-    return argv
-
-
-def launcher_env(python: str, base_env: dict[str, str] | None = None) -> dict[str, str]:
-    """Environment for a launcher and its ranks: :func:`launchers.child_env` of
-    ``base_env`` with the directory of ``python`` (the virtualenv's ``bin``) first on
-    ``PATH``, so ``horovodrun``/``mpirun`` and their ranks find this interpreter."""
-    env = launchers.child_env(None, base_env)
-    bindir = str(Path(python).parent)
-    parts = [p for p in env.get("PATH", "").split(os.pathsep) if p]
-    if not parts or parts[0] != bindir:
-        env["PATH"] = os.pathsep.join([bindir] + [p for p in parts if p != bindir])
-    return env
-
-
-def horovodrun_command(ranks: int, hosts: str, program: list[str], output_dir: Path, start_timeout_s: int,
-                       python: str, base_env: dict[str, str] | None = None,
-                       horovodrun: str = "horovodrun") -> tuple[list[str], dict[str, str]]:
-    """``horovodrun`` with the Gloo controller running ``program`` on ``ranks`` ranks.
-
-    Args:
-        ranks: number of ranks (``-np``).
-        hosts: ``-H`` value, e.g. ``localhost:2`` or ``host1:2,host2:2``.
-        program: argv every rank runs (e.g. :func:`worker_command`).
-        output_dir: ``--output-filename``: per-rank ``rank.<r>/stdout|stderr`` files.
-        start_timeout_s: ``--start-timeout``: seconds for all ranks to start.
-        python: the interpreter whose ``bin`` directory goes first on ``PATH``.
-        base_env: environment to start from (default ``os.environ``).
-        horovodrun: the ``horovodrun`` executable.
-
-    Returns:
-        ``(argv, env)``. ``--gloo`` is explicit: a Horovod built with MPI picks MPI otherwise.
-    """
-    argv = [horovodrun, "-np", str(ranks), "-H", hosts, "--gloo", "--start-timeout", str(int(start_timeout_s))]
-    if ranks > 1:  # Horovod 0.28.1 crashes on --output-filename with -np 1 (math.log10(0) in _pad_rank)
-        argv += ["--output-filename", str(output_dir)]
-    argv += list(program)
-    return argv, launcher_env(python, base_env)
-
-
-def mpi_exports(env: dict[str, str]) -> list[str]:
-    """Names ``mpirun -x`` forwards: those of :data:`MPI_EXPORTS` set in ``env`` (in that
-    order), then every set ``DISTBENCH_*``/``HOROVOD_*`` variable, sorted."""
-    fixed = [k for k in MPI_EXPORTS if k in env]
-    return fixed + sorted(k for k in env if k.startswith(EXPORT_PREFIXES) and k not in fixed)
-
-
-def mpirun_command(ranks: int, hosts: str, program: list[str], output_dir: Path, python: str,
-                   base_env: dict[str, str] | None = None,
-                   mpirun: str = "mpirun") -> tuple[list[str], dict[str, str]]:
-    """Open MPI ``mpirun`` running ``program`` on ``ranks`` ranks (Horovod's MPI controller).
-
-    ``--allow-run-as-root`` (containers and CI run as root), ``--oversubscribe`` (more
-    ranks than cores is allowed, as with horovodrun), ``-bind-to none -map-by slot``
-    (Horovod's documented settings: no pinning of a rank's threads to one core),
-    ``--tag-output`` (each line labelled with its rank), ``--output-filename`` (per-rank
-    ``<output_dir>/1/rank.<r>/stdout|stderr`` files) and ``-x NAME`` for every variable of
-    :func:`mpi_exports`.
-
-    Args:
-        ranks, hosts, program, output_dir, python, base_env: as :func:`horovodrun_command`.
-        mpirun: the ``mpirun`` executable.
-
-    Returns:
-        ``(argv, env)``.
-    """
-    env = launcher_env(python, base_env)
-    argv = [mpirun, "--allow-run-as-root", "-np", str(ranks), "-H", hosts, "--oversubscribe",
-            "-bind-to", "none", "-map-by", "slot", "--tag-output", "--output-filename", str(output_dir)]
-    for name in mpi_exports(env):
-        argv += ["-x", name]
-    return argv + list(program), env
-
-
-def start_timeout(timeout_s: float) -> int:
-    """``--start-timeout`` for a configuration with ``timeout_s`` seconds: a third of it,
-    between 30 and 300 seconds (TensorFlow's import alone takes ~5-10 s per rank on a
-    loaded 2-core machine)."""
-    return int(min(300, max(30, timeout_s / 3)))
+    return worker_argv("horovod", run_dir, ("--key", key), ("--config", config_file), python=python)
 
 
 # ------------------------------------------------------------------- availability
@@ -449,6 +353,15 @@ class HorovodStrategy(Strategy):
 
     family = "horovod"
     controller = "gloo"
+    worker_entries = {"horovod": "distbench.harness.horovod_app:command"}
+    run_rank = staticmethod(run_worker)
+    configured_threads = staticmethod(configured_threads)
+
+    @classmethod
+    def builds(cls) -> list[str]:
+        """The TensorFlow Horovod was built against and the installed one (:func:`tensorflow_pairing`)."""
+        package = horovod_package_dir()
+        return [tensorflow_pairing(package).describe()] if package else []
 
     def is_available(self, config: ExperimentConfig, workers: int) -> Availability:
         """See :func:`probe` (cached per process)."""
@@ -458,9 +371,9 @@ class HorovodStrategy(Strategy):
         """Run ``ctx.workers`` ranks under the launcher, return rank 0's output.
 
         Horovod's stall inspector is set from the configuration's timeout
-        (:func:`~distbench.strategies.horovod_failures.stall_env`), the ranks record the
+        (:func:`~distbench.launch.ranks.stall_env`), the ranks record the
         steps they start on a progress board, and a
-        :class:`~distbench.strategies.horovod_failures.RankWatch` ends the job once a rank
+        :class:`~distbench.launch.ranks.RankWatch` ends the job once a rank
         has been stopped, or waited for, that long: a stalled job ends naming the rank.
 
         Raises:
@@ -496,7 +409,7 @@ class HorovodStrategy(Strategy):
             except ValueError:
                 limits.append(0.0)  # Horovod ignores a value it cannot read; so does the watch
         watch = RankWatch(program[1:], limits[0], board, quiet_s=max(5.0, limits[1]))
-        group = launchers.run_processes([launchers.ProcSpec(name, argv, env, log)], ctx.timeout_s, watch=watch)
+        group = process.run_processes([process.ProcSpec(name, argv, env, log)], ctx.timeout_s, watch=watch)
         if not group.ok:
             error = failure_error(name, group, log, out_dir, ctx.timeout_s, watch)
             watch.kill_leftovers()  # a stopped rank never acts on its launcher's SIGTERM

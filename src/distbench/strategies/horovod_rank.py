@@ -18,9 +18,7 @@ without submitting its next collective) after epoch EPOCH.
 from __future__ import annotations
 
 import os
-import signal
 import socket
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +31,6 @@ from distbench.training import TrainOutput
 from distbench.workload import Workload
 
 PLAIN_TAPE_ENV = "DISTBENCH_HOROVOD_PLAIN_TAPE"
-TEST_EXIT_ENV = "DISTBENCH_HOROVOD_TEST_EXIT"
 
 
 @dataclass
@@ -74,10 +71,10 @@ def init_rank(threads: int = 0) -> tuple[Any, RankInfo]:
     """
     import horovod.tensorflow as hvd
 
-    from distbench.training.tf_loop import configure_threads
+    from distbench.training.loop import configure_threads, threads_per_process
 
     hvd.init()
-    n = threads or max(1, (os.cpu_count() or 1) // hvd.local_size())
+    n = threads_per_process(threads, hvd.local_size())
     configure_threads(n)
     controller = "mpi" if hvd.mpi_enabled() else "gloo"
     try:
@@ -140,22 +137,6 @@ def share_workload(hvd: Any, run_dir: Path, load_on_root: Callable[[], Workload]
     return workload
 
 
-def _test_exit_hook(rank: int) -> tuple[int, int, str] | None:
-    """Parse :data:`TEST_EXIT_ENV` (``RANK:EPOCH[:CODE|kill|stall]``) if it targets ``rank``."""
-    raw = os.environ.get(TEST_EXIT_ENV, "")
-    if not raw:
-        return None
-    parts = raw.split(":")
-    try:
-        r, e = int(parts[0]), int(parts[1])
-        how = parts[2] if len(parts) > 2 else "9"
-        if how not in ("kill", "stall"):
-            int(how)
-    except (ValueError, IndexError):
-        raise ConfigError(f"{TEST_EXIT_ENV}={raw!r}: expected RANK:EPOCH[:CODE|kill|stall], e.g. 1:1:kill") from None
-    return (r, e, how) if r == rank else None
-
-
 def train_rank(hvd: Any, info: RankInfo, workload: Workload) -> TrainOutput:
     """Train this rank's share of every global batch with gradients averaged by Horovod.
 
@@ -175,8 +156,8 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload) -> TrainOutput:
     import keras
     import tensorflow as tf
 
-    from distbench.strategies.horovod_failures import open_progress_board
-    from distbench.training.output import SnapshotRecorder
+    from distbench.launch.ranks import open_progress_board
+    from distbench.training.loop import TrainLoop
     from distbench.training.schedule import replica_indices
     from distbench.training.tf_loop import gather_dataset
     from distbench.workload import weights_sha256
@@ -187,7 +168,6 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload) -> TrainOutput:
     G = cfg.global_batch_size
     local_batch = G // size
     plain_tape = os.environ.get(PLAIN_TAPE_ENV, "") not in ("", "0")
-    exit_hook = _test_exit_hook(rank)
     progress = open_progress_board(rank, size)
 
     # Horovod matches collectives across ranks by tensor name, and Keras names layers
@@ -218,35 +198,25 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload) -> TrainOutput:
 
     n = len(ds.y_train)
     steps_per_epoch = n // G
-    rec = SnapshotRecorder()
-    steps = 0
-    loss = tf.constant(float("nan"))
     # One input pipeline over all epochs, its iterator created before the clock starts.
     pipeline = gather_dataset(replica_indices(n, G, cfg.epochs, cfg.seed, [rank], size),
                               ds.x_train, ds.y_train, local_batch)
     data = iter(pipeline)
-    t0 = time.perf_counter()
-    train_step.get_concrete_function(*pipeline.element_spec)  # traced before the clock, as in tf_loop
-    trace_s = time.perf_counter() - t0
-    rec.start()
-    for epoch in range(cfg.epochs):
+    loop = TrainLoop(cfg.epochs, model.get_weights if rank == 0 else None, replica=rank, label=f"rank {rank}: ")
+    loop.trace(lambda: train_step.get_concrete_function(*pipeline.element_spec))
+    state = {"steps": 0, "loss": tf.constant(float("nan"))}
+
+    def run_epoch(epoch: int) -> tuple[int, float | None]:
         for _ in range(steps_per_epoch):
             x, y = next(data)
-            steps += 1
+            state["steps"] += 1
             if progress is not None:  # under the harness: the launcher names a rank the others wait for
-                progress(steps)
-            loss = train_step(x, y)
-        if rank == 0:
-            rec.take(epoch + 1, steps, model.get_weights)
-        if exit_hook and exit_hook[1] == epoch + 1:
-            print(f"test hook {TEST_EXIT_ENV}: rank {rank} exits after epoch {epoch + 1} ({exit_hook[2]})",
-                  file=sys.stderr, flush=True)
-            if exit_hook[2] == "kill":
-                os.kill(os.getpid(), signal.SIGKILL)
-            while exit_hook[2] == "stall":
-                time.sleep(3600)
-            os._exit(int(exit_hook[2]))
-    train_s = rec.stop()
+                progress(state["steps"])
+            state["loss"] = train_step(x, y)
+        return state["steps"], None
+
+    res = loop.run(run_epoch)
+    steps, loss, train_s = res.steps, state["loss"], res.train_s
     # The record's loss means what it means for single: the mean over the last step's global
     # batch, i.e. the mean of the ranks' equal-sized local means. One allreduce, after the
     # clock stopped, so the steps pay nothing for it.
@@ -271,11 +241,10 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload) -> TrainOutput:
         "replicas_in_sync_check": "passed" if len(set(hashes)) == 1 else "failed",
         "last_train_loss": last_loss,
         "steps_per_epoch": steps_per_epoch,
-        "trace_s": trace_s,
+        "trace_s": res.trace_s,
         "per_replica_batch_size": local_batch,
     }
-    return TrainOutput(final, rec.snapshots if rank == 0 else [], train_s, rec.first_step_unix or 0.0,
-                       steps, steps * G, size, extra)
+    return TrainOutput(final, res.snapshots, train_s, res.first_step_unix, steps, steps * G, size, extra)
 
 
 def configured_threads(run_dir: Path, config_file: str | None = None) -> int:

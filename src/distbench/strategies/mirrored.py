@@ -24,7 +24,8 @@ class Mirrored(Strategy):
 
     def launch(self, ctx: LaunchContext) -> TrainOutput:
         """Set up the devices, train with the shared loop in this process."""
-        from distbench.training.tf_loop import configure_threads, train_with_strategy
+        from distbench.training.loop import configure_threads
+        from distbench.training.tf_loop import train_with_strategy
 
         # One process; its intra-op pool is shared by all replicas.
         threads = configure_threads(ctx.threads_per_process(1))

@@ -20,16 +20,18 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from distbench.config import ConfigError, ExperimentConfig
 from distbench.ps_async.rules import OPTIMIZERS
-from distbench.strategies import launchers
+from distbench.launch import process
 from distbench.strategies.base import Availability, LaunchContext, Strategy
-from distbench.strategies.horovod import failure_error, localhost_hosts, mpirun_command
+from distbench.launch.commands import exchange_timeout, localhost_hosts, mpirun_command, worker_argv
+from distbench.launch.ranks import failure_error
+from distbench.ps_async.rules import DISPLAY
 from distbench.strategies.registry import register_family
-from distbench.strategies.spark_ps import DISPLAY
 from distbench.training import TrainOutput
+from distbench.training.loop import threads_per_process
 from distbench.workload import Workload
 
 
@@ -37,14 +39,8 @@ def rank_program(python: str, run_dir: Path, optimizer: str, key: str | None = N
                  window: int | None = None, config_file: str | None = None) -> list[str]:
     """argv each rank runs: ``PYTHON -m distbench worker mpi-ps --run-dir DIR --optimizer O
     [--key K] [--window W] [--config F]``."""
-    argv = [python, "-m", "distbench", "worker", "mpi-ps", "--run-dir", str(run_dir), "--optimizer", optimizer]
-    if key:
-        argv += ["--key", key]
-    if window:
-        argv += ["--window", str(window)]
-    if config_file:
-        argv += ["--config", str(config_file)]
-    return argv
+    return worker_argv("mpi-ps", run_dir, ("--optimizer", optimizer), ("--key", key), ("--window", window or None),
+                       ("--config", config_file), python=python)
 
 
 def mpi_ps_command(workers: int, run_dir: Path, key: str, optimizer: str, output_dir: Path, python: str,
@@ -53,7 +49,7 @@ def mpi_ps_command(workers: int, run_dir: Path, key: str, optimizer: str, output
     """``mpirun`` with ``workers + 1`` ranks on this machine (rank 0: the server).
 
     Returns:
-        ``(argv, env)``: see :func:`distbench.strategies.horovod.mpirun_command` for the flags.
+        ``(argv, env)``: see :func:`distbench.launch.commands.mpirun_command` for the flags.
     """
     return mpirun_command(workers + 1, localhost_hosts(workers + 1),
                           rank_program(python, run_dir, optimizer, key, window), output_dir, python,
@@ -84,8 +80,8 @@ def rank_main(workload: Workload, optimizer: str, window: int | None, timeout_s:
     params = params_from_config(cfg, optimizer, window)
     secret = mpi.broadcast_secret(new_secret() if rank == 0 else None)
     replicas = comm.Split(MPI.UNDEFINED if rank == 0 else 1, rank)  # collective: every rank calls it
-    threads = cfg.training.threads or max(1, (__import__("os").cpu_count() or 1) // n)
-    spec = replica_spec(workload, n, optimizer, params, mpi.ADDRESS, secret, threads, max(60.0, timeout_s / 4))
+    threads = threads_per_process(cfg.training.threads, n)
+    spec = replica_spec(workload, n, optimizer, params, mpi.ADDRESS, secret, threads, exchange_timeout(timeout_s))
     if rank != 0:
         wid = rank - 1
         x, y = shard(workload.dataset.x_train, workload.dataset.y_train, wid, n)
@@ -94,7 +90,7 @@ def rank_main(workload: Workload, optimizer: str, window: int | None, timeout_s:
         return None
     server = mpi.MPIParameterServer(workload.initial_weights, optimizer, secret, num_workers=n,
                                     params={k: v for k, v in params.items() if k != "alpha"},
-                                    sync_timeout_s=max(60.0, timeout_s / 4)).start()
+                                    sync_timeout_s=exchange_timeout(timeout_s)).start()
     monitor = CentreMonitor(server, updates_expected(spec), cfg.training.epochs).start()
     try:
         if not server.wait_done(timeout_s):
@@ -120,6 +116,12 @@ class MPIPS(Strategy):
     takes_window = True
     scales_learning_rate = False
     optimizer: ClassVar[str] = ""
+    worker_entries = {"mpi-ps": "distbench.harness.cluster:mpi_ps_command"}
+
+    @classmethod
+    def run_rank(cls, workload: Workload, window: int | None, timeout_s: float) -> TrainOutput | None:
+        """This process's rank of an ``mpirun -np N+1`` run (see :func:`rank_main`)."""
+        return rank_main(workload, cls.optimizer, window, timeout_s)
 
     def is_available(self, config: ExperimentConfig, workers: int) -> Availability:
         """``mpirun`` on PATH (next to this interpreter first) and mpi4py importable."""
@@ -137,13 +139,13 @@ class MPIPS(Strategy):
         """Run ``mpirun -np N+1`` and load the output rank 0 saved.
 
         Raises:
-            distbench.strategies.horovod.HorovodJobError: a rank failed (named) or timed out.
+            distbench.launch.ranks.HorovodJobError: a rank failed (named) or timed out.
         """
         out_dir = ctx.log_dir / "ranks"
         argv, env = mpi_ps_command(ctx.workers, ctx.run_dir, ctx.key, self.optimizer, out_dir, sys.executable,
                                    ctx.window)
         log = ctx.log_dir / "mpirun.log"
-        group = launchers.run_processes([launchers.ProcSpec("mpirun", argv, env, log)], ctx.timeout_s)
+        group = process.run_processes([process.ProcSpec("mpirun", argv, env, log)], ctx.timeout_s)
         if not group.ok:
             raise failure_error("mpirun", group, log, out_dir, ctx.timeout_s)
         return TrainOutput.load(ctx.artifacts_dir)

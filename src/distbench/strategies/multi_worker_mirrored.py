@@ -13,11 +13,11 @@ the result; every worker writes the SHA-256 of its final weights, and the launch
 checks that they are all equal (``replicas_in_sync_check``).
 
 How it is launched: :func:`worker_commands` builds each process's argv and env (pure,
-tested exactly); :func:`distbench.strategies.launchers.run_processes` starts them in
+tested exactly); :func:`distbench.strategies.process.run_processes` starts them in
 new process groups, kills all if one dies, and reports which task failed. On a cluster
 users run ``distbench worker tf --run-dir DIR --config cfg.toml`` on every host with
 their own ``TF_CONFIG``. Either way each ``worker tf`` validates ``TF_CONFIG``
-(:func:`distbench.strategies.tf_cluster.parse_tf_config`) before TensorFlow starts, then
+(:func:`distbench.launch.tfconfig.parse_tf_config`) before TensorFlow starts, then
 runs the TensorFlow task as a supervised child that must join the cluster within the
 join timeout (``DISTBENCH_JOIN_TIMEOUT_S``, set here to half the configuration's time
 limit; :mod:`distbench.harness.cluster`).
@@ -26,42 +26,20 @@ limit; :mod:`distbench.harness.cluster`).
 from __future__ import annotations
 
 import os
-import socket
-import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from distbench.strategies import launchers
+from distbench.launch import commands, process
+from distbench.launch.commands import free_ports, worker_argv
 from distbench.strategies.base import LaunchContext, Strategy
 from distbench.strategies.registry import register
-from distbench.strategies.tf_cluster import TFTask, tf_config
+from distbench.launch.tfconfig import JOIN_TIMEOUT_ENV, TFTask, tf_config
 from distbench.training import TrainOutput
+from distbench.training.output import TrainingFailed
+from distbench.training.loop import threads_per_process
 from distbench.workload import Workload, weights_sha256
 
 HASH_FILE = "weights_sha256_worker{}.txt"
-JOIN_TIMEOUT_ENV = "DISTBENCH_JOIN_TIMEOUT_S"
-
-
-class TaskFailed(RuntimeError):
-    """A task of a multi-process strategy failed; ``failed_process`` names it."""
-
-    def __init__(self, message: str, failed_process: str) -> None:
-        super().__init__(message)
-        self.failed_process = failed_process
-
-
-def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
-    """``n`` distinct TCP ports free on ``host`` right now (bound to port 0, then released)."""
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind((host, 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def worker_commands(run_dir: Path, key: str, ports: list[int], threads: int, collective: str = "ring",
@@ -81,8 +59,8 @@ def worker_commands(run_dir: Path, key: str, ports: list[int], threads: int, col
     extra = {} if join_timeout_s is None else {JOIN_TIMEOUT_ENV: f"{join_timeout_s:g}"}
     out = []
     for i in range(len(ports)):
-        argv = [sys.executable, "-m", "distbench", "worker", "tf", "--run-dir", str(run_dir), "--key", key]
-        env = launchers.child_env({"TF_CONFIG": tf_config(cluster, "worker", i), "DISTBENCH_THREADS": str(threads),
+        argv = worker_argv("tf", run_dir, ("--key", key))
+        env = commands.child_env({"TF_CONFIG": tf_config(cluster, "worker", i), "DISTBENCH_THREADS": str(threads),
                                    "DISTBENCH_COLLECTIVE": collective, **extra}, base_env)
         out.append((argv, env))
     return out
@@ -100,7 +78,7 @@ def collective_options(name: str) -> Any:
 
 def threads_for(workers: int) -> int:
     """Intra-op threads of one worker process: ``DISTBENCH_THREADS`` if set, else cores // workers."""
-    return int(os.environ.get("DISTBENCH_THREADS", "0")) or max(1, (os.cpu_count() or 1) // workers)
+    return threads_per_process(int(os.environ.get("DISTBENCH_THREADS", "0")), workers)
 
 
 def train_worker(task: TFTask, load_workload: Callable[[], Workload], artifacts_dir: Path | None) -> TrainOutput:
@@ -108,7 +86,7 @@ def train_worker(task: TFTask, load_workload: Callable[[], Workload], artifacts_
     cluster), then load the workload with ``load_workload()`` (after the strategy:
     collective ops must be configured before any other TensorFlow op) and train.
 
-    Under :func:`distbench.strategies.launchers.supervise` it reports two stages: about
+    Under :func:`distbench.strategies.process.supervise` it reports two stages: about
     to join (TensorFlow imported), and joined (every task of the cluster is up).
     Every worker writes its final weights' SHA-256 to ``artifacts_dir``; the chief
     (rank 0) also saves the :class:`TrainOutput` there (when ``artifacts_dir`` is set).
@@ -117,7 +95,8 @@ def train_worker(task: TFTask, load_workload: Callable[[], Workload], artifacts_
         ValueError: ``DISTBENCH_COLLECTIVE`` differs from the run's ``tf.collective``.
     """
     n = task.replicas
-    from distbench.training.tf_loop import configure_threads, train_with_strategy
+    from distbench.training.loop import configure_threads
+    from distbench.training.tf_loop import train_with_strategy
 
     threads = configure_threads(threads_for(n))
     import tensorflow as tf
@@ -125,10 +104,10 @@ def train_worker(task: TFTask, load_workload: Callable[[], Workload], artifacts_
     collective = os.environ.get("DISTBENCH_COLLECTIVE", "ring")
     resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
         tf.train.ClusterSpec(task.cluster), task_type=task.task_type, task_id=task.index, rpc_layer=task.rpc_layer)
-    launchers.report_stage()  # about to join: from here the join timeout runs
+    process.report_stage()  # about to join: from here the join timeout runs
     strategy = tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver,
                                                          communication_options=collective_options(collective))
-    launchers.report_stage()  # joined: the constructor returns once every task has registered
+    process.report_stage()  # joined: the constructor returns once every task has registered
     workload = load_workload()
     if workload.config.tf.collective != collective:
         raise ValueError(f"DISTBENCH_COLLECTIVE={collective!r} but the run's config says tf.collective = "
@@ -152,19 +131,22 @@ class MultiWorkerMirrored(Strategy):
     name = "multi_worker_mirrored"
     description = "tf.distribute.MultiWorkerMirroredStrategy: N processes, collective all-reduce (TF_CONFIG)"
     family = "tf.distribute"
+    worker_entries = {"tf": "distbench.harness.cluster:tf_command",
+                      "tf-task": "distbench.harness.cluster:tf_task_command"}
+    train_task = staticmethod(train_worker)
 
     def launch(self, ctx: LaunchContext) -> TrainOutput:
         """Start N worker processes, wait, check every worker ended with the same weights."""
         n = ctx.workers
         cmds = worker_commands(ctx.run_dir, ctx.key, free_ports(n), ctx.threads_per_process(n),
                                ctx.config.tf.collective, join_timeout_s=ctx.timeout_s / 2)
-        specs = [launchers.ProcSpec(f"worker {i}", argv, env, ctx.log_dir / f"worker{i}.log")
+        specs = [process.ProcSpec(f"worker {i}", argv, env, ctx.log_dir / f"worker{i}.log")
                  for i, (argv, env) in enumerate(cmds)]
-        res = launchers.run_processes(specs, ctx.timeout_s)
+        res = process.run_processes(specs, ctx.timeout_s)
         if not res.ok:
             name = res.failed.name if res.failed else "a worker"
-            last = launchers.last_error_line(launchers.log_tail(res.failed.log)) if res.failed else ""
-            raise TaskFailed(f"{res.reason(ctx.timeout_s)}" + (f" ({last})" if last else ""), name)
+            last = process.last_error_line(process.log_tail(res.failed.log)) if res.failed else ""
+            raise TrainingFailed(f"{res.reason(ctx.timeout_s)}" + (f" ({last})" if last else ""), name)
         out = TrainOutput.load(ctx.artifacts_dir)
         hashes = [(ctx.artifacts_dir / HASH_FILE.format(i)).read_text() for i in range(n)]
         out.extra["worker_weight_sha256"] = hashes

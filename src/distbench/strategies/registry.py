@@ -120,6 +120,28 @@ def family_of(name: str) -> str | None:
     return _FAMILY_OF.get(name)
 
 
+def worker_entries() -> dict[str, str]:
+    """Every ``distbench worker`` entry point the registered strategies declare:
+    name -> ``"module:attribute"`` of its click command.
+
+    Raises:
+        ConfigError: two strategies declare one entry name for different commands.
+    """
+    out: dict[str, tuple[str, str]] = {}
+    for name, cls in _loaded_table().items():
+        for entry, ref in cls.worker_entries.items():
+            if entry in out and out[entry][0] != ref:
+                raise ConfigError(f"worker entry {entry!r} is declared twice: by {out[entry][1]} ({out[entry][0]}) "
+                                  f"and by {name} ({ref})")
+            out.setdefault(entry, (ref, name))
+    return {k: v[0] for k, v in out.items()}
+
+
+def _loaded_table() -> dict[str, type[Strategy]]:
+    _load()
+    return _STRATEGIES
+
+
 def strategy_class(name: str) -> type[Strategy]:
     """The class registered under ``name``.
 

@@ -26,7 +26,8 @@ class SingleDevice(Strategy):
 
     def launch(self, ctx: LaunchContext) -> TrainOutput:
         """Train on one device in this process and return the output."""
-        from distbench.training.tf_loop import configure_threads, train_with_strategy
+        from distbench.training.loop import configure_threads
+        from distbench.training.tf_loop import train_with_strategy
 
         threads = configure_threads(ctx.threads_per_process(1))
         import tensorflow as tf

@@ -12,7 +12,7 @@ strategy) and exchanging with the server every ``communication_window`` steps. A
 monitor snapshots the centre at epoch boundaries; the final centre is the result.
 
 How it is launched: by the harness, like every strategy, in a fresh process
-(:func:`distbench.strategies.launchers.config_child_command`); the Spark JVM and its
+(:func:`distbench.launch.commands.config_child_command`); the Spark JVM and its
 Python workers are children of that process and die with its process group. On a
 cluster, the same code runs under ``spark-submit`` (``distbench where spark-app``).
 """
@@ -23,14 +23,12 @@ from typing import Any, ClassVar
 
 from distbench.config import ExperimentConfig
 from distbench.data import shard
-from distbench.ps_async.rules import OPTIMIZERS
+from distbench.launch.commands import exchange_timeout
+from distbench.ps_async.rules import DISPLAY, OPTIMIZERS
 from distbench.strategies.base import Availability, LaunchContext, Strategy
 from distbench.strategies.registry import register_family
 from distbench.training import TrainOutput
 
-
-DISPLAY = {"downpour": "DOWNPOUR", "adag": "ADAG", "dynsgd": "DynSGD", "aeasgd": "AEASGD",
-           "eamsgd": "EAMSGD", "easgd": "EASGD", "averaging": "model averaging"}
 
 
 def train_on_spark(spark: Any, ctx: LaunchContext, optimizer: str) -> TrainOutput:
@@ -56,10 +54,10 @@ def train_on_spark(spark: Any, ctx: LaunchContext, optimizer: str) -> TrainOutpu
     secret = new_secret()
     server = ParameterServer(wl.initial_weights, optimizer, secret, num_workers=n, host=cfg.ps.host,
                              port=cfg.ps.port, params={k: v for k, v in params.items() if k != "alpha"},
-                             sync_timeout_s=max(60.0, ctx.timeout_s / 4)).start()
+                             sync_timeout_s=exchange_timeout(ctx.timeout_s)).start()
     try:
         spec = replica_spec(wl, n, optimizer, params, server.address, secret, ctx.threads_per_process(n),
-                            max(60.0, ctx.timeout_s / 4))
+                            exchange_timeout(ctx.timeout_s))
         ds = wl.dataset
         df = engine.shard_frame(spark, [shard(ds.x_train, ds.y_train, r, n) for r in range(n)])
         monitor = CentreMonitor(server, updates_expected(spec), cfg.training.epochs).start()
@@ -67,9 +65,9 @@ def train_on_spark(spark: Any, ctx: LaunchContext, optimizer: str) -> TrainOutpu
             results = engine.run_replicas(spark, df, spec)
         except engine.SparkJobError as e:  # keep the server's accounting in the failed record
             st = server.stats()
-            e.details = {k: st.get(k) for k in ("commits", "applied_commit_keys", "duplicate_commits", "pulls",
-                                                "rejected", "per_worker_commits", "clock", "staleness")}
-            raise
+            raise engine.SparkJobError(str(e), e.failed_process, details={k: st.get(k) for k in (
+                "commits", "applied_commit_keys", "duplicate_commits", "pulls", "rejected", "per_worker_commits",
+                "clock", "staleness")}) from None
         finally:
             monitor.stop()
         stats = server.stats()
@@ -99,6 +97,10 @@ class SparkPS(Strategy):
 
         ok, reason = spark_probe()
         return Availability(ok, reason)
+
+    def train_on_session(self, spark: Any, ctx: LaunchContext) -> TrainOutput:
+        """Train on an existing SparkSession (the spark-submit app's): see :func:`train_on_spark`."""
+        return train_on_spark(spark, ctx, self.optimizer)
 
     def launch(self, ctx: LaunchContext) -> TrainOutput:
         """Start a SparkSession on ``spark.master`` (default ``local[N]``) and train.

@@ -17,7 +17,7 @@ coordinator raises inter-op parallelism to 16, each server uses 8 inter-op threa
 every task is its own process.
 
 How it is launched: :func:`server_commands` (pure) builds each task's argv and env; a
-:class:`~distbench.strategies.launchers.ProcessGroup` runs them; a watchdog thread
+:class:`~distbench.strategies.process.ProcessGroup` runs them; a watchdog thread
 ends the configuration with a failure naming the task as soon as one task dies (the
 coordinator itself would wait for a lost worker to come back), or when training stalls
 because a task is alive but no longer answers (:func:`stalled`: an epoch running over
@@ -27,7 +27,6 @@ validate ``TF_CONFIG`` before importing TensorFlow and end on SIGTERM or SIGINT.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sys
@@ -37,16 +36,19 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import click
 import numpy as np
 
-from distbench.strategies import launchers
+from distbench.config import user_errors
+from distbench.launch import commands, process
+from distbench.launch.commands import free_ports, worker_argv
+from distbench.launch.tfconfig import parse_tf_config, tf_config
+from distbench.results.records import Status
 from distbench.strategies.base import LaunchContext, Strategy
-from distbench.strategies.multi_worker_mirrored import free_ports
-from distbench.strategies.tf_cluster import parse_tf_config, tf_config
 from distbench.strategies.registry import register
 from distbench.training import TrainOutput
 from distbench.training.loop import TrainLoop
-from distbench.training.output import RESULT_FILE
+from distbench.training.output import write_child_result
 
 COORDINATOR_INTER_OP = 16
 SERVER_INTER_OP = 8
@@ -67,8 +69,8 @@ def server_commands(cluster: dict[str, list[str]], threads: int, run_dir: Path,
     out = []
     for job in ("worker", "ps"):
         for i in range(len(cluster[job])):
-            argv = [sys.executable, "-m", "distbench", "worker", "tf-server", "--run-dir", str(run_dir)]
-            env = launchers.child_env({"TF_CONFIG": tf_config(cluster, job, i), "DISTBENCH_THREADS": str(threads)},
+            argv = worker_argv("tf-server", run_dir)
+            env = commands.child_env({"TF_CONFIG": tf_config(cluster, job, i), "DISTBENCH_THREADS": str(threads)},
                                       base_env)
             out.append((f"{job} {i}", argv, env))
     return out
@@ -80,7 +82,7 @@ def serve_forever() -> None:
 
     Raises:
         ConfigError: ``TF_CONFIG`` is missing or invalid (see
-            :func:`~distbench.strategies.tf_cluster.parse_tf_config`).
+            :func:`~distbench.launch.tfconfig.parse_tf_config`).
     """
     task = parse_tf_config(os.environ.get("TF_CONFIG"), "worker tf-server")
     import tensorflow as tf
@@ -121,7 +123,7 @@ def _process_state(pid: int) -> str:
         return "?"
 
 
-def _watchdog(group: launchers.ProcessGroup, artifacts_dir: Path, stop: threading.Event,
+def _watchdog(group: process.ProcessGroup, artifacts_dir: Path, stop: threading.Event,
               epoch_ends: list[float]) -> None:
     """End this process as soon as a server task dies, or training stalls (see
     :func:`stalled`), with a result naming the task."""
@@ -129,8 +131,8 @@ def _watchdog(group: launchers.ProcessGroup, artifacts_dir: Path, stop: threadin
         failed = group.first_failure()
         waited = stalled(epoch_ends, time.monotonic())
         if failed is not None:
-            last = launchers.last_error_line(launchers.log_tail(failed.log))
-            name, reason = failed.name, f"{failed.name} failed with {launchers.describe_exit(failed.returncode)}" + (
+            last = process.last_error_line(process.log_tail(failed.log))
+            name, reason = failed.name, f"{failed.name} failed with {process.describe_exit(failed.returncode)}" + (
                 f" ({last})" if last else "")
         elif waited is not None:
             halted = [spec.name for spec, p in zip(group.specs, group.procs) if _process_state(p.pid) in "tT"]
@@ -141,8 +143,7 @@ def _watchdog(group: launchers.ProcessGroup, artifacts_dir: Path, stop: threadin
                          else "every task is alive but one stopped answering"))
         else:
             continue
-        (artifacts_dir / RESULT_FILE).write_text(json.dumps(
-            {"status": "failed", "reason": reason, "failed_process": name}))
+        write_child_result(artifacts_dir, Status.FAILED, reason=reason, failed_process=name)
         print(f"tf_ps: {reason}; stopping", file=sys.stderr, flush=True)
         group.terminate(grace_s=2.0)
         os._exit(1)
@@ -156,15 +157,16 @@ class TFParameterServer(Strategy):
     description = "tf.distribute.ParameterServerStrategy + ClusterCoordinator (async, N workers, P ps tasks)"
     family = "parameter-server"
     scales_learning_rate = False
+    worker_entries = {"tf-server": "distbench.strategies.tf_ps:server_command"}
 
     def launch(self, ctx: LaunchContext) -> TrainOutput:
         """Start the servers, train from this process as the coordinator, stop the servers."""
         cfg, n = ctx.config, ctx.workers
         cluster = cluster_spec(free_ports(1 + n + cfg.tf.ps_tasks), n, cfg.tf.ps_tasks)
-        specs = [launchers.ProcSpec(name, argv, env, ctx.log_dir / f"{name.replace(' ', '')}.log")
+        specs = [process.ProcSpec(name, argv, env, ctx.log_dir / f"{name.replace(' ', '')}.log")
                  for name, argv, env in server_commands(cluster, ctx.threads_per_process(n + 1), ctx.run_dir)]
         ctx.artifacts_dir.mkdir(parents=True, exist_ok=True)
-        group = launchers.ProcessGroup(specs).start()
+        group = process.ProcessGroup(specs).start()
         stop = threading.Event()
         epoch_ends: list[float] = []
         threading.Thread(target=_watchdog, args=(group, ctx.artifacts_dir, stop, epoch_ends), daemon=True).start()
@@ -229,7 +231,6 @@ class TFParameterServer(Strategy):
                 epoch_ends.append(time.monotonic())  # the watchdog bounds each epoch from here
             handles.extend(coordinator.schedule(step, args=(per_worker,)) for _ in range(steps_per_epoch))
             coordinator.join()
-            print(f"epoch {epoch + 1}/{cfg.training.epochs} done: {len(handles)} steps", flush=True)
             return len(handles), None
 
         res = loop.run(run_epoch)
@@ -244,3 +245,11 @@ class TFParameterServer(Strategy):
                    "server_inter_op_threads": SERVER_INTER_OP, "trace_s": res.trace_s,
                    "step_traces": step.experimental_get_tracing_count()},
         )
+
+
+@click.command("tf-server", hidden=True)
+@click.option("--run-dir", type=click.Path(file_okay=False), help="The run this server belongs to (informational).")
+@user_errors
+def server_command(run_dir: str | None) -> None:
+    """A tf.distribute.Server for the task in TF_CONFIG (tf_ps workers and ps tasks)."""
+    serve_forever()

@@ -14,7 +14,7 @@ import sys
 
 from distbench.config import ExperimentConfig
 from distbench.strategies.base import Availability, LaunchContext, Strategy, StrategyUnavailable
-from distbench.strategies.launchers import last_error_line
+from distbench.launch.process import last_error_line
 from distbench.text import clip
 from distbench.strategies.registry import register
 from distbench.training import TrainOutput

@@ -140,14 +140,14 @@ class TrainLoop:
             parameter-server replica, whose snapshots are the centre's).
         replica: this loop's replica, rank or worker index, for hooks and progress lines.
         hooks: epoch hooks besides those of ``DISTBENCH_EPOCH_HOOKS``.
-        label: prefix of the progress line printed after each epoch (``""``: none).
+        label: prefix of the progress line printed after each epoch (``None``: no line).
 
     Raises:
         ValueError: ``DISTBENCH_EPOCH_HOOKS`` names something that cannot be loaded.
     """
 
     def __init__(self, epochs: int, get_weights: Callable[[], Sequence[Any]] | None = None, *,
-                 replica: int | None = None, hooks: Sequence[EpochHook] = (), label: str = "") -> None:
+                 replica: int | None = None, hooks: Sequence[EpochHook] = (), label: str | None = "") -> None:
         self.epochs = epochs
         self.get_weights = get_weights
         self.replica = replica
@@ -186,7 +186,7 @@ class TrainLoop:
             info = EpochEnd(epoch + 1, self.epochs, steps, loss, self.replica, rec.elapsed())
             for hook in self.hooks:
                 hook(info)
-            if self.label:
+            if self.label is not None:
                 tail = f", last loss {loss:.4f}" if loss is not None and np.isfinite(loss) else ""
                 print(f"{self.label}epoch {epoch + 1}/{self.epochs} done: {steps} steps{tail}", flush=True)
         if finish is not None:

@@ -1,13 +1,21 @@
-"""Training output: final weights, timestamped snapshots, and the training clock.
+"""The child-process contract: what a configuration's process hands back to the harness.
+
+A configuration's process leaves, in its artifacts directory, one ``result.json`` written
+by :func:`write_child_result` (and nowhere else): ``status`` (a
+:class:`~distbench.results.records.Status`), and either the :class:`TrainOutput` (final
+weights and per-epoch snapshots in ``.npz`` files, never pickled) or the ``reason``,
+``failed_process`` and ``details`` of a failure. Strategies signal failure by raising
+:class:`TrainingFailed`. :func:`read_child_result` is the harness's side.
 
 Snapshots are taken at each epoch end; the time spent copying weights is measured and
-excluded from the training clock (DESIGN.md, fairness contract), so ``elapsed_s`` of a
-snapshot is pure training time since the first step began.
+excluded from the training clock (docs/architecture.md, the fairness contract), so
+``elapsed_s`` of a snapshot is pure training time since the first step began.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -15,9 +23,94 @@ from typing import Any, Callable
 
 import numpy as np
 
+from distbench.results.records import Status
+
 RESULT_FILE = "result.json"
 FINAL_FILE = "final_weights.npz"
 SNAPS_FILE = "snapshots.npz"
+
+
+class TrainingFailed(RuntimeError):
+    """A strategy's training failed; raised by strategies and engines alike.
+
+    Args:
+        message: one line (or more: the first says who failed and how).
+        failed_process: which process failed (``rank 1``, ``worker 0``, ``mpirun``...), or None.
+        details: JSON-able facts kept in the failed record (e.g. the parameter server's
+            accounting at the failure).
+        reason: the one line the record shows (default: the message's first line), when
+            the message goes on with log tails.
+    """
+
+    def __init__(self, message: str, failed_process: str | None = None,
+                 details: dict[str, Any] | None = None, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.failed_process = failed_process
+        self.details = details
+        self.reason = reason if reason is not None else (message.splitlines() or [""])[0]
+
+
+@dataclass
+class ChildResult:
+    """What :func:`read_child_result` found: the status and either the output or the failure.
+
+    Attributes:
+        status: :class:`~distbench.results.records.Status`.
+        output: the :class:`TrainOutput` when ``ok``.
+        reason, failed_process, details: of a failure or an unavailability.
+    """
+
+    status: Status
+    output: "TrainOutput | None" = None
+    reason: str = ""
+    failed_process: str | None = None
+    details: dict[str, Any] | None = None
+
+
+def write_child_result(directory: Path, status: Status, output: "TrainOutput | None" = None, *, reason: str = "",
+                       failed_process: str | None = None, details: dict[str, Any] | None = None) -> None:
+    """Write a configuration's result into ``directory`` (atomically: a reader never sees half).
+
+    Args:
+        status: ``ok`` with ``output``; ``failed`` or ``unavailable`` with a ``reason``.
+        output: the training output (its arrays go to ``.npz`` files next to ``result.json``).
+        reason, failed_process, details: of a failure.
+
+    Raises:
+        ValueError: ``ok`` without an output.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    meta: dict[str, Any] = {"status": Status(status).value}
+    if status == Status.OK:
+        if output is None:
+            raise ValueError("an ok result needs its TrainOutput")
+        np.savez(directory / FINAL_FILE, **{f"w{i}": w for i, w in enumerate(output.final_weights)})
+        np.savez(directory / SNAPS_FILE, **{f"s{k}_w{i}": w for k, s in enumerate(output.snapshots)
+                                             for i, w in enumerate(s.weights)})
+        meta.update({k: v for k, v in asdict(output).items() if k not in ("final_weights", "snapshots")})
+        meta["num_weights"] = len(output.final_weights)
+        meta["snapshots"] = [{"elapsed_s": s.elapsed_s, "epoch": s.epoch, "step": s.step} for s in output.snapshots]
+    else:
+        meta.update(reason=reason, failed_process=failed_process, details=details)
+    tmp = directory / f"{RESULT_FILE}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps(meta, default=_jsonable))
+    tmp.replace(directory / RESULT_FILE)
+
+
+def read_child_result(directory: Path) -> ChildResult | None:
+    """Read what :func:`write_child_result` left in ``directory``; None when nothing (readable) is there.
+
+    Raises:
+        OSError, ValueError, KeyError: an ``ok`` result whose weight files are missing or corrupt.
+    """
+    try:
+        meta = json.loads((directory / RESULT_FILE).read_text())
+        status = Status(meta.get("status"))
+    except (OSError, ValueError):
+        return None
+    if status == Status.OK:
+        return ChildResult(status, TrainOutput.load(directory))
+    return ChildResult(status, None, meta.get("reason") or "", meta.get("failed_process"), meta.get("details"))
 
 
 @dataclass
@@ -98,19 +191,8 @@ class TrainOutput:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def save(self, directory: Path) -> None:
-        """Write ``result.json``, ``final_weights.npz`` and ``snapshots.npz`` to ``directory``."""
-        directory.mkdir(parents=True, exist_ok=True)
-        np.savez(directory / FINAL_FILE, **{f"w{i}": w for i, w in enumerate(self.final_weights)})
-        arrays = {f"s{k}_w{i}": w for k, s in enumerate(self.snapshots) for i, w in enumerate(s.weights)}
-        np.savez(directory / SNAPS_FILE, **arrays)
-        meta = {k: v for k, v in asdict(self).items() if k not in ("final_weights", "snapshots")}
-        meta["status"] = "ok"
-        meta["num_weights"] = len(self.final_weights)
-        meta["snapshots"] = [{"elapsed_s": s.elapsed_s, "epoch": s.epoch, "step": s.step}
-                             for s in self.snapshots]
-        tmp = directory / (RESULT_FILE + ".tmp")
-        tmp.write_text(json.dumps(meta, default=_jsonable))
-        tmp.replace(directory / RESULT_FILE)
+        """Write this output as an ``ok`` child result (see :func:`write_child_result`)."""
+        write_child_result(directory, Status.OK, self)
 
     @classmethod
     def load(cls, directory: Path) -> "TrainOutput":

@@ -12,30 +12,14 @@ MultiWorkerMirroredStrategy (keras-team/keras#20585).
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import numpy as np
 
-from distbench.training.output import SnapshotRecorder, TrainOutput
+from distbench.training.loop import TrainLoop
+from distbench.training.output import TrainOutput
 from distbench.training.schedule import replica_indices
 from distbench.workload import Workload
-
-
-def configure_threads(intra_op: int, inter_op: int = 0) -> dict[str, int]:
-    """Set TensorFlow's CPU thread pools before any TF op runs; return what was set.
-
-    Args:
-        intra_op: threads inside one op (0 = TensorFlow's default).
-        inter_op: ops run concurrently (0 = TensorFlow's default).
-    """
-    import tensorflow as tf
-
-    if intra_op:
-        tf.config.threading.set_intra_op_parallelism_threads(intra_op)
-    if inter_op:
-        tf.config.threading.set_inter_op_parallelism_threads(inter_op)
-    return {"intra_op_threads": intra_op, "inter_op_threads": inter_op}
 
 
 def gather_dataset(indices: np.ndarray, x: np.ndarray, y: np.ndarray, batch: int) -> Any:
@@ -128,29 +112,21 @@ def train_with_strategy(strategy: Any, workload: Workload) -> TrainOutput:
     # building a distributed dataset and iterator per epoch cost 3-4x model.fit's
     # training time on small workloads (benchmarks/harness_overhead.py).
     iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
-    # Trace the epoch graph before the clock too, as every strategy does with its step
-    # function: a one-off cost that differs between strategies (MLPerf's training rules
-    # likewise leave compilation out of the timed run); recorded as ``trace_s``.
-    t0 = time.perf_counter()
-    train_epoch.get_concrete_function(iterator)
-    trace_s = time.perf_counter() - t0
-    rec = SnapshotRecorder()
-    rec.start()
-    steps = 0
-    last_loss = float("nan")
-    for epoch in range(cfg.epochs):
-        last_loss = float(train_epoch(iterator))
-        steps += steps_per_epoch
-        rec.take(epoch + 1, steps, model.get_weights)
-        print(f"epoch {epoch + 1}/{cfg.epochs} done: {steps} steps, last loss {last_loss:.4f}", flush=True)
-    train_s = rec.stop()
+    loop = TrainLoop(cfg.epochs, model.get_weights, label="")
+    loop.trace(lambda: train_epoch.get_concrete_function(iterator))
+
+    def run_epoch(epoch: int) -> tuple[int, float]:
+        loss = float(train_epoch(iterator))
+        return (epoch + 1) * steps_per_epoch, loss
+
+    res = loop.run(run_epoch)
     return TrainOutput(
         final_weights=[np.asarray(w, dtype=np.float32) for w in model.get_weights()],
-        snapshots=rec.snapshots,
-        train_s=train_s,
-        first_step_unix=rec.first_step_unix or 0.0,
-        steps=steps,
-        samples=steps * G,
+        snapshots=res.snapshots,
+        train_s=res.train_s,
+        first_step_unix=res.first_step_unix,
+        steps=res.steps,
+        samples=res.steps * G,
         replicas=replicas,
-        extra={"last_train_loss": last_loss, "steps_per_epoch": steps_per_epoch, "trace_s": trace_s},
+        extra={"last_train_loss": res.loss, "steps_per_epoch": steps_per_epoch, "trace_s": res.trace_s},
     )

@@ -357,26 +357,3 @@ def supervise(argv: list[str], env: dict[str, str], stages: list[tuple[float, Ca
     return child.returncode
 
 
-def child_env(extra: dict[str, str] | None = None, base: dict[str, str] | None = None) -> dict[str, str]:
-    """Environment for a child Python process: ``base`` (default ``os.environ``) plus
-    quiet TensorFlow C++ logs (level 1 keeps errors and warnings) and ``extra``."""
-    env = dict(os.environ if base is None else base)
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
-    env["PYTHONUNBUFFERED"] = "1"
-    env.update(extra or {})
-    return env
-
-
-def config_child_command(run_dir: Path, key: str, strategy: str, workers: int,
-                         spawn_unix: float, base_env: dict[str, str] | None = None,
-                         window: int | None = None) -> tuple[list[str], dict[str, str]]:
-    """argv and env of the harness child that runs one configuration in a fresh process.
-
-    ``spawn_unix`` (Unix seconds) is passed as ``DISTBENCH_SPAWN_UNIX`` so the child can
-    measure start-up from the moment it was spawned.
-    """
-    argv = [sys.executable, "-m", "distbench", "worker", "config", "--run-dir", str(run_dir),
-            "--key", key, "--strategy", strategy, "--workers", str(workers)]
-    if window:
-        argv += ["--window", str(window)]
-    return argv, child_env({"DISTBENCH_SPAWN_UNIX": repr(spawn_unix)}, base_env)

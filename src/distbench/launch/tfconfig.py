@@ -29,6 +29,9 @@ ENTRY_POINTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 EXAMPLE = '{"cluster": {"worker": ["host1:2222", "host2:2222"]}, "task": {"type": "worker", "index": 0}}'
 
+JOIN_TIMEOUT_ENV = "DISTBENCH_JOIN_TIMEOUT_S"
+"""Seconds a ``worker tf`` task waits for its cluster to form (set by the harness; ``--join-timeout`` wins)."""
+
 
 def tf_config(cluster: dict[str, list[str]], task_type: str, index: int) -> str:
     """The ``TF_CONFIG`` JSON for task ``task_type:index`` of ``cluster``

@@ -35,8 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from distbench.training.output import TrainingFailed
 from distbench.text import clip
-from distbench.strategies import launchers
+from distbench.launch import process
 
 STALL_CHECK_ENV = "HOROVOD_STALL_CHECK_TIME_SECONDS"
 STALL_SHUTDOWN_ENV = "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS"
@@ -234,7 +235,7 @@ def rank_log_files(output_dir: Path, rank: int) -> list[Path]:
 def clean_tail(path: Path, lines: int, max_chars: int) -> str:
     """The last ``lines`` lines of ``path`` without TensorFlow's CPU-machine start-up
     notices (oneDNN, cuInit, absl), which no environment variable silences."""
-    text = launchers.log_tail(path, lines=lines + 40, max_chars=64 * 1024)
+    text = process.log_tail(path, lines=lines + 40, max_chars=64 * 1024)
     kept = [ln for ln in text.splitlines() if not _NOISE.search(ln)]
     return clip("\n".join(kept[-lines:]), max_chars) if kept else ""
 
@@ -279,7 +280,7 @@ def open_progress_board(rank: int, size: int) -> Callable[[int], None] | None:
 
 class RankWatch:
     """Watches the ranks of one job for one that stopped making progress; a ``watch`` for
-    :func:`~distbench.strategies.launchers.run_processes`.
+    :func:`~distbench.strategies.process.run_processes`.
 
     Once a second it looks at two things. The process table: the processes whose
     command line contains ``marker`` (the rank program's arguments), each one's rank (from
@@ -445,7 +446,7 @@ def _rank_of(p: object) -> int | None:
 
 
 # ------------------------------------------------------------------ the error
-class HorovodJobError(RuntimeError):
+class HorovodJobError(TrainingFailed):
     """A Horovod (or MPI) job failed.
 
     Attributes:
@@ -455,12 +456,10 @@ class HorovodJobError(RuntimeError):
     """
 
     def __init__(self, message: str, failed_process: str | None, reason: str | None = None) -> None:
-        super().__init__(message)
-        self.failed_process = failed_process
-        self.reason = reason if reason is not None else message.splitlines()[0] if message else ""
+        super().__init__(message, failed_process, reason=reason)
 
 
-def failure_error(launcher: str, group: launchers.GroupResult, launcher_log: Path, output_dir: Path,
+def failure_error(launcher: str, group: process.GroupResult, launcher_log: Path, output_dir: Path,
                   timeout_s: float, watch: RankWatch | None = None) -> HorovodJobError:
     """Build the exception for a failed, stalled or timed-out launcher run.
 
@@ -472,18 +471,18 @@ def failure_error(launcher: str, group: launchers.GroupResult, launcher_log: Pat
 
     Args:
         launcher: ``horovodrun`` or ``mpirun``.
-        group: how :func:`~distbench.strategies.launchers.run_processes` ended.
+        group: how :func:`~distbench.strategies.process.run_processes` ended.
         launcher_log: the launcher's log file.
         output_dir: the launcher's ``--output-filename`` directory (per-rank logs).
         timeout_s: the configuration's timeout, seconds.
         watch: the job's :class:`RankWatch`, if one ran.
     """
-    text = launchers.log_tail(launcher_log, lines=400, max_chars=60000)
+    text = process.log_tail(launcher_log, lines=400, max_chars=60000)
     stopped = watch.stopped_rank() if watch is not None else None
     stall = parse_stall(text)
     if stall is None and output_dir.exists():
         for f in rank_log_files(output_dir, 0):
-            stall = stall or parse_stall(launchers.log_tail(f, lines=400, max_chars=60000))
+            stall = stall or parse_stall(process.log_tail(f, lines=400, max_chars=60000))
     evidence: tuple[int, str] | None = None
     if stopped and watch is not None and stopped[0] in watch.stopped_since:  # a stopped process: the surest sign
         evidence = (stopped[0], stopped[1])
@@ -510,7 +509,7 @@ def failure_error(launcher: str, group: launchers.GroupResult, launcher_log: Pat
             if evidence:
                 head, who, tail_ranks = f"{evidence[1]}; then {head}", f"rank {evidence[0]}", [evidence[0]]
         else:
-            cause = next((engine_error(launchers.log_tail(f, lines=200, max_chars=60000))
+            cause = next((engine_error(process.log_tail(f, lines=200, max_chars=60000))
                           for f in rank_log_files(output_dir, failure.rank)), "")
             head = f"{failure.describe()} under {launcher} (launcher exit code {launcher_rc})"
             head += f": {cause}" if cause else ""
