@@ -8,15 +8,16 @@ loop with ``hvd.DistributedGradientTape`` on the shared batch schedule
 (:func:`train_rank`), the allgathered weight hashes, and rank 0's result callback.
 Entry points: ``distbench worker horovod`` (:mod:`distbench.harness.horovod_app`).
 
-Test hooks (environment, read by the ranks; never set them outside tests):
-``DISTBENCH_HOROVOD_PLAIN_TAPE=1`` uses a plain ``tf.GradientTape`` (no allreduce), so the
-ranks diverge; ``DISTBENCH_HOROVOD_TEST_EXIT=RANK:EPOCH[:CODE|kill|stall]`` makes rank RANK
-``os._exit(CODE)`` (default 9), SIGKILL itself, or stop making progress (sleep, alive,
-without submitting its next collective) after epoch EPOCH.
+Fault injection for tests: ``DISTBENCH_HOROVOD_PLAIN_TAPE=1`` uses a plain
+``tf.GradientTape`` (no allreduce), so the ranks diverge and the weight-hash check must
+say so. A rank that dies or stalls after an epoch is injected through the loop core's
+epoch hooks (``DISTBENCH_EPOCH_HOOKS``), not here.
 """
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import socket
 import time
@@ -83,18 +84,53 @@ def init_rank(threads: int = 0) -> tuple[Any, RankInfo]:
         start = psutil.Process().create_time()
     except Exception:  # psutil is optional here; the time of init is close enough
         start = time.time()
-    hosts = hvd.allgather_object(socket.gethostname(), name="distbench_hostnames")
+    hosts = allgather_text(hvd, socket.gethostname(), "distbench_hostnames")
     return hvd, RankInfo(hvd.rank(), hvd.size(), hvd.local_rank(), hvd.local_size(), controller, n,
                          list(hosts), start)
+
+
+def broadcast_bytes(hvd: Any, data: bytes | None, name: str) -> bytes:
+    """Rank 0's ``data`` on every rank, moved as tensors (a length, then the bytes): Horovod's
+    ``broadcast_object`` would unpickle what arrives, which distbench never does.
+
+    Args:
+        data: the bytes on rank 0 (ignored elsewhere).
+        name: a collective name unique to this exchange (Horovod matches ranks by name).
+    """
+    import tensorflow as tf
+
+    size = hvd.broadcast(tf.constant([len(data) if hvd.rank() == 0 and data else 0], tf.int64), root_rank=0,
+                         name=f"{name}.size")
+    buf = np.frombuffer(data, np.uint8) if hvd.rank() == 0 and data else np.zeros(int(size.numpy()[0]), np.uint8)
+    if buf.size == 0:
+        return b""
+    return hvd.broadcast(tf.constant(buf), root_rank=0, name=name).numpy().tobytes()
+
+
+def allgather_text(hvd: Any, text: str, name: str) -> list[str]:
+    """Every rank's ``text``, in rank order, moved as UTF-8 byte tensors (no pickle).
+
+    Raises:
+        ValueError: a rank sent bytes that are not UTF-8.
+    """
+    import tensorflow as tf
+
+    mine = np.frombuffer(text.encode(), np.uint8)
+    sizes = hvd.allgather(tf.constant([mine.size], tf.int64), name=f"{name}.sizes").numpy()
+    data = hvd.allgather(tf.constant(mine), name=name).numpy().tobytes()
+    ends = np.cumsum(sizes)
+    return [data[e - n:e].decode() for n, e in zip(sizes, ends)]
 
 
 def share_workload(hvd: Any, run_dir: Path, load_on_root: Callable[[], Workload]) -> Workload:
     """Rank 0 loads the workload with ``load_on_root()``; every rank gets it from rank 0.
 
-    Rank 0 broadcasts the config, the initial weights and both hashes; the other ranks
-    rebuild the dataset from the config and check its fingerprint, so the run directory
-    need not be on a shared filesystem (only rank 0 writes there). An error on rank 0
-    is broadcast too, so no rank waits forever.
+    Rank 0 broadcasts the config and both hashes (JSON) and the initial weights (an
+    ``.npz`` read with ``allow_pickle=False``), as byte tensors: nothing received is ever
+    unpickled. The other ranks rebuild the dataset from the config and check its
+    fingerprint and the weights' SHA-256, so the run directory need not be on a shared
+    filesystem (only rank 0 writes there). An error on rank 0 is broadcast too, so no
+    rank waits forever.
 
     Raises:
         ConfigError: rank 0 could not load the workload (its message, on every rank), or
@@ -104,32 +140,46 @@ def share_workload(hvd: Any, run_dir: Path, load_on_root: Callable[[], Workload]
     from distbench.data import fingerprint, load_dataset
     from distbench.workload import weights_sha256
 
-    payload: Any
+    wl: Workload | None = None
+    header: dict[str, Any]
+    weights_npz = b""
     if hvd.rank() == 0:
         try:
             wl = load_on_root()
-            payload = ("ok", wl.config.to_dict(), wl.initial_weights, wl.initial_weights_sha256, wl.data_sha256)
+            header = {"status": "ok", "config": wl.config.to_dict(), "weights_sha256": wl.initial_weights_sha256,
+                      "data_sha256": wl.data_sha256}
+            buf = io.BytesIO()
+            np.savez(buf, *wl.initial_weights)
+            weights_npz = buf.getvalue()
         except Exception as e:
-            payload = ("error", f"{type(e).__name__}: {e}")
-            hvd.broadcast_object(payload, root_rank=0, name="distbench_workload")
+            header = {"status": "error", "message": f"{type(e).__name__}: {e}"}
+            broadcast_bytes(hvd, json.dumps(header).encode(), "distbench_workload")
             raise
-    else:
-        payload = None
-    payload = hvd.broadcast_object(payload, root_rank=0, name="distbench_workload")
-    if payload[0] == "error":
-        raise ConfigError(f"rank 0 could not load the workload: {payload[1]}")
-    if hvd.rank() == 0:
+    raw = broadcast_bytes(hvd, json.dumps(header).encode() if hvd.rank() == 0 else None, "distbench_workload")
+    try:
+        header = json.loads(raw)
+    except ValueError:
+        raise ConfigError(f"rank {hvd.rank()}: the workload header from rank 0 is not JSON") from None
+    if header.get("status") != "ok":
+        raise ConfigError(f"rank 0 could not load the workload: {header.get('message')}")
+    weights_npz = broadcast_bytes(hvd, weights_npz if hvd.rank() == 0 else None, "distbench_initial_weights")
+    if wl is not None:
         workload = wl
     else:
-        _, raw, weights, wsha, dsha = payload
-        cfg = config_mod.from_dict(raw)
+        cfg = config_mod.from_dict(header["config"])
+        wsha, dsha = str(header["weights_sha256"]), str(header["data_sha256"])
         ds = load_dataset(cfg.data, cfg.training.seed)
         if fingerprint(ds) != dsha:
             raise ConfigError(f"rank {hvd.rank()} on {socket.gethostname()}: dataset {cfg.data.name!r} differs from "
                               "rank 0's (fingerprint mismatch): every host needs the same data files")
+        try:
+            with np.load(io.BytesIO(weights_npz), allow_pickle=False) as z:
+                weights = [np.asarray(z[f"arr_{i}"], np.float32) for i in range(len(z.files))]
+        except (ValueError, OSError, KeyError) as e:
+            raise ConfigError(f"rank {hvd.rank()}: the initial weights from rank 0 are unreadable ({e})") from None
         if weights_sha256(weights) != wsha:
             raise ConfigError(f"rank {hvd.rank()}: initial weights received from rank 0 fail their SHA-256 check")
-        workload = Workload(cfg, ds, [np.asarray(w, np.float32) for w in weights], wsha, dsha, Path(run_dir))
+        workload = Workload(cfg, ds, weights, wsha, dsha, Path(run_dir))
     g = workload.config.training.global_batch_size
     if g % hvd.size():
         raise ConfigError(f"training.global_batch_size = {g} is not divisible by the {hvd.size()} Horovod ranks: "
@@ -222,7 +272,7 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload) -> TrainOutput:
     # clock stopped, so the steps pay nothing for it.
     last_loss = float(hvd.allreduce(loss, op=hvd.Average, name="distbench_last_train_loss"))
     final = [np.asarray(w, dtype=np.float32) for w in model.get_weights()]
-    hashes = list(hvd.allgather_object(weights_sha256(final), name="distbench_weights_sha256"))
+    hashes = allgather_text(hvd, weights_sha256(final), "distbench_weights_sha256")
     grad_bytes = sum(int(np.prod(v.shape)) * np.dtype(v.dtype).itemsize for v in tvars)
     ring_share = 2 * (size - 1) / size * grad_bytes  # bytes each rank sends (and receives) per step
     extra = {
