@@ -32,6 +32,7 @@ run: setup
 	$(BIN)/distbench run $(ARGS)
 
 test: setup
+	$(BIN)/ruff check src tests benchmarks scripts
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 bench: setup

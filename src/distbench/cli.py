@@ -122,7 +122,8 @@ def _run_with_progress(cfg: config_mod.ExperimentConfig, run_dir: Path, resume: 
                        run_sweep: Callable[..., list[dict[str, Any]]]) -> list[dict[str, Any]]:
     from rich.console import Console
     from rich.markup import escape
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                               TimeRemainingColumn)
 
     console = Console(stderr=True)
     console.print(f"distbench: run directory [bold]{run_dir}[/]")
@@ -149,12 +150,11 @@ def _print_report(records: list[dict[str, Any]], run_dir: Path, formats: tuple[s
     """Print the comparison table (and reasons of non-ok configurations), then write the
     report outputs (``formats``, default all) and optionally TensorBoard scalars into ``run_dir``."""
     from rich import box
-    from rich.console import Console
     from rich.markup import escape
-    from rich.measure import Measurement
     from rich.table import Table
 
     from distbench.results.report import FORMATS, SHORT_COLUMNS, table_columns, table_rows, write_report
+    from distbench.results.terminal import console_for
     from distbench.results.stats import summarize
 
     table = Table(title=f"distbench: {run_dir}", box=box.SIMPLE_HEAD)
@@ -163,10 +163,7 @@ def _print_report(records: list[dict[str, Any]], run_dir: Path, formats: tuple[s
         table.add_column(escape(SHORT_COLUMNS.get(c, c)), justify="left" if c in ("strategy", "status") else "right")
     for row in table_rows(summaries):
         table.add_row(*(escape(c) for c in row))
-    console = Console()
-    if not console.is_terminal:  # a file or pipe: as wide as the table needs, so no cell wraps
-        need = Measurement.get(console, console.options.update_width(260), table).maximum
-        console = Console(width=max(100, min(260, need)))
+    console = console_for(table)
     console.print(table)
     console.print(escape("acc, train s, samples/s: median [min-max] over repeats; to target: MLPerf rule; speed-up "
                          "vs single on the same hardware; eff.: scaling efficiency; temporal: Hermans' temporal "

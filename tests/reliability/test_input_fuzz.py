@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import gzip
 import io
-import zipfile
-from pathlib import Path
 
 import numpy as np
 import pytest

@@ -3,7 +3,6 @@ recorded exactly once, no torn line, no orphaned training process."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys

@@ -13,13 +13,12 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pytest
 import zmq
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from distbench.ps_async import protocol as P
-from distbench.ps_async.client import PSClient, PSError, PSTimeout
+from distbench.ps_async.client import PSClient
 from tests.conftest import ROOT
 
 HERE = Path(__file__).parent

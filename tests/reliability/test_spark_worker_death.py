@@ -47,7 +47,6 @@ def test_killed_replica_is_retried_and_no_delta_counts_twice(tmp_path):
     os.kill(pid, signal.SIGKILL)  # the Python process running replica 1's Spark task
     proc.communicate(timeout=600)
     (rec,) = read_records(out)
-    text = log.read_text(errors="replace")
     print(f"\nSpark replica killed: status {rec['status']}, reason {rec['reason']!r}, "
           f"details: { {k: (rec.get('details') or {}).get(k) for k in ('per_worker_attempts', 'commits', 'applied_commit_keys', 'duplicate_commits', 'per_worker_steps')} }")
     if rec["status"] == "ok":

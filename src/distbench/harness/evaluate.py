@@ -2,50 +2,25 @@
 
 Every configuration's final weights and snapshots are evaluated here with the same
 model, the same test set and the same arithmetic, so accuracy numbers are comparable
-and evaluation never perturbs a training clock (DESIGN.md, fairness contract).
+and evaluation never perturbs a training clock (docs/architecture.md, the fairness contract).
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import sys
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 from distbench.results.records import time_to_target
+from distbench.tfquiet import import_tensorflow_off_gpus
 from distbench.training import TrainOutput
 from distbench.workload import Workload
 
 
-@contextlib.contextmanager
-def _native_stderr_to_devnull() -> Iterator[None]:
-    """Silence C++ writes to fd 2 (TensorFlow's pre-absl start-up notices, which no
-    environment variable suppresses); Python exceptions still propagate normally."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    try:
-        with open(os.devnull, "wb") as null:
-            os.dup2(null.fileno(), 2)
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-
-
 def hide_accelerators() -> None:
     """Import TensorFlow quietly and keep this process off GPUs (children train there)."""
-    with _native_stderr_to_devnull():
-        import tensorflow as tf
-
-        try:
-            tf.config.set_visible_devices([], "GPU")
-            tf.constant(0)  # initialise the runtime while its notices are silenced
-        except RuntimeError:  # already initialised: devices fixed, nothing to change
-            pass
+    import_tensorflow_off_gpus()
 
 
 class Evaluator:

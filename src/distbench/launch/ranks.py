@@ -515,7 +515,8 @@ def failure_error(launcher: str, group: process.GroupResult, launcher_log: Path,
             head += f": {cause}" if cause else ""
             who, tail_ranks = f"rank {failure.rank}", [failure.rank]
             if evidence and evidence[0] != failure.rank:
-                head, who, tail_ranks = f"{evidence[1]}; then {head}", f"rank {evidence[0]}", [evidence[0], failure.rank]
+                head, who = f"{evidence[1]}; then {head}", f"rank {evidence[0]}"
+                tail_ranks = [evidence[0], failure.rank]
     head += f"; rank logs in {output_dir}"
     parts = [head, f"--- {launcher} log tail ({launcher_log}) ---", clean_tail(launcher_log, 8, 1500)]
     for rank in tail_ranks:

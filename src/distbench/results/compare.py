@@ -135,18 +135,15 @@ def print_comparison(base: list[dict[str, Any]], new: list[dict[str, Any]], base
     from rich.markup import escape
     from rich.table import Table
 
+    from distbench.results.terminal import console_for
+
     rows, notes = compare(base, new)
     table = Table(title=f"distbench: BASE {base_name} -> NEW {new_name}")
     for c in COMPARE_COLUMNS:
         table.add_column(escape(c), justify="left" if c in ("configuration", "verdict") else "right")
     for row in compare_table(rows):
         table.add_row(*(escape(c) for c in row))
-    if not console.is_terminal:  # a file or pipe: as wide as the table needs, so no cell wraps
-        from rich.console import Console
-        from rich.measure import Measurement
-
-        need = Measurement.get(console, console.options.update_width(260), table).maximum
-        console = Console(width=max(100, min(260, need)))
+    console = console_for(table, console)
     console.print(table)
     console.print(escape("test acc and train s: median [min-max] over repeats; Δ acc = NEW - BASE median, "
                          "percentage points; Δ time = NEW / BASE median - 1 (negative: faster); verdict compares "

@@ -99,6 +99,7 @@ def render_html(data: "ReportData", plots: Sequence["Plot"], title: str = "distb
                          "log_tail": tails[0] if tails else ""})
     provenance = [{**g, "lines": provenance_lines(g["provenance"])} for g in data.provenance]
     return _environment().get_template(TEMPLATE).render(
-        title=title, d=data, rows=rows, stale=has_staleness(data.summaries), figures=figures, failures=failures, provenance=provenance,
+        title=title, d=data, rows=rows, stale=has_staleness(data.summaries), figures=figures, failures=failures,
+        provenance=provenance,
         selftest_js=SELFTEST_JS, csp_hash=csp_hash,
     )

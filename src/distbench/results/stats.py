@@ -24,7 +24,7 @@ import math
 import statistics
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from distbench.results.provenance import hardware_key
 
@@ -502,34 +502,32 @@ class Leader:
     overlaps: bool = False
 
 
-def fastest_to_target(summaries: Sequence[ConfigSummary]) -> Leader | None:
-    """The configuration with the smallest MLPerf time to target (see
-    :func:`mlperf_time_to_target`), among those that reached it; ``None`` if none did."""
-    ranked = sorted((s for s in summaries if s.ttt.value is not None), key=lambda s: s.ttt.value)  # type: ignore
+def _leader(ranked: Sequence[ConfigSummary], value: Callable[[ConfigSummary], float],
+            spread: Callable[[ConfigSummary], Spread]) -> Leader | None:
+    """The first of ``ranked`` (best first) with the runner-up and whether their spreads overlap."""
     if not ranked:
         return None
     best = ranked[0]
-    lead = Leader(best, best.ttt.value)  # type: ignore[arg-type]
+    lead = Leader(best, value(best))
     if len(ranked) > 1:
         nxt = ranked[1]
-        lead.runner_up, lead.runner_up_value = nxt, nxt.ttt.value
-        lead.overlaps = _overlap(best.time_to_target_s, nxt.time_to_target_s)
+        lead.runner_up, lead.runner_up_value = nxt, value(nxt)
+        lead.overlaps = _overlap(spread(best), spread(nxt))
     return lead
+
+
+def fastest_to_target(summaries: Sequence[ConfigSummary]) -> Leader | None:
+    """The configuration with the smallest MLPerf time to target (see
+    :func:`mlperf_time_to_target`), among those that reached it; ``None`` if none did."""
+    ttt = lambda s: s.ttt.value  # noqa: E731
+    return _leader(sorted((s for s in summaries if ttt(s) is not None), key=ttt), ttt, lambda s: s.time_to_target_s)
 
 
 def most_accurate(summaries: Sequence[ConfigSummary]) -> Leader | None:
     """The configuration with the highest median final test accuracy; ``None`` if no ok run."""
-    ranked = sorted((s for s in summaries if s.accuracy.median is not None),
-                    key=lambda s: -s.accuracy.median)  # type: ignore[operator]
-    if not ranked:
-        return None
-    best = ranked[0]
-    lead = Leader(best, best.accuracy.median)  # type: ignore[arg-type]
-    if len(ranked) > 1:
-        nxt = ranked[1]
-        lead.runner_up, lead.runner_up_value = nxt, nxt.accuracy.median
-        lead.overlaps = _overlap(best.accuracy, nxt.accuracy)
-    return lead
+    acc = lambda s: s.accuracy.median  # noqa: E731
+    return _leader(sorted((s for s in summaries if acc(s) is not None), key=lambda s: -acc(s)), acc,
+                   lambda s: s.accuracy)
 
 
 def _overlap(a: Spread, b: Spread) -> bool:

@@ -19,40 +19,11 @@ only here, only when asked, with its C++ start-up notices silenced and GPUs hidd
 
 from __future__ import annotations
 
-import contextlib
-import os
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from distbench.results.stats import hardware_labels, record_groups, workload_labels
-
-
-@contextlib.contextmanager
-def _quiet_native_stderr() -> Iterator[None]:
-    """Send C++ writes to file descriptor 2 to /dev/null (TensorFlow's import notices)."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    try:
-        with open(os.devnull, "wb") as null:
-            os.dup2(null.fileno(), 2)
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-
-
-def _import_tf() -> Any:
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    with _quiet_native_stderr():
-        import tensorflow as tf
-
-        try:
-            tf.config.set_visible_devices([], "GPU")
-        except RuntimeError:  # runtime already initialised in this process: leave it
-            pass
-    return tf
+from distbench.tfquiet import import_tensorflow_off_gpus
 
 
 def _scalar_metadata(tf: Any) -> Any:
@@ -91,7 +62,7 @@ def write_scalars(records: list[dict[str, Any]], out_dir: Path) -> Path:
     Returns:
         ``out_dir``.
     """
-    tf = _import_tf()
+    tf = import_tensorflow_off_gpus()
     meta = _scalar_metadata(tf)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
