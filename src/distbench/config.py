@@ -93,7 +93,7 @@ class ModelConfig:
 
 @dataclass
 class TrainingConfig:
-    """What every strategy trains with (the fairness contract, DESIGN.md).
+    """What every strategy trains with (the fairness contract, docs/architecture.md).
 
     Attributes:
         epochs: passes over the training split.
@@ -398,7 +398,7 @@ def load(path: str | os.PathLike[str] | None) -> ExperimentConfig:
     return from_dict(raw)
 
 
-# Presets from the dist-keras tuning guide (shared/seeds/000_*). dist-keras' batch_size is
+# Presets from the dist-keras tuning guide (its recipes per goal). dist-keras' batch_size is
 # per worker; distbench's is global, so global = per-worker batch x workers.
 PRESETS: dict[str, dict[str, Any]] = {
     "local-validation": {"run__strategies": ["spark_ps:adag"], "run__workers": [2],

@@ -83,3 +83,24 @@ def test_families_and_all_expand_and_typos_get_suggestions():
     # each family member is its own class with its own name (nothing overwritten per instance)
     a, b = registry.get("spark_ps:adag"), registry.get("spark_ps:downpour")
     assert (type(a).name, a.optimizer, b.optimizer) == ("spark_ps:adag", "adag", "downpour")
+
+
+def test_readme_example_strategy_is_the_plugin_and_it_trains(tmp_path):
+    """README's "Development" section shows tests/plugins/example_strategy.py verbatim, and it runs."""
+    from tests.conftest import ROOT, distbench
+
+    plugin = (ROOT / "tests/plugins/example_strategy.py").read_text()
+    readme = (ROOT / "README.md").read_text()
+    body = plugin[plugin.index("from __future__"):].strip()
+    assert body in readme, "README's Development example differs from tests/plugins/example_strategy.py"
+    out = tmp_path / "run"
+    cp = distbench("run", "--strategies", "single,example_keras_fit", "--epochs", "3", "--out", str(out),
+                   env={"DISTBENCH_PLUGINS": "tests.plugins.example_strategy"}, cwd=ROOT)
+    assert cp.returncode == 0, cp.stderr[-2000:]
+    from distbench.results.store import read_records
+
+    recs = {r["strategy"]: r for r in read_records(out)}
+    assert recs["example_keras_fit"]["status"] == "ok", recs["example_keras_fit"]["reason"]
+    assert recs["example_keras_fit"]["initial_weights_sha256"] == recs["single"]["initial_weights_sha256"]
+    assert recs["example_keras_fit"]["final_test_accuracy"] > 0.8
+    assert len(recs["example_keras_fit"]["curve"]) == 3

@@ -5,7 +5,7 @@ order of ``model.get_weights()``, one array per variable, any shapes.  Nothing
 here does I/O, holds state, or imports TensorFlow, so the same rules drive any
 engine (Spark today, MPI later) and are tested against hand-computed values.
 
-Notation (as in DESIGN.md, section "Async parameter server"):
+Notation (as in docs/architecture.md, section "Parameter servers"):
 
 * ``W``          the worker's local weights,
 * ``W_pulled``   the centre weights the worker pulled last,
