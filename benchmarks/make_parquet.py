@@ -115,7 +115,8 @@ def write_synthetic_parquet(out: str | Path, *, gb: float | None = None, rows: i
         if not n_file:
             continue
         table = row_group(group, min(rows_per_group, n_file), seed, classes, dtype, shape)
-        with pq.ParquetWriter(out / f"part-{f:05d}.parquet", table.schema, compression=compression) as w:
+        with pq.ParquetWriter(out / f"part-{f:05d}.parquet", table.schema, compression=compression,
+                              use_dictionary=["label"]) as w:  # random pixels never repeat
             done = 0
             while done < n_file:
                 k = min(rows_per_group, n_file - done)

@@ -300,7 +300,8 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
             raise ConfigError(f"data.name = 'parquet' needs {' and '.join('data.' + k for k in missing)}: name the "
                               "feature column (or a list of numeric columns) and the label column, "
                               'e.g. features_col = "features", label_col = "label"')
-        if isinstance(d.features_col, list) and (not all(d.features_col) or len(set(d.features_col)) < len(d.features_col)):
+        cols = d.features_col if isinstance(d.features_col, list) else [d.features_col]
+        if not all(cols) or len(set(cols)) < len(cols):
             raise ConfigError(f"data.features_col = {d.features_col!r}: expected distinct, non-empty column names")
     elif d.test_path or d.features_col or d.label_col:
         given = [k for k in ("test_path", "features_col", "label_col") if getattr(d, k)]

@@ -69,7 +69,7 @@ PARQUET_CASES = {  # name: (write the file, extra [data] keys, expected words)
                         "data.features_col = 'features' has type string; expected a list or fixed-size list"),
     "empty": (lambda p: pq.write_table(pa.table({"features": pa.array([], pa.list_(pa.float32())),
                                                  "label": pa.array([], pa.int64())}), p), {},
-              "the dataset is empty (0 rows in 1 files)"),
+              "the dataset is empty (0 rows in 1 file(s))"),
     "one row group": (lambda p: _table(p, row_group_size=100), {}, "has 1 non-empty row group(s): the test split"),
     "feature shape": (lambda p: _table(p), {"feature_shape": [2, 2]},
                       "data.feature_shape = [2, 2]: holds 4 values per row, but each row has 3 features"),
@@ -132,6 +132,14 @@ def test_glob_and_directory_matching_nothing(tmp_path):
         _load_and_validate({"name": "parquet", "path": str(tmp_path / "d"), "features_col": "f", "label_col": "l"})
     _cli_exit_2(tmp_path, {"name": "parquet", "path": str(tmp_path / "x" / "*.parquet"), "features_col": "f",
                            "label_col": "l"}, "the glob matches no files")
+
+
+def test_classes_that_contradict_a_fixed_dataset():
+    from distbench.config import DataConfig
+
+    with pytest.raises(DataError, match="data.classes = 5 but 'digits' has 10 classes; remove data.classes"):
+        load_dataset(DataConfig(classes=5), seed=0)
+    assert load_dataset(DataConfig(classes=10), seed=0).num_classes == 10
 
 
 def test_schemas_that_differ_between_files(tmp_path):

@@ -144,9 +144,10 @@ def load_npz(cfg: DataConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray | None
         if len(y) != len(x):
             raise DataError(f"{p}: {xk} has {len(x)} rows but {yk} has {len(y)}; they must have one label per sample")
         if cfg.feature_shape:
-            if int(np.prod(x.shape[1:])) != int(np.prod(cfg.feature_shape)):
-                raise DataError(f"data.feature_shape = {cfg.feature_shape}: holds {int(np.prod(cfg.feature_shape))} "
-                                f"values per row, but {xk} rows have shape {x.shape[1:]}; give a shape of the same size")
+            size = int(np.prod(cfg.feature_shape))
+            if int(np.prod(x.shape[1:])) != size:
+                raise DataError(f"data.feature_shape = {cfg.feature_shape}: holds {size} values per row, but {xk} "
+                                f"rows have shape {x.shape[1:]}; give a shape of the same size")
             x = x.reshape(len(x), *cfg.feature_shape)
         details["features_scaled"] = "1/255 (uint8)" if x.dtype == np.uint8 else "none"
         idx, width = class_indices(y, f"{p} {yk}")

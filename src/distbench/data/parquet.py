@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -78,7 +79,7 @@ class ParquetFiles:
             if "://" in spec:
                 fs, path = pafs.FileSystem.from_uri(spec)
             else:
-                fs, path = pafs.LocalFileSystem(), str(PurePosixPath(_abspath(spec)))
+                fs, path = pafs.LocalFileSystem(), str(PurePosixPath(os.path.abspath(os.path.expanduser(spec))))
             if any(c in path for c in GLOB_CHARS):
                 paths = _glob(fs, path)
                 if not paths:
@@ -125,9 +126,9 @@ class ParquetFiles:
         _, _, pafs, pq = _pyarrow()
         local = isinstance(self.filesystem, pafs.LocalFileSystem)
         try:
-            pf = pq.ParquetFile(self.paths[f], filesystem=self.filesystem, metadata=self.metas[f],
-                                pre_buffer=not local, buffer_size=(1 << 20) if local else 0)
-            yield from pf.iter_batches(batch_size=rows, row_groups=[g], columns=columns)
+            with pq.ParquetFile(self.paths[f], filesystem=self.filesystem, metadata=self.metas[f],
+                                pre_buffer=not local, buffer_size=(1 << 20) if local else 0) as pf:
+                yield from pf.iter_batches(batch_size=rows, row_groups=[g], columns=columns)
         except (OSError, ValueError) as e:
             raise DataError(f"{self.paths[f]} row group {g}: cannot read it: {_oneline(e)}") from None
 
@@ -136,12 +137,6 @@ class ParquetFiles:
         pa, _, _, _ = _pyarrow()
         batches = list(self.batches(f, g, columns, 1 << 16))
         return pa.Table.from_batches(batches) if batches else None
-
-
-def _abspath(p: str) -> str:
-    import os
-
-    return os.path.abspath(os.path.expanduser(p))
 
 
 def _oneline(e: BaseException) -> str:
@@ -370,7 +365,7 @@ def make_reader(files: ParquetFiles, features_col: str | list[str], label_col: s
                                     f"{schema.field(n).type}; every file must have the same schema")
     total = sum(m.num_rows for m in files.metas)
     if total == 0:
-        raise DataError(f"data.path = {files.spec!r}: the dataset is empty (0 rows in {len(files.paths)} files)")
+        raise DataError(f"data.path = {files.spec!r}: the dataset is empty (0 rows in {len(files.paths)} file(s))")
     list_column = isinstance(features_col, str) and not _numeric(types[0])
     if list_column:
         leaf, dims = _leaf(types[0])
@@ -496,8 +491,8 @@ def held_out_groups(groups: list[tuple[int, int, int]], fraction: float, seed: i
     """Split row groups into ``(train, test)``: a seeded choice of whole row groups as the test split.
 
     The groups are permuted with ``np.random.default_rng(seed)`` and taken in that order
-    until they hold at least ``fraction`` of the rows (at least one group, and at least
-    one group is left for training); both lists keep storage order.
+    while that brings the held-out rows closer to ``fraction`` of all rows (at least one
+    group is taken and at least one is left for training); both lists keep storage order.
 
     Raises:
         DataError: fewer than 2 row groups.
@@ -509,9 +504,10 @@ def held_out_groups(groups: list[tuple[int, int, int]], fraction: float, seed: i
     order = np.random.default_rng(seed).permutation(len(groups))
     target, taken, rows = fraction * sum(r for _, _, r in groups), [], 0
     for i in order[: len(groups) - 1]:
-        if taken and rows >= target:
-            break
+        size = groups[i][2]
+        if taken and (rows >= target or rows + size - target > target - rows):
+            break  # another group would overshoot the target by more than stopping falls short of it
         taken.append(int(i))
-        rows += groups[i][2]
+        rows += size
     chosen = set(taken)
     return ([g for i, g in enumerate(groups) if i not in chosen], [g for i, g in enumerate(groups) if i in chosen])
