@@ -41,6 +41,18 @@ def test_toml_file_roundtrip(tmp_path):
     ('[training\n', "not valid TOML"),
     ('[model]\nactivation = "relux"\n', "model.activation = 'relux': expected one of relu"),
     ('[run]\nstrategies = "single"\n', 'expected a list of str, e.g. ["a", "b"]'),
+    ('[data]\nname = "npz"\n', "data.path is empty but data.name = 'npz' needs a local file: set data.path to an "
+                               ".npz file with arrays x and y"),
+    ('[data]\nname = "parquet"\n', "data.path is empty but data.name = 'parquet' needs the training data"),
+    ('[data]\nname = "parquet"\npath = "x"\nlabel_col = "y"\n', "needs data.features_col: name the feature column"),
+    ('[data]\nname = "parquet"\npath = "x"\nfeatures_col = ["a", "a"]\nlabel_col = "y"\n',
+     "data.features_col = ['a', 'a']: expected distinct, non-empty column names"),
+    ('[data]\nname = "parquet"\npath = "x"\nfeatures_col = 3\nlabel_col = "y"\n',
+     "data.features_col = 3: expected a str or list of str"),
+    ('[data]\nlabel_col = "y"\n', "data.label_col is set but data.name = 'digits' does not read it"),
+    ('[data]\nname = "digits"\nfeature_shape = [8, 8]\n', "data.feature_shape = [8, 8]: expected sizes >= 1, "
+                                                         "for data.name = 'npz' or 'parquet' only"),
+    ('[data]\nclasses = 1\n', "data.classes = 1: must be >= 2"),
 ])
 def test_bad_configs(tmp_path, toml, needle):
     p = tmp_path / "bad.toml"
@@ -48,6 +60,14 @@ def test_bad_configs(tmp_path, toml, needle):
     with pytest.raises(ConfigError) as e:
         config.load(p)
     assert needle in str(e.value)
+
+
+def test_parquet_keys_accept_one_column_or_a_list():
+    one = config.from_dict({"data": {"name": "parquet", "path": "d/*.parquet", "features_col": "features",
+                                     "label_col": "label", "feature_shape": [32, 32, 3]}})
+    many = config.from_dict({"data": {"name": "parquet", "path": "d", "features_col": ["a", "b"], "label_col": "y"}})
+    assert one.data.features_col == "features" and many.data.features_col == ["a", "b"]
+    assert config.load(None).data.classes == 0  # inferred (synthetic: 10)
 
 
 def test_missing_file():

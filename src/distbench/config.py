@@ -15,6 +15,7 @@ import functools
 import os
 import sys
 import tomllib
+import types
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, get_args, get_origin, get_type_hints
@@ -40,7 +41,7 @@ def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-DATASETS = ("digits", "mnist", "fashion_mnist", "synthetic")
+DATASETS = ("digits", "breast_cancer", "mnist", "fashion_mnist", "synthetic", "npz", "parquet")
 MODELS = ("mlp", "cnn")
 ACTIVATIONS = ("relu", "tanh", "sigmoid", "elu", "selu", "gelu", "silu", "swish", "softplus", "leaky_relu",
                "relu6", "linear")
@@ -54,22 +55,39 @@ class DataConfig:
 
     Attributes:
         name: one of ``digits`` (scikit-learn's bundled 8x8 digits, no download),
-            ``mnist``/``fashion_mnist`` (local Keras ``.npz`` or IDX files at ``path``),
-            ``synthetic`` (random images/labels of ``image_shape``, for throughput).
-        path: file or directory for mnist/fashion_mnist.
+            ``breast_cancer`` (scikit-learn's bundled Wisconsin breast-cancer table, 30
+            features, 2 classes, no download), ``mnist``/``fashion_mnist`` (local Keras
+            ``.npz`` or IDX files at ``path``), ``synthetic`` (random images/labels of
+            ``image_shape``, for throughput), ``npz`` (your arrays ``x``, ``y`` and
+            optionally ``x_test``, ``y_test`` in one ``.npz``), ``parquet`` (your Parquet
+            files, read block by block).
+        path: file or directory for mnist/fashion_mnist; the ``.npz`` file for npz; a
+            Parquet file, directory or glob (local or any filesystem URI pyarrow reads) for parquet.
+        test_path: parquet: the test split's file, directory or glob ("" = hold out
+            whole row groups of ``path``).
+        features_col: parquet: the feature column (a list or fixed-size-list column), or
+            a list of numeric columns, one feature each.
+        label_col: parquet: the label column (class indices, or one-hot lists).
+        feature_shape: reshape each flat feature vector to this shape (npz, parquet);
+            [] = as stored.
         validation_fraction, test_fraction: stratified, seeded split fractions.
         samples: number of synthetic samples.
         image_shape: synthetic image shape (H, W, C).
-        classes: number of synthetic classes.
+        classes: number of classes; 0 = inferred (max label + 1, or the one-hot width;
+            synthetic: 10).
     """
 
     name: str = "digits"
     path: str = ""
+    test_path: str = ""
+    features_col: str | list[str] = ""
+    label_col: str = ""
+    feature_shape: list[int] = field(default_factory=list)
     validation_fraction: float = 0.1
     test_fraction: float = 0.2
     samples: int = 4096
     image_shape: list[int] = field(default_factory=lambda: [32, 32, 3])
-    classes: int = 10
+    classes: int = 0
 
 
 @dataclass
@@ -210,6 +228,8 @@ class ExperimentConfig:
 
 def _type_name(tp: Any) -> str:
     origin = get_origin(tp)
+    if origin is types.UnionType:
+        return " or ".join(_type_name(a) for a in get_args(tp))
     if origin is list:
         return f"list of {_type_name(get_args(tp)[0])}"
     if origin is dict:
@@ -220,6 +240,13 @@ def _type_name(tp: Any) -> str:
 def _coerce(key: str, value: Any, tp: Any) -> Any:
     """Check ``value`` against type ``tp``; ints are accepted where floats are."""
     origin = get_origin(tp)
+    if origin is types.UnionType:
+        for arm in get_args(tp):
+            try:
+                return _coerce(key, value, arm)
+            except ConfigError:
+                continue
+        raise ConfigError(f"{key} = {value!r}: expected a {_type_name(tp)}")
     if origin is list:
         (inner,) = get_args(tp)
         if not isinstance(value, list):
@@ -273,14 +300,34 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
     """
     d, m, t, r = cfg.data, cfg.model, cfg.training, cfg.run
     _choice("data.name", d.name, DATASETS)
-    if d.name in ("mnist", "fashion_mnist"):
+    if d.name in ("mnist", "fashion_mnist", "npz"):
         if not d.path:
-            raise ConfigError(
-                f"data.path is empty but data.name = {d.name!r} needs a local file: set data.path "
-                "to a Keras-format .npz (x_train, y_train, x_test, y_test) or a directory of IDX files"
-            )
+            what = ("an .npz file with arrays x and y (optionally x_test, y_test)" if d.name == "npz" else
+                    "a Keras-format .npz (x_train, y_train, x_test, y_test) or a directory of IDX files")
+            raise ConfigError(f"data.path is empty but data.name = {d.name!r} needs a local file: "
+                              f"set data.path to {what}")
         if not Path(d.path).exists():
             raise ConfigError(f"data.path = {d.path!r}: no such file or directory")
+    if d.name == "parquet":
+        if not d.path:
+            raise ConfigError("data.path is empty but data.name = 'parquet' needs the training data: set "
+                              "data.path to a Parquet file, a directory of them or a glob (e.g. 'data/*.parquet')")
+        missing = [k for k in ("features_col", "label_col") if not getattr(d, k)]
+        if missing:
+            raise ConfigError(f"data.name = 'parquet' needs {' and '.join('data.' + k for k in missing)}: name the "
+                              "feature column (or a list of numeric columns) and the label column, "
+                              'e.g. features_col = "features", label_col = "label"')
+        cols = d.features_col if isinstance(d.features_col, list) else [d.features_col]
+        if not all(cols) or len(set(cols)) < len(cols):
+            raise ConfigError(f"data.features_col = {d.features_col!r}: expected distinct, non-empty column names")
+    elif d.test_path or d.features_col or d.label_col:
+        given = [k for k in ("test_path", "features_col", "label_col") if getattr(d, k)]
+        raise ConfigError(f"data.{given[0]} is set but data.name = {d.name!r} does not read it: "
+                          "it applies to data.name = 'parquet' only; remove it or set the name")
+    if d.feature_shape:
+        if d.name not in ("npz", "parquet") or any(s < 1 for s in d.feature_shape):
+            raise ConfigError(f"data.feature_shape = {d.feature_shape!r}: expected sizes >= 1, for data.name = "
+                              f"'npz' or 'parquet' only (got {d.name!r})")
     for key, frac in (("data.validation_fraction", d.validation_fraction),
                       ("data.test_fraction", d.test_fraction)):
         if not 0.0 < frac < 0.5:
@@ -288,7 +335,8 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
     _positive("data.samples", d.samples, 10)
     if len(d.image_shape) not in (2, 3) or any(s < 1 for s in d.image_shape):
         raise ConfigError(f"data.image_shape = {d.image_shape!r}: expected [H, W] or [H, W, C], all >= 1")
-    _positive("data.classes", d.classes, 2)
+    if d.classes != 0:
+        _positive("data.classes", d.classes, 2)  # 0 = inferred
     _choice("model.name", m.name, MODELS)
     if not m.hidden or any(h < 1 for h in m.hidden):
         raise ConfigError(f"model.hidden = {m.hidden!r}: expected a non-empty list of widths >= 1")

@@ -78,7 +78,7 @@ class Workload:
         ``workload/initial_weights.npz``.
 
         Raises:
-            DataError: the dataset cannot be loaded.
+            DataError: the dataset cannot be loaded, or holds an invalid value.
             ConfigError: the training split is smaller than one global batch.
         """
         import keras
@@ -88,6 +88,7 @@ class Workload:
         run_dir = Path(run_dir)
         ds = load_dataset(cfg.data, cfg.training.seed)
         check_batch(cfg, ds)
+        ds.validate()  # block-read sources: every value checked once, before any configuration starts
         keras.utils.set_random_seed(cfg.training.seed)
         model = build_model(cfg.model, ds.input_shape, ds.num_classes)
         weights = [np.asarray(w, dtype=np.float32) for w in model.get_weights()]
@@ -100,6 +101,7 @@ class Workload:
             "input_shape": list(ds.input_shape),
             "num_classes": ds.num_classes,
             "sizes": ds.sizes(),
+            "data": ds.details,
             "num_parameters": num_parameters(weights),
             "weight_shapes": [list(w.shape) for w in weights],
         }
@@ -161,7 +163,7 @@ class Workload:
 
     def steps_per_epoch(self) -> int:
         """Optimizer steps per epoch: ``n_train // global_batch_size`` (same for every strategy)."""
-        return len(self.dataset.y_train) // self.config.training.global_batch_size
+        return len(self.dataset.train) // self.config.training.global_batch_size
 
     def describe(self) -> dict[str, Any]:
         """Workload facts for records: dataset, sizes, model, parameters, hashes."""
@@ -173,6 +175,7 @@ class Workload:
             "model": self.config.model.name,
             "num_parameters": num_parameters(self.initial_weights),
             "num_classes": self.dataset.num_classes,
+            "shuffle": self.dataset.details.get("shuffle", "rows"),
             "data_sha256": self.data_sha256,
         }
 
@@ -196,7 +199,7 @@ def make_optimizer(t: TrainingConfig, replicas: int = 1) -> Any:
 
 def check_batch(cfg: ExperimentConfig, ds: Dataset) -> None:
     """Raise :class:`ConfigError` if the training split cannot fill one global batch."""
-    n = len(ds.y_train)
+    n = len(ds.train)
     if n < cfg.training.global_batch_size:
         raise ConfigError(
             f"training.global_batch_size = {cfg.training.global_batch_size} exceeds the "

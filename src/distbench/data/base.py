@@ -1,9 +1,11 @@
-"""The :class:`Dataset` container, the stratified split, sharding and fingerprints."""
+"""Checks shared by every loader (features, labels), the stratified split and sharding.
+
+Every reader turns what it read into float32 features and int32 class indices with the
+functions here, so a bad value gets the same one-line :class:`DataError` whichever file
+format it came from.
+"""
 
 from __future__ import annotations
-
-import hashlib
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -12,36 +14,6 @@ from distbench.config import ConfigError
 
 class DataError(ConfigError):
     """A data file is missing, corrupt, or holds values outside what was expected."""
-
-
-@dataclass
-class Dataset:
-    """Train/validation/test arrays of one dataset.
-
-    Attributes:
-        name: dataset name (``digits``, ``mnist``, ...).
-        x_train, x_val, x_test: float32 arrays, shape ``(n, H, W, C)``, values in [0, 1].
-        y_train, y_val, y_test: int32 arrays, shape ``(n,)``, values in ``[0, num_classes)``.
-        num_classes: number of classes.
-    """
-
-    name: str
-    x_train: np.ndarray
-    y_train: np.ndarray
-    x_val: np.ndarray
-    y_val: np.ndarray
-    x_test: np.ndarray
-    y_test: np.ndarray
-    num_classes: int
-
-    @property
-    def input_shape(self) -> tuple[int, ...]:
-        """Shape of one sample, ``(H, W, C)``."""
-        return tuple(int(s) for s in self.x_train.shape[1:])
-
-    def sizes(self) -> dict[str, int]:
-        """Number of samples per split, e.g. ``{"train": 1257, "val": 180, "test": 360}``."""
-        return {"train": len(self.y_train), "val": len(self.y_val), "test": len(self.y_test)}
 
 
 def check_arrays(x: np.ndarray, y: np.ndarray, num_classes: int, source: str) -> None:
@@ -103,15 +75,85 @@ def shard(x: np.ndarray, y: np.ndarray, rank: int, world_size: int) -> tuple[np.
     return x[idx], y[idx]
 
 
-def fingerprint(ds: Dataset) -> str:
-    """SHA-256 over every split's raw bytes, shapes and dtypes (hex string).
+LABELS_NOT_SUPPORTED = ("not supported: distbench compares classifiers; labels must be class indices "
+                        "or one-hot")
 
-    Two processes that built the same dataset from the same config get the same value;
-    the workload stores it and every configuration checks it.
+
+def to_features(x: np.ndarray, where: str, first_row: int = 0) -> np.ndarray:
+    """Features as float32, checked: numeric, finite; ``uint8`` values are scaled by 1/255.
+
+    Args:
+        x: features, shape ``(rows, ...)``, any integer, bool or float dtype.
+        where: what the rows are, for messages (e.g. ``"data.npz x"``, ``"a.parquet row group 3"``).
+        first_row: the number of ``x``'s first row in ``where`` (messages name rows by it).
+
+    Returns:
+        float32 array of ``x``'s shape (``x`` itself when it is already float32).
+
+    Raises:
+        DataError: strings or other non-numeric dtypes; NaN or Inf (naming the first bad row).
     """
-    h = hashlib.sha256()
-    for arr in (ds.x_train, ds.y_train, ds.x_val, ds.y_val, ds.x_test, ds.y_test):
-        a = np.ascontiguousarray(arr)
-        h.update(f"{a.dtype.str}{a.shape}".encode())
-        h.update(a.tobytes())
-    return h.hexdigest()
+    if x.dtype.kind not in "biuf":
+        raise DataError(f"{where}: features have dtype {x.dtype}, expected integers or floats (encode "
+                        "categorical features as numbers first)")
+    if x.dtype.kind == "f":
+        bad = ~np.isfinite(x).reshape(len(x), -1).all(axis=1)
+        if bad.any():
+            rows = np.flatnonzero(bad)
+            raise DataError(f"{where}: row {first_row + rows[0]} holds NaN or Inf features ({len(rows)} such rows); "
+                            "drop or impute them before training")
+    if x.dtype == np.uint8:
+        return x.astype(np.float32) / np.float32(255.0)
+    return x.astype(np.float32, copy=False)
+
+
+def class_indices(y: np.ndarray, where: str, first_row: int = 0) -> tuple[np.ndarray, int | None]:
+    """Labels as int64 class indices, checked; and the one-hot width if they were one-hot.
+
+    Accepted: integer or bool class indices ``(rows,)``; floats with integral values
+    ``(rows,)`` (Spark ML writes labels as doubles); one-hot rows ``(rows, classes)`` (each
+    row exactly one 1, the rest 0). Negative indices are left to :func:`check_label_range`.
+
+    Args:
+        y: labels, shape ``(rows,)`` or ``(rows, classes)``.
+        where: what the rows are, for messages.
+        first_row: the number of ``y``'s first row in ``where``.
+
+    Returns:
+        ``(indices, width)``: int64 indices of shape ``(rows,)``; ``width`` is the one-hot
+        width, or ``None`` for index labels.
+
+    Raises:
+        DataError: string labels, non-integral float labels, rows that are not one-hot, other shapes.
+    """
+    if y.dtype.kind in "USO":
+        raise DataError(f"{where}: labels are strings (dtype {y.dtype}); string labels are not supported: "
+                        "encode them as class indices 0..k-1 (e.g. Spark ML's StringIndexer) or one-hot")
+    if y.dtype.kind not in "biuf":
+        raise DataError(f"{where}: labels have dtype {y.dtype}; {LABELS_NOT_SUPPORTED}")
+    if y.ndim == 2:
+        ok = ((y == 0) | (y == 1)).all(axis=1) & (y.sum(axis=1) == 1)
+        if not ok.all():
+            rows = np.flatnonzero(~ok)
+            shown = np.array2string(y[rows[0]][:8], separator=", ") + (" ..." if y.shape[1] > 8 else "")
+            raise DataError(f"{where}: row {first_row + rows[0]} of the one-hot labels is {shown}, not one-hot "
+                            f"({len(rows)} such rows); each row needs exactly one 1 and 0 elsewhere")
+        return y.argmax(axis=1).astype(np.int64), int(y.shape[1])
+    if y.ndim != 1:
+        raise DataError(f"{where}: labels have shape {y.shape}, expected (rows,) class indices or "
+                        "(rows, classes) one-hot")
+    if y.dtype.kind == "f":
+        bad = ~np.isfinite(y) | (y != np.round(y))
+        if bad.any():
+            r = int(np.flatnonzero(bad)[0])
+            raise DataError(f"{where}: label {float(y[r])!r} at row {first_row + r} is not a whole number; "
+                            f"{LABELS_NOT_SUPPORTED}")
+    return y.astype(np.int64), None
+
+
+def check_label_range(y: np.ndarray, num_classes: int, where: str, first_row: int = 0) -> None:
+    """Raise :class:`DataError` unless every class index in ``y`` is in ``[0, num_classes)``."""
+    if len(y) and (y.min() < 0 or y.max() >= num_classes):
+        r = int(np.flatnonzero((y < 0) | (y >= num_classes))[0])
+        raise DataError(f"{where}: label {int(y[r])} at row {first_row + r} is outside 0..{num_classes - 1} "
+                        f"({num_classes} classes); set data.classes or fix the labels")

@@ -5,11 +5,17 @@ step ``s`` uses the global batch ``perm[s*G:(s+1)*G]`` (``G`` = global batch siz
 replica ``r`` of ``N`` takes the ``r``-th contiguous ``G/N`` slice of it. The incomplete
 last batch is dropped, so every strategy runs ``n_train // G`` optimizer steps per epoch
 on exactly the same samples.
+
+The same rule streams over a :class:`~distbench.data.splits.Split` read block by block
+(:func:`replica_batches`, :func:`shard_batches`): an in-memory split's order is the
+permutation above; a block split (Parquet row groups) permutes its blocks and the rows
+inside each block, each with a seeded generator, and holds one block at a time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -76,3 +82,215 @@ def replica_indices(n: int, global_batch: int, epochs: int, seed: int, replicas:
     parts = [replica_slice(b, r, world_size)
              for e in range(epochs) for b in epoch_batches(n, global_batch, e, seed) for r in replicas]
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
+# ------------------------------------------------------------------ streaming
+# The same rule over a Split (distbench.data.splits) read block by block. A split's epoch
+# order is a *stream* of rows: an in-memory split's stream is exactly epoch_permutation
+# above (rows shuffled); a block split's stream visits its blocks in a seeded permutation
+# and each block's rows in a seeded permutation of their own (row groups shuffled, then
+# rows inside each). Global batch s of an epoch is stream positions [s*G, (s+1)*G).
+
+
+def epoch_blocks(split: Any, epoch: int, seed: int) -> np.ndarray:
+    """The order ``epoch`` visits ``split``'s blocks: ``default_rng([seed, epoch]).permutation(blocks)``.
+
+    An in-memory split is one block (order ``[0]``). Returns int64 block indices.
+    """
+    if split.in_memory:
+        return np.arange(split.num_blocks, dtype=np.int64)
+    return np.random.default_rng([seed, epoch]).permutation(split.num_blocks)
+
+
+def block_rows(split: Any, epoch: int, seed: int, block: int) -> np.ndarray:
+    """The order ``epoch`` visits the rows of ``block`` (row numbers inside the block, int64).
+
+    In-memory split: :func:`epoch_permutation` of all its rows (today's order). Block
+    split: ``default_rng([seed, epoch, block]).permutation(rows in block)``.
+    """
+    size = int(split.block_sizes()[block])
+    if split.in_memory:
+        return epoch_permutation(size, epoch, seed)
+    return np.random.default_rng([seed, epoch, block]).permutation(size)
+
+
+def epoch_stream(split: Any, epoch: int, seed: int) -> Iterator[tuple[int, np.ndarray]]:
+    """``epoch``'s stream as ``(block, rows of that block in stream order)``, one block at a time."""
+    for b in epoch_blocks(split, epoch, seed):
+        yield int(b), block_rows(split, epoch, seed, int(b))
+
+
+def _chunks(split: Any, pieces: Iterator[tuple[int, int, int, Any]], take: Any,
+            batch: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Cut the rows ``take`` selects from a stream of pieces into batches of ``batch`` rows.
+
+    Args:
+        split: the split the pieces' blocks belong to.
+        pieces: ``(block, start, size, rows)`` in stream order: ``size`` rows occupying stream
+            positions ``[start, start + size)``; ``rows()`` returns their row numbers inside
+            the block in stream order (called only when the piece has selected positions).
+        take: ``take(start, size)`` -> offsets (ascending, in ``[0, size)``) of the positions
+            this reader takes.
+        batch: rows per yielded batch.
+
+    Yields:
+        ``(x, y)`` batches of exactly ``batch`` rows (a trailing partial batch is not yielded),
+        holding at most one block and one batch in memory.
+    """
+    xs: list[np.ndarray] = []
+    ys: list[np.ndarray] = []
+    have = 0
+    for block, start, size, rows in pieces:
+        offsets = take(start, size)
+        if not len(offsets):
+            continue
+        x, y = split.read_block(block)
+        idx = rows()[offsets]
+        i = 0
+        while i < len(idx):
+            part = idx[i:i + batch - have]
+            xs.append(x[part])
+            ys.append(y[part])
+            have += len(part)
+            i += len(part)
+            if have == batch:
+                yield (xs[0], ys[0]) if len(xs) == 1 else (np.concatenate(xs), np.concatenate(ys))
+                xs, ys, have = [], [], 0
+        del x, y
+
+
+def _epoch_pieces(split: Any, epoch: int, seed: int) -> Iterator[tuple[int, int, int, Any]]:
+    sizes = split.block_sizes()
+    start = 0
+    for b in epoch_blocks(split, epoch, seed):
+        b = int(b)
+        yield b, start, int(sizes[b]), (lambda b=b: block_rows(split, epoch, seed, b))
+        start += int(sizes[b])
+
+
+def replica_batches(split: Any, epochs: int, seed: int, global_batch: int, rank: int | Sequence[int],
+                    world_size: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Replica ``rank``'s per-replica batches ``(x, y)`` of every global step, in order.
+
+    Global batch ``s`` of an epoch is rows ``[s*G, (s+1)*G)`` of that epoch's stream
+    (:func:`epoch_stream`); the last partial global batch is dropped (``n // G`` steps);
+    replica ``r`` of ``N`` takes the ``r``-th ``G/N`` slice. For an in-memory split this is
+    exactly ``gather(replica_indices(n, G, epochs, seed, [rank], N))``. Reads one block at a
+    time: memory is O(block + per-replica batch).
+
+    Args:
+        split: a :class:`~distbench.data.splits.Split`.
+        epochs: number of epochs.
+        seed: the run's seed.
+        global_batch: ``G``, samples per optimizer step over all replicas.
+        rank: the replica (global index), or several replicas fed by one input pipeline:
+            then each step yields their batches in the order given.
+        world_size: ``N``, replicas in sync.
+
+    Yields:
+        ``(x, y)``: float32 ``(G/N, *sample_shape)`` and int32 ``(G/N,)``;
+        ``epochs * (n // G) * len(ranks)`` batches in all.
+
+    Raises:
+        ValueError: ``G`` not in ``1..n``, not divisible by ``N``, or a rank outside ``0..N-1``.
+    """
+    n = len(split)
+    ranks = [rank] if isinstance(rank, (int, np.integer)) else [int(r) for r in rank]
+    if not 1 <= global_batch <= n:
+        raise ValueError(f"global batch {global_batch} must be in 1..{n} (training samples)")
+    if global_batch % world_size or not ranks or len(set(ranks)) < len(ranks) \
+            or any(not 0 <= r < world_size for r in ranks):
+        raise ValueError(f"cannot give ranks {ranks} of {world_size} equal shares of {global_batch} samples")
+    B, used = global_batch // world_size, (n // global_batch) * global_batch
+    wanted = np.zeros(world_size, dtype=bool)
+    wanted[ranks] = True
+
+    def take(start: int, size: int) -> np.ndarray:
+        pos = np.arange(start, min(start + size, used))
+        return pos[wanted[(pos % global_batch) // B]] - start
+
+    order = np.argsort(ranks)  # chunks come in ascending rank order within each step
+    for epoch in range(epochs):
+        step: list[tuple[np.ndarray, np.ndarray]] = []
+        for batch in _chunks(split, _epoch_pieces(split, epoch, seed), take, B):
+            step.append(batch)
+            if len(step) == len(ranks):
+                out = [None] * len(ranks)
+                for k, i in enumerate(order):
+                    out[i] = step[k]
+                yield from out
+                step = []
+
+
+def shard_bounds(n: int, shard: int, num_shards: int) -> tuple[int, int]:
+    """Rows ``[lo, hi)`` of shard ``shard`` of ``num_shards`` over ``n`` rows (``np.array_split``'s bounds).
+
+    Raises:
+        ValueError: ``shard`` is not in ``[0, num_shards)``.
+    """
+    if not 0 <= shard < num_shards:
+        raise ValueError(f"rank {shard} is outside 0..{num_shards - 1} (world size {num_shards})")
+    q, r = divmod(n, num_shards)
+    lo = shard * q + min(shard, r)
+    return lo, lo + q + (shard < r)
+
+
+def shard_batches(split: Any, epochs: int, seed: int, batch: int, shard: int, num_shards: int,
+                  steps_per_epoch: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """A parameter-server replica's local batches: ``steps_per_epoch`` per epoch from its shard.
+
+    The shard is the contiguous row range :func:`shard_bounds` (as
+    :func:`distbench.data.shard`). Each epoch permutes it with a generator seeded by
+    ``(seed, epoch, shard)``: for an in-memory split the shard's rows, exactly
+    ``default_rng([seed, epoch, shard]).permutation(shard rows)`` as the replica does
+    today; for a block split the shard's pieces of blocks in that generator's
+    permutation, and each piece's rows with ``default_rng([seed, epoch, shard, block])``.
+    Batch ``s`` is positions ``[s*batch, (s+1)*batch)`` of that order. Memory is O(block + batch).
+
+    Args:
+        split: a :class:`~distbench.data.splits.Split`.
+        epochs: number of epochs.
+        seed: the run's seed.
+        batch: rows per local batch (the per-replica batch).
+        shard, num_shards: this replica's shard and the number of shards.
+        steps_per_epoch: local batches per epoch.
+
+    Yields:
+        ``(x, y)`` batches of ``batch`` rows, ``epochs * steps_per_epoch`` in all.
+
+    Raises:
+        ValueError: the shard holds fewer than ``steps_per_epoch * batch`` rows, or ``shard`` is out of range.
+    """
+    lo, hi = shard_bounds(len(split), shard, num_shards)
+    if steps_per_epoch * batch > hi - lo or batch < 1:
+        raise ValueError(f"shard {shard} holds {hi - lo} rows, fewer than {steps_per_epoch} batches of {batch}")
+    ends = np.cumsum(split.block_sizes())
+    pieces = []  # (block, first row in block, rows) of the blocks the shard overlaps, in storage order
+    for b, end in enumerate(ends):
+        begin = int(end) - int(split.block_sizes()[b])
+        a, z = max(begin, lo), min(int(end), hi)
+        if a < z:
+            pieces.append((b, a - begin, z - a))
+    used = steps_per_epoch * batch
+    if not used:
+        return
+
+    def take(start: int, size: int) -> np.ndarray:
+        return np.arange(0, max(0, min(size, used - start)))
+
+    for epoch in range(epochs):
+        gen = np.random.default_rng([seed, epoch, shard])
+        if split.in_memory:  # one block: today's permutation of the shard's rows
+            ((b, first, size),) = pieces
+            perm = gen.permutation(size)
+            stream: Iterator[tuple[int, int, int, Any]] = iter([(b, 0, size, lambda: first + perm)])
+        else:
+            def ordered(gen: Any = gen, epoch: int = epoch) -> Iterator[tuple[int, int, int, Any]]:
+                start = 0
+                for k in gen.permutation(len(pieces)):
+                    b, first, size = pieces[k]
+                    yield b, start, size, (lambda b=b, first=first, size=size: first + np.random.default_rng(
+                        [seed, epoch, shard, b]).permutation(size))
+                    start += size
+            stream = ordered()
+        yield from _chunks(split, stream, take, batch)

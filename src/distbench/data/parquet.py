@@ -1,0 +1,513 @@
+"""Parquet datasets read block by block (a block = one row group), never whole.
+
+``[data] name = "parquet"`` reads the files at ``path`` (a file, a directory or a glob,
+on the local disk or any filesystem pyarrow can open from a URI: ``s3://``, ``gs://``,
+``hdfs://``, ...). Features come from one list or fixed-size-list column
+(``features_col = "features"``) or from several numeric columns, one feature each
+(``features_col = ["a", "b"]``); labels from ``label_col`` (class indices, integral
+floats such as Spark ML's doubles, or one-hot lists). The test split is ``test_path``, or
+a seeded choice of whole row groups of ``path``; the validation split is empty.
+
+Opening a dataset reads only the files' footers (and, for a variable-length list column,
+the first row); :meth:`ParquetSplit.read_block` reads one row group's needed columns and
+checks them, so no process ever holds the whole training set.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any
+
+import numpy as np
+
+from distbench.data.base import DataError, check_label_range, class_indices, to_features
+from distbench.data.splits import Split
+
+GLOB_CHARS = "*?["
+
+
+def _pyarrow() -> tuple[Any, Any, Any, Any]:
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.fs as pafs
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise DataError("data.name = 'parquet' needs pyarrow, which is not installed: pip install pyarrow "
+                        "(or install distbench with its 'spark' extra)") from None
+    return pa, pc, pafs, pq
+
+
+@dataclass
+class ParquetFiles:
+    """The Parquet files one path names, with their footers (read once).
+
+    Attributes:
+        spec: the path as configured (for messages).
+        filesystem: the ``pyarrow.fs.FileSystem`` holding them.
+        paths: file paths on ``filesystem``, sorted.
+        metas: each file's ``pyarrow.parquet.FileMetaData``.
+        digests: each file's footer digest: SHA-256 of its size and raw footer bytes.
+    """
+
+    spec: str
+    filesystem: Any
+    paths: list[str]
+    metas: list[Any]
+    digests: list[str]
+
+    @classmethod
+    def open(cls, spec: str, key: str = "data.path") -> "ParquetFiles":
+        """Resolve ``spec`` (file, directory or glob; local path or URI) and read every footer.
+
+        A directory means every file below it, except names starting with ``.`` or ``_``
+        (Spark's ``_SUCCESS``, hidden files), as ``pyarrow.dataset`` does. A glob matches
+        ``*``, ``?`` and ``[...]`` within one path component.
+
+        Raises:
+            DataError: nothing at ``spec``, a glob or directory matching no file, a file
+                that is not Parquet.
+        """
+        _, _, pafs, _ = _pyarrow()
+        try:
+            if "://" in spec:
+                fs, path = pafs.FileSystem.from_uri(spec)
+            else:
+                fs, path = pafs.LocalFileSystem(), str(PurePosixPath(os.path.abspath(os.path.expanduser(spec))))
+            if any(c in path for c in GLOB_CHARS):
+                paths = _glob(fs, path)
+                if not paths:
+                    raise DataError(f"{key} = {spec!r}: the glob matches no files; check the pattern "
+                                    "(*, ? and [...] match within one folder name)")
+            else:
+                info = fs.get_file_info(path)
+                if info.type == pafs.FileType.NotFound:
+                    raise DataError(f"{key} = {spec!r}: no such file or directory")
+                if info.type == pafs.FileType.Directory:
+                    paths = _listing(fs, path)
+                    if not paths:
+                        raise DataError(f"{key} = {spec!r}: the directory holds no data files")
+                else:
+                    paths = [path]
+        except (OSError, ValueError) as e:  # pyarrow's ArrowException subclasses these
+            if isinstance(e, DataError):
+                raise
+            raise DataError(f"{key} = {spec!r}: cannot list it: {_oneline(e)}") from None
+        metas, digests = [], []
+        for p in paths:
+            meta, digest = _footer(fs, p)
+            metas.append(meta)
+            digests.append(digest)
+        return cls(spec, fs, paths, metas, digests)
+
+    def schema(self, i: int) -> Any:
+        """File ``i``'s Arrow schema."""
+        return self.metas[i].schema.to_arrow_schema()
+
+    def row_groups(self) -> list[tuple[int, int, int]]:
+        """Every non-empty row group as ``(file, row group, rows)``, in storage order."""
+        return [(f, g, m.row_group(g).num_rows) for f, m in enumerate(self.metas)
+                for g in range(m.num_row_groups) if m.row_group(g).num_rows > 0]
+
+    def batches(self, f: int, g: int, columns: list[str], rows: int) -> Iterator[Any]:
+        """Row group ``g`` of file ``f``, only ``columns``, as ``pyarrow.RecordBatch`` es of ``rows`` rows.
+
+        Decoding a row group in record batches bounds pyarrow's decoding buffers by the
+        batch, not the row group: reading a 100 MB row group of a fixed-size-list column
+        whole peaked at 7-8x its size here, in 1,024-row batches at 2-3x. Local files are
+        read in 1 MB buffered reads; remote ones pre-buffered (coalesced requests).
+        """
+        _, _, pafs, pq = _pyarrow()
+        local = isinstance(self.filesystem, pafs.LocalFileSystem)
+        try:
+            with pq.ParquetFile(self.paths[f], filesystem=self.filesystem, metadata=self.metas[f],
+                                pre_buffer=not local, buffer_size=(1 << 20) if local else 0) as pf:
+                yield from pf.iter_batches(batch_size=rows, row_groups=[g], columns=columns)
+        except (OSError, ValueError) as e:
+            raise DataError(f"{self.paths[f]} row group {g}: cannot read it: {_oneline(e)}") from None
+
+    def read(self, f: int, g: int, columns: list[str]) -> Any:
+        """Row group ``g`` of file ``f``, only ``columns``, as one ``pyarrow.Table`` (for small columns)."""
+        pa, _, _, _ = _pyarrow()
+        batches = list(self.batches(f, g, columns, 1 << 16))
+        return pa.Table.from_batches(batches) if batches else None
+
+
+def _oneline(e: BaseException) -> str:
+    return " ".join(str(e).split())[:300]
+
+
+def _hidden(rel: str) -> bool:
+    return any(part.startswith((".", "_")) for part in PurePosixPath(rel).parts)
+
+
+def _listing(fs: Any, base: str) -> list[str]:
+    """Files below directory ``base`` (recursive), without hidden ones, sorted."""
+    _, _, pafs, _ = _pyarrow()
+    infos = fs.get_file_info(pafs.FileSelector(base, recursive=True))
+    return sorted(i.path for i in infos if i.type == pafs.FileType.File
+                  and not _hidden(str(PurePosixPath(i.path).relative_to(base))))
+
+
+def _glob(fs: Any, pattern: str) -> list[str]:
+    """Files matching ``pattern`` (glob characters within path components), sorted."""
+    _, _, pafs, _ = _pyarrow()
+    parts = PurePosixPath(pattern).parts
+    fixed = next(i for i, p in enumerate(parts) if any(c in p for c in GLOB_CHARS))
+    base = str(PurePosixPath(*parts[:fixed])) if fixed else "."
+    infos = fs.get_file_info(pafs.FileSelector(base, recursive=True, allow_not_found=True))
+    return sorted(i.path for i in infos if i.type == pafs.FileType.File
+                  and len(PurePosixPath(i.path).parts) == len(parts) and PurePosixPath(i.path).match(pattern))
+
+
+def _footer(fs: Any, path: str) -> tuple[Any, str]:
+    """File ``path``'s metadata and footer digest (SHA-256 of its size and raw footer bytes)."""
+    _, _, _, pq = _pyarrow()
+    try:
+        with fs.open_input_file(path) as f:
+            size = f.size()
+            f.seek(max(size - 8, 0))
+            tail = f.read(8)
+            length = int.from_bytes(tail[:4], "little") if len(tail) == 8 else -1
+            if tail[4:] != b"PAR1" or not 0 < length <= size - 12:
+                raise DataError(f"{path}: not a Parquet file (no valid PAR1 footer; {size} bytes); "
+                                "data.path must name Parquet files only")
+            f.seek(size - 8 - length)
+            raw = f.read(length)
+            f.seek(0)
+            meta = pq.ParquetFile(f).metadata
+    except (OSError, ValueError) as e:
+        if isinstance(e, DataError):
+            raise
+        raise DataError(f"{path}: cannot read it as Parquet: {_oneline(e)}") from None
+    return meta, hashlib.sha256(size.to_bytes(8, "little") + raw).hexdigest()
+
+
+# ----------------------------------------------------------------- the reader
+@dataclass(frozen=True)
+class Reader:
+    """How a row group's columns become ``(x, y)``; the same for the train and test files.
+
+    Attributes:
+        features: the feature column (one list column) or the numeric feature columns.
+        list_column: ``True`` when ``features`` is one list/fixed-size-list column.
+        flat_length: features per row (the flat vector's length).
+        sample_shape: the shape each row's features are reshaped to.
+        label: the label column.
+        onehot: the one-hot width when labels are lists, else ``None``.
+        num_classes: number of classes.
+        scaled: ``True`` when features are ``uint8`` (scaled by 1/255).
+    """
+
+    features: tuple[str, ...]
+    list_column: bool
+    flat_length: int
+    sample_shape: tuple[int, ...]
+    label: str
+    onehot: int | None
+    num_classes: int
+    scaled: bool
+
+    def describe(self) -> dict[str, Any]:
+        """The reader as JSON-able facts (recorded, and part of the fingerprint)."""
+        return {"features_col": list(self.features) if not self.list_column else self.features[0],
+                "label_col": self.label, "feature_length": self.flat_length,
+                "sample_shape": list(self.sample_shape), "labels": "one-hot" if self.onehot else "class indices",
+                "num_classes": self.num_classes, "features_scaled": "1/255 (uint8)" if self.scaled else "none"}
+
+    @property
+    def batch_rows(self) -> int:
+        """Rows per record batch when decoding a row group: about 16 MB of features, 1..65,536 rows."""
+        return max(1, min(1 << 16, (16 << 20) // (4 * self.flat_length)))
+
+    def convert(self, table: Any, where: str, first_row: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """Rows of one row group (a ``pyarrow`` table or record batch) as checked ``(x float32, y int32)``.
+
+        Args:
+            table: the feature and label columns of some rows of a row group.
+            where: the row group, for messages.
+            first_row: the number of ``table``'s first row in the row group.
+
+        Raises:
+            DataError: nulls, mixed list lengths, NaN/Inf features, bad labels (naming ``where`` and the row).
+        """
+        rows = table.num_rows
+        at = (where, first_row)
+        if self.list_column:
+            x = _list_values(table.column(self.features[0]), self.flat_length, *at,
+                             f"feature column {self.features[0]!r}")
+        else:
+            x = np.column_stack([_scalars(table.column(c), *at, f"feature column {c!r}") for c in self.features])
+        x = to_features(x.reshape(rows, *self.sample_shape), where, first_row)
+        col = table.column(self.label)
+        if self.onehot:
+            y = _list_values(col, self.onehot, *at, f"one-hot label column {self.label!r}")
+        else:
+            y = _scalars(col, *at, f"label column {self.label!r}")
+        y, _ = class_indices(y, where, first_row)
+        check_label_range(y, self.num_classes, where, first_row)
+        return x, y.astype(np.int32)
+
+
+def _nulls(arr: Any, where: str, first_row: int, what: str, per_row: int = 1) -> None:
+    if arr.null_count:
+        r = first_row + int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0]) // per_row
+        raise DataError(f"{where}: row {r} of {what} is null ({arr.null_count} nulls); drop or fill them")
+
+
+def _scalars(col: Any, where: str, first_row: int, what: str) -> np.ndarray:
+    arr = col.combine_chunks() if hasattr(col, "combine_chunks") else col
+    _nulls(arr, where, first_row, what)
+    return arr.to_numpy(zero_copy_only=False)
+
+
+def _list_values(col: Any, length: int, where: str, first_row: int, what: str) -> np.ndarray:
+    """A list or (nested) fixed-size-list column as a ``(rows, length)`` array, lengths checked."""
+    pa, pc, _, _ = _pyarrow()
+    arr = col.combine_chunks() if hasattr(col, "combine_chunks") else col
+    _nulls(arr, where, first_row, what)
+    if not pa.types.is_fixed_size_list(arr.type):
+        lengths = pc.list_value_length(arr).to_numpy(zero_copy_only=False)
+        bad = np.flatnonzero(lengths != length)
+        if bad.size:
+            r = int(bad[0])
+            raise DataError(f"{where}: {what} holds lists of mixed lengths: row {first_row + r} has {int(lengths[r])} "
+                            f"values, "
+                            f"expected {length} like the first row; every row needs the same number of values")
+    values, per_row = arr, 1  # per_row: items of `values` per table row
+    while pa.types.is_fixed_size_list(values.type) or pa.types.is_list(values.type) \
+            or pa.types.is_large_list(values.type):
+        per_row = per_row * values.type.list_size if pa.types.is_fixed_size_list(values.type) else length
+        values = values.flatten()
+        _nulls(values, where, first_row, what, per_row)
+    return values.to_numpy(zero_copy_only=False).reshape(len(arr), length)
+
+
+def _leaf(t: Any) -> tuple[Any, list[int]]:
+    """A type's leaf value type and its fixed-size-list dimensions (``-1`` for a variable list)."""
+    pa, _, _, _ = _pyarrow()
+    dims = []
+    while pa.types.is_fixed_size_list(t) or pa.types.is_list(t) or pa.types.is_large_list(t):
+        dims.append(t.list_size if pa.types.is_fixed_size_list(t) else -1)
+        t = t.value_type
+    return t, dims
+
+
+def _numeric(t: Any) -> bool:
+    pa, _, _, _ = _pyarrow()
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
+
+
+def _stringy(t: Any) -> bool:
+    pa, _, _, _ = _pyarrow()
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+
+
+def _column(schema: Any, name: str, files: ParquetFiles, key: str) -> Any:
+    if name not in schema.names:
+        raise DataError(f"{key} = {name!r}: {files.paths[0]} has no such column; its columns are "
+                        + ", ".join(schema.names))
+    return schema.field(name).type
+
+
+def _first_row_length(files: ParquetFiles, column: str) -> int:
+    """Values in the first row of variable-length list column ``column`` (reads that column of one row group)."""
+    pa, pc, _, _ = _pyarrow()
+    f, g, _ = files.row_groups()[0]
+    arr = next(files.batches(f, g, [column], 1)).column(column)
+    if arr.is_null()[0].as_py():
+        raise DataError(f"{files.paths[f]} row group {g}: row 0 of column {column!r} is null; drop or fill it")
+    return int(pc.list_value_length(arr[:1])[0].as_py())
+
+
+def _same_type(a: Any, b: Any) -> bool:
+    """Types agree up to list field names (``item`` vs ``element``): same leaf type and list sizes."""
+    return _leaf(a) == _leaf(b)
+
+
+def make_reader(files: ParquetFiles, features_col: str | list[str], label_col: str,
+                feature_shape: list[int], classes: int, extra: list[ParquetFiles]) -> Reader:
+    """Check the schema of ``files`` (and of ``extra``: the test files) and build the :class:`Reader`.
+
+    Args:
+        files: the training files.
+        features_col: one list column, or a list of numeric columns.
+        label_col: the label column.
+        feature_shape: reshape target for each flat feature vector ([] = as stored).
+        classes: the configured number of classes (0 = infer from the labels).
+        extra: other files read with the same reader (their schemas must agree).
+
+    Raises:
+        DataError: a missing column (listing the file's columns), a column of the wrong
+            type (string labels, non-numeric features), schemas that differ between files,
+            an empty dataset, a ``feature_shape`` that does not fit, fewer than 2 classes.
+    """
+    pa, _, _, _ = _pyarrow()
+    schema = files.schema(0)
+    names = [features_col] if isinstance(features_col, str) else list(features_col)
+    types = [_column(schema, n, files, "data.features_col") for n in names]
+    label_type = _column(schema, label_col, files, "data.label_col")
+    for fl in [files, *extra]:
+        for i in range(len(fl.paths)):
+            other = fl.schema(i)
+            for n in [*names, label_col]:
+                if n not in other.names or not _same_type(other.field(n).type, schema.field(n).type):
+                    found = str(other.field(n).type) if n in other.names else "no such column"
+                    raise DataError(f"{fl.paths[i]}: column {n!r} is {found}, but {files.paths[0]} has "
+                                    f"{schema.field(n).type}; every file must have the same schema")
+    total = sum(m.num_rows for m in files.metas)
+    if total == 0:
+        raise DataError(f"data.path = {files.spec!r}: the dataset is empty (0 rows in {len(files.paths)} file(s))")
+    list_column = isinstance(features_col, str) and not _numeric(types[0])
+    if list_column:
+        leaf, dims = _leaf(types[0])
+        if not dims or not _numeric(leaf) or (-1 in dims and len(dims) > 1):
+            raise DataError(f"data.features_col = {features_col!r} has type {types[0]}; expected a list or "
+                            "fixed-size list of numbers (nested lists only of fixed sizes), or name numeric "
+                            'columns, one feature each: features_col = ["a", "b", ...]')
+        stored = tuple(dims) if dims[0] != -1 else (_first_row_length(files, names[0]),)
+    else:
+        for n, t in zip(names, types):
+            if not _numeric(t):
+                raise DataError(f"data.features_col: column {n!r} has type {t}; each listed feature column "
+                                "must hold one number per row (integers or floats)")
+        leaf, stored = types[0], (len(names),)
+        if any(t != leaf for t in types):
+            leaf = None
+    flat = int(np.prod(stored))
+    shape = tuple(feature_shape) or stored
+    if math.prod(shape) != flat:
+        raise DataError(f"data.feature_shape = {list(feature_shape)}: holds {math.prod(shape)} values per row, "
+                        f"but each row has {flat} features; give a shape whose sizes multiply to {flat}")
+    onehot = None
+    if _stringy(label_type):
+        raise DataError(f"data.label_col = {label_col!r}: labels are strings (type {label_type}); string "
+                        "labels are not supported: encode them as class indices 0..k-1 (e.g. Spark ML's "
+                        "StringIndexer) or one-hot")
+    if not _numeric(label_type):
+        lleaf, ldims = _leaf(label_type)
+        if len(ldims) != 1 or not _numeric(lleaf):
+            raise DataError(f"data.label_col = {label_col!r} has type {label_type}; expected class indices "
+                            "(integers) or one-hot lists of numbers")
+        onehot = ldims[0] if ldims[0] != -1 else _first_row_length(files, label_col)
+    num_classes = classes or onehot or _max_label(files, label_col, extra) + 1
+    if onehot and classes and classes != onehot:
+        raise DataError(f"data.classes = {classes} but the one-hot labels in {label_col!r} have width {onehot}; "
+                        "remove data.classes or fix it")
+    if num_classes < 2:
+        raise DataError(f"data.label_col = {label_col!r}: every label is 0, a single class; a classifier needs "
+                        "at least 2 classes (set data.classes if some classes are absent from the data)")
+    scaled = leaf is not None and pa.types.is_uint8(leaf)
+    return Reader(tuple(names), list_column, flat, shape, label_col, onehot, int(num_classes), scaled)
+
+
+def _max_label(files: ParquetFiles, label: str, extra: list[ParquetFiles]) -> int:
+    """The largest class index: from the row groups' column statistics, else by reading the label column."""
+    best = 0.0
+    for fl in [files, *extra]:
+        for f, g, _ in fl.row_groups():
+            rg = fl.metas[f].row_group(g)
+            col = next(rg.column(i) for i in range(rg.num_columns) if rg.column(i).path_in_schema == label)
+            st = col.statistics
+            if st is not None and st.has_min_max:
+                best = max(best, float(st.max))
+            else:
+                y = _scalars(fl.read(f, g, [label]).column(label), f"{fl.paths[f]} row group {g}", 0, label)
+                finite = y[np.isfinite(y.astype(np.float64))]
+                best = max(best, float(finite.max(initial=0)))
+    return int(math.floor(best)) if math.isfinite(best) else 0
+
+
+# ------------------------------------------------------------------ the split
+class ParquetSplit(Split):
+    """Row groups of Parquet files, read one at a time (a block = one row group).
+
+    Args:
+        files: the files the row groups belong to.
+        reader: how to turn a row group into ``(x, y)``.
+        groups: the split's row groups as ``(file, row group, rows)``, in storage order.
+    """
+
+    in_memory = False
+
+    def __init__(self, files: ParquetFiles, reader: Reader, groups: list[tuple[int, int, int]]) -> None:
+        self.files, self.reader, self.groups = files, reader, list(groups)
+        self._sizes = np.array([r for _, _, r in self.groups], dtype=np.int64)
+
+    def __len__(self) -> int:
+        return int(self._sizes.sum())
+
+    def __repr__(self) -> str:
+        return f"ParquetSplit({self.files.spec!r}: {len(self)} rows in {len(self.groups)} row groups)"
+
+    @property
+    def sample_shape(self) -> tuple[int, ...]:
+        return self.reader.sample_shape
+
+    def block_sizes(self) -> np.ndarray:
+        return self._sizes
+
+    def read_block(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        """Row group ``groups[i]``: reads only the feature and label columns, checks every value."""
+        if not 0 <= i < len(self.groups):
+            raise IndexError(f"block {i} of a split with {len(self.groups)} row groups")
+        f, g, rows = self.groups[i]
+        where = f"{self.files.paths[f]} row group {g}"
+        x = np.empty((rows, *self.reader.sample_shape), np.float32)
+        y = np.empty(rows, np.int32)
+        done = 0
+        for batch in self.files.batches(f, g, [*self.reader.features, self.reader.label], self.reader.batch_rows):
+            k = batch.num_rows
+            if done + k > rows:
+                break
+            x[done:done + k], y[done:done + k] = self.reader.convert(batch, where, done)
+            done += k
+        if done != rows:
+            raise DataError(f"{where}: holds other than the {rows} rows its footer says; the file changed "
+                            "while being read: start a new run")
+        return x, y
+
+    def hash_into(self, h: Any) -> None:
+        """The reader (columns, shape, classes) and each row group's file footer digest, index and rows."""
+        h.update(json.dumps(self.reader.describe(), sort_keys=True).encode())
+        for f, g, rows in self.groups:
+            h.update(f"{self.files.digests[f]}:{g}:{rows};".encode())
+
+    def describe(self) -> dict[str, Any]:
+        return {"path": self.files.spec, "files": len(self.files.paths), "rows": len(self),
+                "blocks": len(self.groups), "in_memory": False}
+
+
+def held_out_groups(groups: list[tuple[int, int, int]], fraction: float, seed: int,
+                    spec: str) -> tuple[list[tuple[int, int, int]], list[tuple[int, int, int]]]:
+    """Split row groups into ``(train, test)``: a seeded choice of whole row groups as the test split.
+
+    The groups are permuted with ``np.random.default_rng(seed)`` and taken in that order
+    while that brings the held-out rows closer to ``fraction`` of all rows (at least one
+    group is taken and at least one is left for training); both lists keep storage order.
+
+    Raises:
+        DataError: fewer than 2 row groups.
+    """
+    if len(groups) < 2:
+        raise DataError(f"data.path = {spec!r} has {len(groups)} non-empty row group(s): the test split is made of "
+                        "whole row groups, so it needs at least 2; set data.test_path, or write the files with "
+                        "smaller row groups (e.g. pyarrow.parquet.write_table(..., row_group_size=N))")
+    order = np.random.default_rng(seed).permutation(len(groups))
+    target, taken, rows = fraction * sum(r for _, _, r in groups), [], 0
+    for i in order[: len(groups) - 1]:
+        size = groups[i][2]
+        if taken and (rows >= target or rows + size - target > target - rows):
+            break  # another group would overshoot the target by more than stopping falls short of it
+        taken.append(int(i))
+        rows += size
+    chosen = set(taken)
+    return ([g for i, g in enumerate(groups) if i not in chosen], [g for i, g in enumerate(groups) if i in chosen])

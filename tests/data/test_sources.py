@@ -1,0 +1,167 @@
+"""Your own data: npz arrays, scikit-learn's breast-cancer table and Parquet files read block by block."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from benchmarks.make_parquet import write_synthetic_parquet
+from distbench.config import DataConfig
+from distbench.data import DataError, fingerprint, load_dataset
+from distbench.data.splits import ArraySplit
+
+
+def _npz(path, **arrays):
+    np.savez(path, **arrays)
+    return DataConfig(name="npz", path=str(path))
+
+
+def _parquet(path, columns: dict, row_group_size: int, **kw):
+    pq.write_table(pa.table(columns), path, row_group_size=row_group_size, **kw)
+    return path
+
+
+def _pq_cfg(path, features="features", label="label", **kw) -> DataConfig:
+    return DataConfig(name="parquet", path=str(path), features_col=features, label_col=label, **kw)
+
+
+# ---------------------------------------------------------------------------------- npz
+def test_npz_tabular_with_inferred_classes_and_stratified_splits(tmp_path):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(300, 7)).astype(np.float64)
+    y = np.arange(300) % 3
+    ds = load_dataset(_npz(tmp_path / "d.npz", x=x, y=y), seed=5)
+    assert ds.num_classes == 3 and ds.input_shape == (7,) and ds.in_memory
+    assert ds.sizes() == {"train": 216, "val": 24, "test": 60}
+    assert ds.x_train.dtype == np.float32 and ds.y_train.dtype == np.int32
+    assert np.bincount(ds.y_test).tolist() == [20, 20, 20]  # stratified as digits
+    # every sample lands in exactly one split, unchanged (float64 -> float32 only)
+    together = np.concatenate([ds.x_train, ds.x_val, ds.x_test])
+    assert sorted(map(tuple, together.tolist())) == sorted(map(tuple, x.astype(np.float32).tolist()))
+    assert ds.details["shuffle"] == "rows" and ds.details["labels"] == "class indices"
+
+
+def test_npz_sequences_one_hot_own_test_set_and_feature_shape(tmp_path):
+    rng = np.random.default_rng(1)
+    x = rng.integers(0, 256, (80, 12, 4), dtype=np.uint8)  # sequences of 12 steps x 4 channels
+    y = np.eye(4, dtype=np.float32)[np.arange(80) % 4]
+    xt = rng.integers(0, 256, (20, 12, 4), dtype=np.uint8)
+    yt = np.eye(4, dtype=np.float32)[np.arange(20) % 4]
+    cfg = _npz(tmp_path / "s.npz", x=x, y=y, x_test=xt, y_test=yt)
+    ds = load_dataset(cfg, seed=0)
+    assert ds.num_classes == 4 and ds.input_shape == (12, 4) and ds.sizes()["test"] == 20
+    np.testing.assert_allclose(ds.x_test, xt / 255.0, rtol=1e-6)  # uint8 scaled by 1/255
+    assert ds.y_test.tolist() == (np.arange(20) % 4).tolist() and ds.details["labels"] == "one-hot"
+    cfg.feature_shape = [48]
+    assert load_dataset(cfg, seed=0).input_shape == (48,)
+
+
+def test_npz_integral_float_labels_and_given_classes(tmp_path):
+    x = np.random.default_rng(2).random((60, 3))
+    cfg = _npz(tmp_path / "f.npz", x=x, y=(np.arange(60) % 2).astype(np.float64))
+    cfg.classes = 5  # more classes than the labels use: allowed
+    ds = load_dataset(cfg, seed=0)
+    assert ds.num_classes == 5 and set(ds.y_train.tolist()) == {0, 1}
+
+
+# ---------------------------------------------------------------------- breast cancer
+def test_breast_cancer_standardised_with_training_statistics():
+    ds = load_dataset(DataConfig(name="breast_cancer"), seed=42)
+    assert sum(ds.sizes().values()) == 569 and ds.num_classes == 2 and ds.input_shape == (30,)
+    assert ds.sizes()["test"] == 114  # 20 %, stratified as digits
+    np.testing.assert_allclose(ds.x_train.mean(axis=0), 0, atol=1e-4)
+    np.testing.assert_allclose(ds.x_train.std(axis=0), 1, atol=1e-3)
+    assert abs(ds.x_test.mean()) > 1e-4  # the test split is scaled with the training statistics, not its own
+    std = ds.details["standardised"]
+    assert len(std["mean"]) == 30 and len(std["std"]) == 30 and "training split" in std["by"]
+    counts = np.bincount(ds.y_test)
+    assert counts.tolist() == [42, 72]  # 212 malignant, 357 benign overall
+    assert fingerprint(ds) == fingerprint(load_dataset(DataConfig(name="breast_cancer"), seed=42))
+
+
+# -------------------------------------------------------------------------- parquet
+def test_parquet_list_column_held_out_row_groups(tmp_path):
+    rng = np.random.default_rng(3)
+    x = rng.random((1000, 6), dtype=np.float32)
+    y = (np.arange(1000) % 3).astype(np.float64)  # Spark ML writes labels as doubles
+    p = _parquet(tmp_path / "t.parquet", {"features": pa.array(list(x)), "label": y}, 100)
+    ds = load_dataset(_pq_cfg(p, test_fraction=0.25), seed=7)
+    assert not ds.in_memory and ds.num_classes == 3 and ds.input_shape == (6,)
+    assert ds.sizes() == {"train": 700, "val": 0, "test": 300}  # whole groups until >= 25 %
+    assert ds.train.num_blocks == 7 and ds.test.num_blocks == 3
+    held = ds.details["test_split"]["row_groups"]
+    expected = sorted(np.random.default_rng(7).permutation(10)[:3].tolist())
+    assert [g for _, g in held] == expected and ds.details["shuffle"] == "row_groups"
+    # blocks are the stored rows, in storage order
+    train_groups = [g for g in range(10) if g not in expected]
+    xb, yb = ds.train.read_block(2)
+    g = train_groups[2]
+    np.testing.assert_array_equal(xb, x[g * 100:(g + 1) * 100])
+    assert yb.dtype == np.int32 and yb.tolist() == y[g * 100:(g + 1) * 100].astype(int).tolist()
+    # a row range across blocks
+    xr, yr = ds.train.read_rows(150, 260)
+    rows = np.concatenate([np.arange(g * 100, (g + 1) * 100) for g in train_groups])[150:260]
+    np.testing.assert_array_equal(xr, x[rows])
+    other = load_dataset(_pq_cfg(p, test_fraction=0.25), seed=8)
+    assert other.details["test_split"]["row_groups"] != held
+
+
+def test_parquet_directory_glob_test_path_uint8_and_feature_shape(tmp_path):
+    info = write_synthetic_parquet(tmp_path / "train", rows=900, rows_per_group=128, files=3, dtype="uint8")
+    assert info["rows"] == 900 and info["files"] == 3
+    (tmp_path / "train" / "_SUCCESS").write_text("")  # Spark's marker: skipped
+    write_synthetic_parquet(tmp_path / "test", rows=200, rows_per_group=128, dtype="uint8")
+    cfg = _pq_cfg(tmp_path / "train", feature_shape=[32, 32, 3], test_path=str(tmp_path / "test"))
+    ds = load_dataset(cfg, seed=0)
+    assert ds.sizes() == {"train": 900, "val": 0, "test": 200} and ds.input_shape == (32, 32, 3)
+    assert ds.train.num_blocks == 9 and ds.details["test_split"]["method"] == "data.test_path"
+    x, y = ds.test.read_block(0)
+    assert x.shape == (128, 32, 32, 3) and 0.0 <= x.min() and x.max() <= 1.0
+    assert ds.details["features_scaled"] == "1/255 (uint8)" and ds.num_classes == 10
+    glob = load_dataset(_pq_cfg(str(tmp_path / "tr*" / "part-0000[02].parquet"), feature_shape=[3072]), seed=0)
+    assert len(glob.train) + len(glob.test) == 600 and glob.input_shape == (3072,)
+    ds.validate()
+
+
+def test_parquet_numeric_columns_one_hot_labels_and_nested_fixed_lists(tmp_path):
+    rng = np.random.default_rng(4)
+    a, b = rng.random(300), rng.integers(0, 9, 300)
+    onehot = np.eye(3, dtype=np.int8)[np.arange(300) % 3]
+    p = _parquet(tmp_path / "cols.parquet", {"a": a, "b": b, "label": pa.array(list(onehot))}, 50)
+    ds = load_dataset(_pq_cfg(p, features=["a", "b"]), seed=0)
+    assert ds.input_shape == (2,) and ds.num_classes == 3 and ds.details["labels"] == "one-hot"
+    x, y = ds.train.read_rows(0, 5)
+    first = [g for g in range(6) if [0, g] not in ds.details["test_split"]["row_groups"]][0]
+    np.testing.assert_allclose(x[:, 0], a[first * 50:first * 50 + 5].astype(np.float32))
+    assert y.tolist() == (np.arange(first * 50, first * 50 + 5) % 3).tolist()
+    img = pa.FixedSizeListArray.from_arrays(rng.random(300 * 8, dtype=np.float32), 4)
+    nested = pa.FixedSizeListArray.from_arrays(img, 2)  # (2, 4) per row
+    p2 = _parquet(tmp_path / "nested.parquet", {"features": nested, "label": np.arange(300) % 2}, 60)
+    assert load_dataset(_pq_cfg(p2), seed=0).input_shape == (2, 4)
+
+
+def test_parquet_classes_without_statistics_and_pickled_splits(tmp_path):
+    x = np.random.default_rng(5).random((200, 4), dtype=np.float32)
+    p = _parquet(tmp_path / "nostats.parquet", {"features": pa.array(list(x)), "label": np.arange(200) % 7},
+                 40, write_statistics=False)
+    ds = load_dataset(_pq_cfg(p), seed=0)
+    assert ds.num_classes == 7
+    clone = pickle.loads(pickle.dumps(ds.train))  # a replica on another process can read the same blocks
+    for i in range(ds.train.num_blocks):
+        for u, v in zip(clone.read_block(i), ds.train.read_block(i)):
+            np.testing.assert_array_equal(u, v)
+
+
+def test_block_dataset_has_no_whole_arrays(tmp_path):
+    x = np.random.default_rng(6).random((100, 2), dtype=np.float32)
+    p = _parquet(tmp_path / "t.parquet", {"features": pa.array(list(x)), "label": np.arange(100) % 2}, 25)
+    ds = load_dataset(_pq_cfg(p), seed=0)
+    for attr in ("x_train", "y_train", "x_test"):
+        with pytest.raises(DataError, match=f"asked for {attr} as one in-memory array: this training loop is not "
+                                            "yet integrated with the streaming readers"):
+            getattr(ds, attr)
+    assert isinstance(ds.val, ArraySplit) and len(ds.val) == 0 and ds.val.sample_shape == (2,)
