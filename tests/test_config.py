@@ -41,12 +41,12 @@ def test_toml_file_roundtrip(tmp_path):
     ('[training\n', "not valid TOML"),
     ('[model]\nactivation = "relux"\n', "model.activation = 'relux': expected one of relu"),
     ('[run]\nstrategies = "single"\n', 'expected a list of str, e.g. ["a", "b"]'),
-    ('[model]\nname = "resnet5"\n', "model.name = 'resnet5': expected mlp, cnn or a keras.applications model: "
-                                    "convnext_tiny, "),
-    ('[model]\nfactory = "a.b:c"\npath = "m.keras"\n', "model.factory = 'a.b:c' and model.path = 'm.keras' are "
-                                                       "both set: choose one source"),
-    ('[model]\nname = "cnn"\nfactory = "a.b:c"\n', "model.name = 'cnn' and model.factory are both set: remove "
-                                                   "model.name"),
+    ('[model]\nname = "resnet5"\n', ("model.name = 'resnet5': expected mlp, cnn or a keras.applications model: "
+                                     "convnext_tiny, ")),
+    ('[model]\nfactory = "a.b:c"\npath = "m.keras"\n', ("model.factory = 'a.b:c' and model.path = 'm.keras' are "
+                                                        "both set: choose one source")),
+    ('[model]\nname = "cnn"\nfactory = "a.b:c"\n', ("model.name = 'cnn' and model.factory are both set: remove "
+                                                    "model.name")),
     ('[model]\nfactory = "a.b.c"\n', "model.factory = 'a.b.c': expected 'package.module:function'"),
     ('[model]\nfactory = "a.b:c d"\n', "model.factory = 'a.b:c d': expected 'package.module:function'"),
     ('[model]\nreinit = true\n', "model.reinit = true needs model.path"),

@@ -24,17 +24,17 @@ def _saved(tmp_path, name: str, shape: tuple[int, ...]) -> str:
 @pytest.mark.parametrize("case, model, message", [
     ("missing module", f'factory = "{F}x:build"', f"cannot import module '{F}x' (No module named '{F}x')"),
     ("missing function", f'factory = "{F}:nope"', f"module '{F}' has no attribute 'nope'"),
-    ("raising", f'factory = "{F}:raises"', "raised RuntimeError for input_shape=(8, 8, 1), num_classes=10: cannot "
-                                           "build for 10 classes"),
+    ("raising", f'factory = "{F}:raises"', ("raised RuntimeError for input_shape=(8, 8, 1), num_classes=10: cannot "
+                                            "build for 10 classes")),
     ("not a model", f'factory = "{F}:not_a_model"', "returned a builtins.list, expected an uncompiled keras.Model"),
-    ("regression", f'factory = "{F}:regression"', "not supported: distbench compares classifiers: the model has 13 "
-                                                  "outputs for the data's 10 classes"),
+    ("regression", f'factory = "{F}:regression"', ("not supported: distbench compares classifiers: the model has 13 "
+                                                   "outputs for the data's 10 classes")),
     ("junk file", "path = '{junk}'", "is not a loadable Keras 3 model"),
-    ("other input shape", "path = '{small}'", "takes inputs of shape (None, 5, 5, 2) but the data's samples have shape "
-                                              "(8, 8, 1)"),
+    ("other input shape", "path = '{small}'", ("takes inputs of shape (None, 5, 5, 2) but the data's samples have "
+                                               "shape (8, 8, 1)")),
     ("unknown application", 'name = "resnet5"', "expected mlp, cnn or a keras.applications model: convnext_tiny"),
-    ("images too small", 'name = "resnet50"', "cannot take the data's input shape (8, 8, 1): Input size must be at "
-                                              "least 32x32"),
+    ("images too small", 'name = "resnet50"', ("cannot take the data's input shape (8, 8, 1): Input size must be at "
+                                               "least 32x32")),
     ("two sources", f'factory = "{F}:with_dropout"\npath = "{{small}}"', "are both set: choose one source"),
 ])
 def test_bad_model_exits_2_with_one_line(tmp_path, case, model, message):

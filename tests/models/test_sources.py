@@ -48,8 +48,8 @@ def test_subclassed_model_gets_its_weights_before_they_are_loaded():
 
 
 @pytest.mark.parametrize("name, message", [
-    ("tests.plugins.nope:build", "cannot import module 'tests.plugins.nope' (No module named 'tests.plugins.nope'); "
-                                 "run distbench from the folder"),
+    ("tests.plugins.nope:build", ("cannot import module 'tests.plugins.nope' (No module named 'tests.plugins.nope'); "
+                                  "run distbench from the folder")),
     (f"{PLUGIN}:missing", f"module '{PLUGIN}' has no attribute 'missing' (it defines: "),
     (f"{PLUGIN}:NOT_CALLABLE", "'NOT_CALLABLE' is a int, not a function (input_shape, num_classes) -> keras.Model"),
     (f"{PLUGIN}:raises", "raised RuntimeError for input_shape=(8, 8, 1), num_classes=10: cannot build for 10 classes"),
@@ -174,8 +174,8 @@ def test_loss_is_read_from_the_model(name, classes, expected):
 
 
 @pytest.mark.parametrize("name, classes, message", [
-    ("regression", 10, "not supported: distbench compares classifiers: the model has 13 outputs for the data's 10 "
-                       "classes"),
+    ("regression", 10, ("not supported: distbench compares classifiers: the model has 13 outputs for the data's 10 "
+                        "classes")),
     ("sigmoid_unit", 10, r"output has shape \(None, 1\) but the data has 10 classes: expected \(None, 10\)"),
     ("lambda_last", 10, "cannot tell whether the model outputs logits or probabilities: its last layer 'lambda"),
     ("wrong_input", 10, r"takes inputs of shape \(None, 5, 5, 2\)"),

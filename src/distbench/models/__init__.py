@@ -103,8 +103,9 @@ def check_model(model: Any, spec: ModelConfig, input_shape: tuple[int, ...], num
     if inputs:
         declared = tuple(inputs[0].shape[1:])
         if len(declared) != len(input_shape) or any(d is not None and d != s for d, s in zip(declared, input_shape)):
+            shape = tuple(input_shape)
             raise ConfigError(f"model {source!r} takes inputs of shape {(None, *declared)} but the data's samples "
-                              f"have shape {tuple(input_shape)}: build (or save) it for input_shape={tuple(input_shape)}")
+                              f"have shape {shape}: build (or save) it for input_shape={shape}")
     try:
         out = model(np.zeros((2, *input_shape), np.float32), training=False)
     except Exception as e:  # noqa: BLE001 - the user's model

@@ -67,7 +67,7 @@ class LossSpec:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, raw: dict[str, Any] | None) -> "LossSpec":
+    def from_dict(cls, raw: dict[str, Any] | None) -> LossSpec:
         """The spec saved by :meth:`to_dict`; ``None`` (a workload saved before losses
         were recorded) is the sparse categorical cross-entropy on logits it trained with.
 
