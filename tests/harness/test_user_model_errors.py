@@ -9,6 +9,7 @@ import pytest
 
 from tests.conftest import ROOT, distbench
 
+pytestmark = pytest.mark.integration  # each case starts `distbench run`, which imports TensorFlow
 ENV = {"PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
 F = "tests.plugins.models"
 
