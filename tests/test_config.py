@@ -53,6 +53,17 @@ def test_toml_file_roundtrip(tmp_path):
     ('[data]\nname = "digits"\nfeature_shape = [8, 8]\n', "data.feature_shape = [8, 8]: expected sizes >= 1, "
                                                          "for data.name = 'npz' or 'parquet' only"),
     ('[data]\nclasses = 1\n', "data.classes = 1: must be >= 2"),
+    ('[model]\nname = "resnet5"\n', ("model.name = 'resnet5': expected mlp, cnn or a keras.applications model: "
+                                     "convnext_tiny, ")),
+    ('[model]\nfactory = "a.b:c"\npath = "m.keras"\n', ("model.factory = 'a.b:c' and model.path = 'm.keras' are "
+                                                        "both set: choose one source")),
+    ('[model]\nname = "cnn"\nfactory = "a.b:c"\n', ("model.name = 'cnn' and model.factory are both set: remove "
+                                                    "model.name")),
+    ('[model]\nfactory = "a.b.c"\n', "model.factory = 'a.b.c': expected 'package.module:function'"),
+    ('[model]\nfactory = "a.b:c d"\n', "model.factory = 'a.b:c d': expected 'package.module:function'"),
+    ('[model]\nreinit = true\n', "model.reinit = true needs model.path"),
+    ('[model]\npath = "/nonexistent/m.keras"\n', "model.path = '/nonexistent/m.keras': no such file"),
+    ('[model]\npath = "model.h5"\n', "model.path = 'model.h5': expected a Keras 3 '.keras' file"),
 ])
 def test_bad_configs(tmp_path, toml, needle):
     p = tmp_path / "bad.toml"
@@ -68,6 +79,19 @@ def test_parquet_keys_accept_one_column_or_a_list():
     many = config.from_dict({"data": {"name": "parquet", "path": "d", "features_col": ["a", "b"], "label_col": "y"}})
     assert one.data.features_col == "features" and many.data.features_col == ["a", "b"]
     assert config.load(None).data.classes == 0  # inferred (synthetic: 10)
+
+
+def test_model_sources_are_accepted_and_path_made_absolute(tmp_path, monkeypatch):
+    (tmp_path / "m.keras").write_bytes(b"checked when the workload is made")
+    monkeypatch.chdir(tmp_path)
+    p = tmp_path / "c.toml"
+    p.write_text('[model]\npath = "m.keras"\nreinit = true\n')
+    cfg = config.load(p)
+    assert cfg.model.path == str(tmp_path / "m.keras") and cfg.model.reinit
+    p.write_text('[model]\nfactory = "examples.my_model:build"\n')
+    assert config.load(p).model.factory == "examples.my_model:build"
+    p.write_text('[model]\nname = "mobilenet_v2"\n')
+    assert config.load(p).model.name == "mobilenet_v2"
 
 
 def test_missing_file():

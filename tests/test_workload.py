@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
+
+import keras
 import numpy as np
 import pytest
 
 from distbench import config
 from distbench.config import ConfigError
+from distbench.models.output import SPARSE, LossSpec
 from distbench.workload import WEIGHTS_FILE, WORKLOAD_DIR, Workload, save_weights
 
 
@@ -42,3 +47,42 @@ def test_batch_larger_than_training_split(tmp_path):
     cfg = config.override(config.load(None), training__global_batch_size=4096)
     with pytest.raises(ConfigError, match="exceeds the 1293 training samples"):
         Workload.create(cfg, tmp_path)
+
+
+def test_user_model_source_and_loss_are_saved_and_reloaded(tmp_path):
+    cfg = config.override(config.load(None), model__factory="tests.plugins.models:softmax_head")
+    a = Workload.create(cfg, tmp_path)
+    meta = json.loads((tmp_path / WORKLOAD_DIR / "workload.json").read_text())
+    assert meta["model"] == "factory:tests.plugins.models:softmax_head"
+    assert meta["loss"] == {"loss": "sparse_categorical_crossentropy", "from_logits": False}
+    b = Workload.load(tmp_path)
+    assert b.loss == a.loss == LossSpec(SPARSE, from_logits=False)
+    d = b.describe()
+    assert d["model"] == "factory:tests.plugins.models:softmax_head" and d["model_output"] == "probabilities"
+    assert d["loss"] == "sparse_categorical_crossentropy" and d["num_parameters"] == 64 * 16 + 16 + 16 * 10 + 10
+    assert isinstance(b.loss_fn(), keras.losses.SparseCategoricalCrossentropy) and not b.loss_fn().from_logits
+
+
+def test_a_workload_received_without_its_loss_reads_it_from_the_model(tmp_path):
+    """A Horovod rank gets config, weights and hashes from rank 0, not the loss."""
+    cfg = config.override(config.load(None), model__factory="tests.plugins.models:softmax_head")
+    a = Workload.create(cfg, tmp_path)
+    rank = Workload(a.config, a.dataset, a.initial_weights, a.initial_weights_sha256, a.data_sha256, tmp_path)
+    assert rank.loss is None
+    rank.build_model()
+    assert rank.loss == a.loss
+
+
+def test_float_labels_are_refused(tmp_path, monkeypatch):
+    from distbench import workload as W
+
+    real = W.load_dataset
+
+    def regression_data(data_cfg, seed):
+        ds = real(data_cfg, seed)
+        return dataclasses.replace(ds, y_train=ds.y_train.astype(np.float32))
+
+    monkeypatch.setattr(W, "load_dataset", regression_data)
+    with pytest.raises(ConfigError, match="not supported: distbench compares classifiers: the labels of dataset "
+                                          "'digits' have dtype float32"):
+        Workload.create(config.load(None), tmp_path)

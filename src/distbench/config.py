@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import re
 import sys
 import tomllib
 import types
@@ -43,6 +44,22 @@ def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 DATASETS = ("digits", "breast_cancer", "mnist", "fashion_mnist", "synthetic", "npz", "parquet")
 MODELS = ("mlp", "cnn")
+# model.name -> keras.applications constructor (built with weights=None, logits output).
+APPLICATIONS = {
+    "convnext_tiny": "ConvNeXtTiny", "convnext_small": "ConvNeXtSmall", "convnext_base": "ConvNeXtBase",
+    "convnext_large": "ConvNeXtLarge", "convnext_xlarge": "ConvNeXtXLarge",
+    "densenet121": "DenseNet121", "densenet169": "DenseNet169", "densenet201": "DenseNet201",
+    **{f"efficientnet_b{i}": f"EfficientNetB{i}" for i in range(8)},
+    **{f"efficientnet_v2_{k.lower()}": f"EfficientNetV2{k}" for k in ("B0", "B1", "B2", "B3", "S", "M", "L")},
+    "inception_resnet_v2": "InceptionResNetV2", "inception_v3": "InceptionV3",
+    "mobilenet": "MobileNet", "mobilenet_v2": "MobileNetV2",
+    "mobilenet_v3_small": "MobileNetV3Small", "mobilenet_v3_large": "MobileNetV3Large",
+    "nasnet_mobile": "NASNetMobile", "nasnet_large": "NASNetLarge",
+    "resnet50": "ResNet50", "resnet101": "ResNet101", "resnet152": "ResNet152",
+    "resnet50_v2": "ResNet50V2", "resnet101_v2": "ResNet101V2", "resnet152_v2": "ResNet152V2",
+    "vgg16": "VGG16", "vgg19": "VGG19", "xception": "Xception",
+}
+FACTORY_FORM = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 ACTIVATIONS = ("relu", "tanh", "sigmoid", "elu", "selu", "gelu", "silu", "swish", "softplus", "leaky_relu",
                "relu6", "linear")
 OPTIMIZERS = ("sgd", "adam", "rmsprop")
@@ -92,14 +109,22 @@ class DataConfig:
 
 @dataclass
 class ModelConfig:
-    """Model spec (see :mod:`distbench.models`).
+    """Model spec (see :mod:`distbench.models`): one of three sources.
 
     Attributes:
-        name: ``mlp`` (Dense layers) or ``cnn`` (Conv2D blocks + Dense).
+        name: ``mlp`` (Dense layers), ``cnn`` (Conv2D blocks + Dense), or a
+            keras.applications model (:data:`APPLICATIONS`: ``resnet50``, ``mobilenet_v2``...,
+            built with ``weights=None`` and a logits output).
         hidden: Dense layer widths (units) for ``mlp``; also the head of ``cnn``.
         filters: Conv2D filter counts for ``cnn`` (one 3x3 conv + 2x2 max-pool each).
         activation: hidden activation (a Keras activation name).
         dropout: dropout rate after each hidden Dense layer, in [0, 1).
+        factory: ``"package.module:function"``: the user's function
+            ``(input_shape, num_classes) -> keras.Model`` (uncompiled); replaces ``name``.
+        path: a saved Keras 3 model (``.keras``) whose architecture and weights are the
+            initial ones; replaces ``name``. Made absolute when the config is validated.
+        reinit: with ``path``: re-run the architecture's initializers with the run's seed
+            instead of using the file's weights.
     """
 
     name: str = "mlp"
@@ -107,6 +132,9 @@ class ModelConfig:
     filters: list[int] = field(default_factory=lambda: [16, 32])
     activation: str = "relu"
     dropout: float = 0.0
+    factory: str = ""
+    path: str = ""
+    reinit: bool = False
 
 
 @dataclass
@@ -293,7 +321,7 @@ def _positive(key: str, value: float, minimum: float = 1) -> None:
 
 
 def validate(cfg: ExperimentConfig) -> ExperimentConfig:
-    """Check values and cross-field constraints; return ``cfg`` unchanged.
+    """Check values and cross-field constraints; return ``cfg`` (``model.path`` made absolute).
 
     Raises:
         ConfigError: naming the key, the value and what is allowed.
@@ -337,7 +365,7 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         raise ConfigError(f"data.image_shape = {d.image_shape!r}: expected [H, W] or [H, W, C], all >= 1")
     if d.classes != 0:
         _positive("data.classes", d.classes, 2)  # 0 = inferred
-    _choice("model.name", m.name, MODELS)
+    _check_model_source(m)
     if not m.hidden or any(h < 1 for h in m.hidden):
         raise ConfigError(f"model.hidden = {m.hidden!r}: expected a non-empty list of widths >= 1")
     if any(f < 1 for f in m.filters) or (m.name == "cnn" and not m.filters):
@@ -388,6 +416,39 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
 
     check_spark_config(cfg.spark.master, cfg.spark.conf)
     return cfg
+
+
+def _check_model_source(m: ModelConfig) -> None:
+    """Check ``[model]``'s source keys (``name`` | ``factory`` | ``path``); make ``path`` absolute.
+
+    Raises:
+        ConfigError: unknown name, two sources, a factory not of the form
+            ``module:function``, a path that is not an existing ``.keras`` file, or
+            ``reinit`` without ``path``.
+    """
+    if m.name not in MODELS and m.name not in APPLICATIONS:
+        raise ConfigError(f"model.name = {m.name!r}: expected mlp, cnn or a keras.applications model: "
+                          + ", ".join(APPLICATIONS) + " (or set model.factory / model.path for your own model)")
+    if m.factory and m.path:
+        raise ConfigError(f"model.factory = {m.factory!r} and model.path = {m.path!r} are both set: "
+                          "choose one source for the model")
+    if (m.factory or m.path) and m.name != "mlp":
+        key = "factory" if m.factory else "path"
+        raise ConfigError(f"model.name = {m.name!r} and model.{key} are both set: remove model.name "
+                          f"(model.{key} replaces it)")
+    if m.factory and not FACTORY_FORM.fullmatch(m.factory):
+        raise ConfigError(f"model.factory = {m.factory!r}: expected 'package.module:function', "
+                          "e.g. \"examples.my_model:build\"")
+    if m.reinit and not m.path:
+        raise ConfigError("model.reinit = true needs model.path (a saved .keras model to re-initialise)")
+    if m.path:
+        p = Path(m.path).expanduser()
+        if p.suffix != ".keras":
+            raise ConfigError(f"model.path = {m.path!r}: expected a Keras 3 '.keras' file "
+                              "(save one with model.save(\"model.keras\"))")
+        if not p.is_file():
+            raise ConfigError(f"model.path = {m.path!r}: no such file")
+        m.path = str(p.resolve())
 
 
 SECTIONS = {

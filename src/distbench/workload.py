@@ -20,6 +20,7 @@ import numpy as np
 from distbench import config as config_mod
 from distbench.config import ConfigError, ExperimentConfig, TrainingConfig
 from distbench.data import Dataset, fingerprint, load_dataset
+from distbench.models.output import LossSpec
 
 WORKLOAD_DIR = "workload"
 WEIGHTS_FILE = "initial_weights.npz"
@@ -59,6 +60,9 @@ class Workload:
         initial_weights_sha256: SHA-256 of ``initial_weights`` (see :func:`weights_sha256`).
         data_sha256: dataset fingerprint.
         run_dir: the run directory.
+        loss: the loss read from the model when the workload was created (saved in
+            ``workload.json``); ``None`` until known (then :meth:`build_model` reads it
+            from the model it builds).
     """
 
     config: ExperimentConfig
@@ -67,6 +71,7 @@ class Workload:
     initial_weights_sha256: str
     data_sha256: str
     run_dir: Path
+    loss: LossSpec | None = None
 
     # ----------------------------------------------------------- construction
     @classmethod
@@ -74,24 +79,33 @@ class Workload:
         """Build the dataset and initial weights from ``cfg`` and save them in ``run_dir``.
 
         The initial weights come from Keras initializers seeded with
-        ``cfg.training.seed``. Writes ``config.json``, ``workload/workload.json`` and
-        ``workload/initial_weights.npz``.
+        ``cfg.training.seed`` (or from the saved model of ``model.path``). Writes
+        ``config.json``, ``workload/workload.json`` and ``workload/initial_weights.npz``.
+
+        The model is built from ``cfg.model`` (any source), checked against the data
+        (:func:`distbench.models.check_model`) and its loss read from its output.
 
         Raises:
             DataError: the dataset cannot be loaded, or holds an invalid value.
-            ConfigError: the training split is smaller than one global batch.
+            ConfigError: the training split is smaller than one global batch; the labels
+                are not int class indices; the model cannot be built or does not fit the
+                data (wrong input or output shape, not a classifier).
         """
         import keras
 
-        from distbench.models import build_model, num_parameters
+        from distbench.models import build_model, check_model, model_source, num_parameters
+        from distbench.models.output import check_labels
 
         run_dir = Path(run_dir)
         ds = load_dataset(cfg.data, cfg.training.seed)
         check_batch(cfg, ds)
         ds.validate()  # block-read sources: every value checked once, before any configuration starts
+        if ds.in_memory:
+            check_labels(ds.y_train, f"dataset {cfg.data.name!r}")
         keras.utils.set_random_seed(cfg.training.seed)
         model = build_model(cfg.model, ds.input_shape, ds.num_classes)
         weights = [np.asarray(w, dtype=np.float32) for w in model.get_weights()]
+        loss = check_model(model, cfg.model, ds.input_shape, ds.num_classes)
         wdir = run_dir / WORKLOAD_DIR
         wdir.mkdir(parents=True, exist_ok=True)
         save_weights(wdir / WEIGHTS_FILE, weights)
@@ -102,12 +116,14 @@ class Workload:
             "num_classes": ds.num_classes,
             "sizes": ds.sizes(),
             "data": ds.details,
+            "model": model_source(cfg.model),
+            "loss": loss.to_dict(),
             "num_parameters": num_parameters(weights),
             "weight_shapes": [list(w.shape) for w in weights],
         }
         (wdir / META_FILE).write_text(json.dumps(meta, indent=2))
         (run_dir / CONFIG_FILE).write_text(json.dumps(cfg.to_dict(), indent=2))
-        return cls(cfg, ds, weights, meta["initial_weights_sha256"], meta["data_sha256"], run_dir)
+        return cls(cfg, ds, weights, meta["initial_weights_sha256"], meta["data_sha256"], run_dir, loss)
 
     @classmethod
     def load(cls, run_dir: str | Path) -> "Workload":
@@ -135,7 +151,7 @@ class Workload:
         if sha != meta["initial_weights_sha256"]:
             raise ConfigError(f"{wdir / WEIGHTS_FILE} does not match its recorded SHA-256; "
                               "the file was modified: start a new run directory")
-        return cls(cfg, ds, weights, sha, meta["data_sha256"], run_dir)
+        return cls(cfg, ds, weights, sha, meta["data_sha256"], run_dir, LossSpec.from_dict(meta.get("loss")))
 
     # ------------------------------------------------------------- training
     def learning_rate(self, replicas: int) -> float:
@@ -143,36 +159,53 @@ class Workload:
         return learning_rate(self.config.training, replicas)
 
     def build_model(self) -> Any:
-        """Build the Keras model and load the initial weights into it."""
-        from distbench.models import build_model
+        """Build the Keras model and load the initial weights into it.
 
-        model = build_model(self.config.model, self.dataset.input_shape, self.dataset.num_classes)
+        A workload whose loss is not known yet (a Horovod rank that received the
+        workload from rank 0) reads it from the model built here.
+        """
+        from distbench.models import build_model, check_model
+
+        ds = self.dataset
+        model = build_model(self.config.model, ds.input_shape, ds.num_classes)
         model.set_weights(self.initial_weights)
+        if self.loss is None:
+            self.loss = check_model(model, self.config.model, ds.input_shape, ds.num_classes)
         return model
 
     def make_optimizer(self, replicas: int = 1) -> Any:
         """Build the local Keras optimizer named in the config (see :func:`make_optimizer`)."""
         return make_optimizer(self.config.training, replicas)
 
-    @staticmethod
-    def loss_fn() -> Any:
-        """Per-sample sparse categorical cross-entropy on logits (reduction none)."""
-        import keras
+    def loss_spec(self) -> LossSpec:
+        """The workload's loss (read from the model by building it if not known yet)."""
+        if self.loss is None:
+            self.build_model()
+        assert self.loss is not None  # set by build_model
+        return self.loss
 
-        return keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
+    def loss_fn(self) -> Any:
+        """Per-sample loss (reduction none) of the workload: the sparse categorical or
+        binary cross-entropy, on logits or probabilities as the model outputs them
+        (:class:`~distbench.models.output.LossSpec`)."""
+        return self.loss_spec().make(reduction=None)
 
     def steps_per_epoch(self) -> int:
         """Optimizer steps per epoch: ``n_train // global_batch_size`` (same for every strategy)."""
         return len(self.dataset.train) // self.config.training.global_batch_size
 
     def describe(self) -> dict[str, Any]:
-        """Workload facts for records: dataset, sizes, model, parameters, hashes."""
-        from distbench.models import num_parameters
+        """Workload facts for records: dataset, sizes, model source, its output (logits or
+        probabilities) and loss, parameters, hashes."""
+        from distbench.models import model_source, num_parameters
 
+        loss = self.loss_spec()
         return {
             "dataset": self.config.data.name,
             "sizes": self.dataset.sizes(),
-            "model": self.config.model.name,
+            "model": model_source(self.config.model),
+            "model_output": loss.output,
+            "loss": loss.loss,
             "num_parameters": num_parameters(self.initial_weights),
             "num_classes": self.dataset.num_classes,
             "shuffle": self.dataset.details.get("shuffle", "rows"),

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from distbench.models.output import BINARY, LossSpec
 from distbench.results.records import time_to_target
 from distbench.tfquiet import import_tensorflow_off_gpus
 from distbench.training import TrainOutput
@@ -21,6 +22,44 @@ from distbench.workload import Workload
 def hide_accelerators() -> None:
     """Import TensorFlow quietly and keep this process off GPUs (children train there)."""
     import_tensorflow_off_gpus()
+
+
+def loss_and_accuracy(outputs: np.ndarray, y: np.ndarray, loss: LossSpec,
+                      epsilon: float = 1e-7) -> tuple[float, float]:
+    """Mean cross-entropy and accuracy of a model's outputs, in float64, as Keras' losses
+    define them.
+
+    Args:
+        outputs: float64 ``(n, C)`` scores (sparse categorical) or ``(n, 1)`` (binary).
+        y: int class indices ``(n,)``.
+        loss: which cross-entropy, and whether ``outputs`` are logits or probabilities.
+        epsilon: probabilities are clipped to ``[epsilon, 1 - epsilon]`` (Keras' fuzz factor).
+
+    Returns:
+        ``(loss, accuracy)``: sparse categorical: ``-log softmax(z)[y]`` on logits,
+        ``-log(p[y] / sum p)`` on clipped probabilities, accuracy of the argmax; binary:
+        ``max(z, 0) - z y + log(1 + exp(-|z|))`` on the logit ``z``, ``-(y log p + (1 - y)
+        log(1 - p))`` on the clipped probability ``p``, accuracy of ``z > 0`` / ``p > 0.5``.
+    """
+    n = len(y)
+    if loss.loss == BINARY:
+        s = outputs[:, 0]
+        t = y.astype(np.float64)
+        if loss.from_logits:
+            per = np.maximum(s, 0) - s * t + np.log1p(np.exp(-np.abs(s)))
+            pred = s > 0
+        else:
+            p = np.clip(s, epsilon, 1 - epsilon)
+            per = -(t * np.log(p) + (1 - t) * np.log(1 - p))
+            pred = s > 0.5
+        return float(per.mean()), float((pred == (y == 1)).mean())
+    if loss.from_logits:
+        m = outputs.max(axis=1, keepdims=True)
+        logp = outputs - m - np.log(np.exp(outputs - m).sum(axis=1, keepdims=True))
+    else:
+        p = np.clip(outputs, epsilon, 1 - epsilon)
+        logp = np.log(p) - np.log(p.sum(axis=1, keepdims=True))
+    return float(-logp[np.arange(n), y].mean()), float((outputs.argmax(axis=1) == y).mean())
 
 
 class Evaluator:
@@ -36,6 +75,9 @@ class Evaluator:
         self.workload = workload
         self.model = workload.build_model()
         self.batch_size = batch_size
+        import keras
+
+        self.epsilon = float(keras.config.epsilon())  # Keras clips probabilities by it in its losses
 
     def evaluate(self, weights: list[np.ndarray]) -> tuple[float, float]:
         """Return ``(mean cross-entropy loss, accuracy)`` of ``weights`` on the test set.
@@ -45,15 +87,11 @@ class Evaluator:
         """
         ds = self.workload.dataset
         self.model.set_weights(weights)
-        logits = np.concatenate([
+        outputs = np.concatenate([
             np.asarray(self.model(ds.x_test[i:i + self.batch_size], training=False))
             for i in range(0, len(ds.y_test), self.batch_size)
         ]).astype(np.float64)
-        m = logits.max(axis=1, keepdims=True)
-        logp = logits - m - np.log(np.exp(logits - m).sum(axis=1, keepdims=True))
-        loss = float(-logp[np.arange(len(ds.y_test)), ds.y_test].mean())
-        acc = float((logits.argmax(axis=1) == ds.y_test).mean())
-        return loss, acc
+        return loss_and_accuracy(outputs, ds.y_test, self.workload.loss_spec(), self.epsilon)
 
     def score(self, out: TrainOutput, target: float) -> dict[str, Any]:
         """Evaluate the snapshots and the final weights of ``out``.

@@ -66,11 +66,13 @@ def prepare_run_dir(cfg: ExperimentConfig, run_dir: Path, resume: bool) -> Workl
             if created:  # leave nothing that looks like a run
                 shutil.rmtree(run_dir, ignore_errors=True)
             raise
-    old = json.loads((run_dir / CONFIG_FILE).read_text())
+    raw = json.loads((run_dir / CONFIG_FILE).read_text())
     new = cfg.to_dict()
+    defaults = ExperimentConfig().to_dict()  # keys added since the run was made hold their defaults
     for sec in WORKLOAD_SECTIONS:
-        if old.get(sec) != new[sec]:
-            diff = {k: (old.get(sec, {}).get(k), v) for k, v in new[sec].items() if old.get(sec, {}).get(k) != v}
+        old = {**defaults[sec], **raw.get(sec, {})}
+        if old != new[sec]:
+            diff = {k: (old.get(k), v) for k, v in new[sec].items() if old.get(k) != v}
             raise ConfigError(f"--resume: [{sec}] differs from the run in {run_dir} (recorded vs given: {diff}); "
                               "the workload must stay identical: drop the changed options or use a new --out")
     (run_dir / CONFIG_FILE).write_text(json.dumps(new, indent=2))  # new sweep settings (run/ps/spark)

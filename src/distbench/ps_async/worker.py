@@ -24,6 +24,7 @@ from typing import Any, Callable
 import numpy as np
 
 from distbench.config import ModelConfig, TrainingConfig
+from distbench.models.output import LossSpec
 
 
 @dataclass
@@ -41,6 +42,7 @@ class ReplicaSpec:
         address, secret: the parameter server's endpoint and the per-run secret.
         threads: intra-op CPU threads for this replica's TensorFlow.
         timeout_s: seconds to wait for any server reply.
+        loss: the workload's loss (which cross-entropy, logits or probabilities).
     """
 
     model: ModelConfig
@@ -57,6 +59,7 @@ class ReplicaSpec:
     threads: int = 1
     timeout_s: float = 120.0
     extra: dict[str, Any] = field(default_factory=dict)
+    loss: LossSpec = field(default_factory=LossSpec)
 
     @property
     def per_replica_batch(self) -> int:
@@ -115,7 +118,7 @@ def train_replica(spec: ReplicaSpec, worker_id: int, x: np.ndarray, y: np.ndarra
     local_sgd = get_optimizer(spec.optimizer).local_sgd
     opt = keras.optimizers.SGD(**local_sgd(spec.params)) if local_sgd else make_optimizer(spec.training, 1)
     opt.build(model.trainable_variables)
-    loss_obj = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    loss_obj = spec.loss.make(reduction="sum_over_batch_size")  # the workload's loss, mean over the batch
     variables = model.trainable_variables
 
     @tf.function(autograph=False)  # the same tracing mode as every other strategy's step
@@ -200,7 +203,7 @@ def replica_spec(workload: Any, num_workers: int, optimizer: str, params: dict[s
     ds = workload.dataset
     return ReplicaSpec(workload.config.model, ds.input_shape, ds.num_classes, workload.initial_weights,
                        workload.config.training, num_workers, workload.steps_per_epoch(), optimizer, params,
-                       address, secret, threads=threads, timeout_s=timeout_s)
+                       address, secret, threads=threads, timeout_s=timeout_s, loss=workload.loss_spec())
 
 
 def _overrides(spec: ReplicaSpec) -> dict[str, Any]:

@@ -1,0 +1,131 @@
+"""The user's own models: a factory function, a saved ``.keras`` file, keras.applications.
+
+Each builder returns a Keras 3 model for one sample shape and a number of classes, or
+raises :class:`~distbench.config.ConfigError` with one line naming the source, what
+went wrong and how to fix it. Every process of a run calls the same builder with the
+same :class:`~distbench.config.ModelConfig` and then loads the workload's initial
+weights, so only the architecture has to be the same everywhere.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import os
+import sys
+from typing import Any
+
+from distbench.config import APPLICATIONS, ConfigError
+
+FACTORY_HINT = ("run distbench from the folder that holds the module's top package, put that folder on "
+                "PYTHONPATH, or install the package (README, 'Your own model')")
+
+
+def import_factory(factory: str) -> Any:
+    """Import the function named by ``"package.module:function"``.
+
+    The module is looked up on ``sys.path`` and then in the current directory (appended
+    to ``sys.path`` if missing, as ``python -m`` puts it first), so a module under the
+    folder distbench is run from is found in every process started from there.
+
+    Raises:
+        ConfigError: not of the form ``module:function``, the module cannot be imported
+            (missing, or its import raised), no such attribute, or not callable.
+    """
+    mod_name, sep, attr = factory.partition(":")
+    if not sep or not mod_name or not attr:
+        raise ConfigError(f"model.factory = {factory!r}: expected 'package.module:function', "
+                          "e.g. \"examples.my_model:build\"")
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.append(cwd)
+    try:
+        obj: Any = importlib.import_module(mod_name)
+    except ModuleNotFoundError as e:
+        raise ConfigError(f"model.factory = {factory!r}: cannot import module {mod_name!r} ({e}); "
+                          f"{FACTORY_HINT}") from None
+    except Exception as e:  # noqa: BLE001 - the user's module: any error at import is reported
+        raise ConfigError(f"model.factory = {factory!r}: importing module {mod_name!r} raised "
+                          f"{type(e).__name__}: {e}") from None
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ConfigError(f"model.factory = {factory!r}: module {mod_name!r} has no attribute {attr!r} "
+                              f"(it defines: {', '.join(n for n in dir(obj) if not n.startswith('_'))[:200]})")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise ConfigError(f"model.factory = {factory!r}: {attr!r} is a {type(obj).__name__}, not a function "
+                          "(input_shape, num_classes) -> keras.Model")
+    return obj
+
+
+def from_factory(factory: str, input_shape: tuple[int, ...], num_classes: int) -> Any:
+    """Call the user's factory ``(input_shape, num_classes) -> keras.Model``.
+
+    Raises:
+        ConfigError: see :func:`import_factory`; the factory raised; it returned
+            something that is not a ``keras.Model``.
+    """
+    import keras
+
+    fn = import_factory(factory)
+    try:
+        model = fn(tuple(input_shape), int(num_classes))
+    except Exception as e:  # noqa: BLE001 - the user's code: any error is reported with its type
+        raise ConfigError(f"model.factory = {factory!r} raised {type(e).__name__} for input_shape="
+                          f"{tuple(input_shape)}, num_classes={num_classes}: {e}") from None
+    if not isinstance(model, keras.Model):
+        raise ConfigError(f"model.factory = {factory!r} returned a {type(model).__module__}.{type(model).__name__}, "
+                          "expected an uncompiled keras.Model (Keras 3: keras.Model / keras.Sequential)")
+    return model
+
+
+def from_file(path: str, reinit: bool) -> Any:
+    """Load a saved Keras 3 model (``compile=False``); with ``reinit``, a copy of its
+    architecture whose initializers run again (seeded by ``keras.utils.set_random_seed``).
+
+    Raises:
+        ConfigError: the file is missing, not a Keras model, or holds custom objects
+            Keras cannot rebuild.
+    """
+    import keras
+
+    if not os.path.isfile(path):
+        raise ConfigError(f"model.path = {path!r}: no such file on {os.uname().nodename}; every process "
+                          "loads it: put it at the same path on every host")
+    try:
+        model = keras.saving.load_model(path, compile=False)
+    except Exception as e:  # noqa: BLE001 - whatever Keras says about the file
+        msg = " ".join(str(e).split())[:300]
+        raise ConfigError(f"model.path = {path!r} is not a loadable Keras 3 model ({type(e).__name__}: {msg}); "
+                          "save one with model.save(\"model.keras\")") from None
+    if not isinstance(model, keras.Model):
+        raise ConfigError(f"model.path = {path!r} holds a {type(model).__name__}, not a keras.Model")
+    return keras.models.clone_model(model) if reinit else model
+
+
+def from_application(name: str, input_shape: tuple[int, ...], num_classes: int) -> Any:
+    """A keras.applications model: ``weights=None``, the data's ``input_shape`` and
+    ``classes``, logits output (``classifier_activation=None``) and, where the model
+    has one, no built-in input rescaling (distbench's images are already in [0, 1]).
+
+    Raises:
+        ConfigError: unknown name, or the application cannot take the data's shape
+            (most need inputs of at least 32x32; InceptionV3 75x75, Xception 71x71).
+    """
+    import keras
+
+    if name not in APPLICATIONS:
+        raise ConfigError(f"model.name = {name!r}: not a keras.applications model; expected one of "
+                          + ", ".join(APPLICATIONS))
+    cls = getattr(keras.applications, APPLICATIONS[name])
+    kwargs: dict[str, Any] = {"weights": None, "input_shape": tuple(input_shape), "classes": int(num_classes),
+                              "classifier_activation": None}
+    if "include_preprocessing" in inspect.signature(cls).parameters:
+        kwargs["include_preprocessing"] = False
+    try:
+        return cls(**kwargs)
+    except ValueError as e:
+        msg = " ".join(str(e).split())[:300]
+        raise ConfigError(f"model.name = {name!r} (keras.applications.{APPLICATIONS[name]}) cannot take the data's "
+                          f"input shape {tuple(input_shape)}: {msg}; use data with larger images or another "
+                          "model") from None
