@@ -283,7 +283,7 @@ def shard_batches(split: Any, epochs: int, seed: int, batch: int, shard: int, nu
         if split.in_memory:  # one block: today's permutation of the shard's rows
             ((b, first, size),) = pieces
             perm = gen.permutation(size)
-            stream: Iterator[tuple[int, int, int, Any]] = iter([(b, 0, size, lambda: first + perm)])
+            stream: Iterator[tuple[int, int, int, Any]] = iter([(b, 0, size, lambda f=first, p=perm: f + p)])
         else:
             def ordered(gen: Any = gen, epoch: int = epoch) -> Iterator[tuple[int, int, int, Any]]:
                 start = 0
