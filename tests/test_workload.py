@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 import keras
@@ -71,18 +70,3 @@ def test_a_workload_received_without_its_loss_reads_it_from_the_model(tmp_path):
     assert rank.loss is None
     rank.build_model()
     assert rank.loss == a.loss
-
-
-def test_float_labels_are_refused(tmp_path, monkeypatch):
-    from distbench import workload as W
-
-    real = W.load_dataset
-
-    def regression_data(data_cfg, seed):
-        ds = real(data_cfg, seed)
-        return dataclasses.replace(ds, y_train=ds.y_train.astype(np.float32))
-
-    monkeypatch.setattr(W, "load_dataset", regression_data)
-    with pytest.raises(ConfigError, match="not supported: distbench compares classifiers: the labels of dataset "
-                                          "'digits' have dtype float32"):
-        Workload.create(config.load(None), tmp_path)

@@ -158,14 +158,23 @@ class Workload:
         """The local learning rate for ``replicas`` replicas (``lr_scaling`` applied)."""
         return learning_rate(self.config.training, replicas)
 
-    def build_model(self) -> Any:
+    def build_model(self, replica: int = 0) -> Any:
         """Build the Keras model and load the initial weights into it.
 
-        A workload whose loss is not known yet (a Horovod rank that received the
-        workload from rank 0) reads it from the model built here.
+        Keras' random generators are seeded with ``training.seed + replica`` first, so the
+        random layers (Dropout) draw the same masks in every run of a configuration, and
+        different ones on different replicas of one run. A workload whose loss is not
+        known yet (a Horovod rank that received the workload from rank 0) reads it from
+        the model built here.
+
+        Args:
+            replica: the replica (rank, worker) that will train this model.
         """
+        import keras
+
         from distbench.models import build_model, check_model
 
+        keras.utils.set_random_seed(self.config.training.seed + replica)
         ds = self.dataset
         model = build_model(self.config.model, ds.input_shape, ds.num_classes)
         model.set_weights(self.initial_weights)

@@ -4,12 +4,11 @@ class logits, class probabilities, and one sigmoid or logit unit on a 2-class pr
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 from distbench import config
 from distbench import workload as W
+from distbench.data import Dataset
 from distbench.harness.evaluate import Evaluator
 from distbench.models.output import BINARY, SPARSE, LossSpec
 from distbench.training.tf_loop import train_with_strategy
@@ -29,8 +28,8 @@ def test_head_trains_and_evaluates(tmp_path, monkeypatch, factory, binary, expec
 
         def even_odd(data_cfg, seed):
             ds = real(data_cfg, seed)
-            return dataclasses.replace(ds, y_train=ds.y_train % 2, y_val=ds.y_val % 2, y_test=ds.y_test % 2,
-                                       num_classes=2)
+            return Dataset.from_arrays(ds.name, ds.x_train, ds.y_train % 2, ds.x_val, ds.y_val % 2, ds.x_test,
+                                       ds.y_test % 2, 2)
 
         monkeypatch.setattr(W, "load_dataset", even_odd)
     cfg = config.override(config.load(None), model__factory=f"tests.plugins.models:{factory}", training__epochs=4)

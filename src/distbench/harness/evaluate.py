@@ -85,13 +85,17 @@ class Evaluator:
         Raises:
             ValueError: the weights do not match the model's shapes.
         """
-        ds = self.workload.dataset
+        test = self.workload.dataset.test
         self.model.set_weights(weights)
-        outputs = np.concatenate([
-            np.asarray(self.model(ds.x_test[i:i + self.batch_size], training=False))
-            for i in range(0, len(ds.y_test), self.batch_size)
-        ]).astype(np.float64)
-        return loss_and_accuracy(outputs, ds.y_test, self.workload.loss_spec(), self.epsilon)
+        total_loss = total_correct = 0.0
+        for x, y in test.iter_blocks():  # in-memory data: one block; Parquet: one row group at a time
+            outputs = np.concatenate([np.asarray(self.model(x[i:i + self.batch_size], training=False))
+                                      for i in range(0, len(y), self.batch_size)]).astype(np.float64)
+            loss, acc = loss_and_accuracy(outputs, y, self.workload.loss_spec(), self.epsilon)
+            if len(y) == len(test):
+                return loss, acc
+            total_loss, total_correct = total_loss + loss * len(y), total_correct + acc * len(y)
+        return total_loss / len(test), total_correct / len(test)
 
     def score(self, out: TrainOutput, target: float) -> dict[str, Any]:
         """Evaluate the snapshots and the final weights of ``out``.

@@ -27,7 +27,6 @@ import sys
 import time
 from typing import Any
 
-import numpy as np
 
 from distbench.ps_async.spark_spec import (BARRIER_CHECK_DEFAULTS, SparkSpecError, check_planned_slots, parse_master,
                                            probe_master, slots_message)
@@ -187,25 +186,17 @@ def executor_count(spark: Any) -> int:
     return 1 if parse_master(spark.sparkContext.master).is_local else max(0, len(infos) - 1)
 
 
-def shard_frame(spark: Any, shards: list[tuple[np.ndarray, np.ndarray]]) -> Any:
-    """A DataFrame with one partition per shard: columns ``shard``, ``features``, ``label``.
+def shard_frame(spark: Any, num_shards: int) -> Any:
+    """A DataFrame of ``num_shards`` rows (column ``shard`` = 0..N-1), row i alone in partition i.
 
-    Args:
-        shards: ``[(x_i, y_i)]``; ``x_i`` float32 ``(n_i, H, W, C)``, ``y_i`` int ``(n_i,)``.
+    It carries no data: each barrier task reads its own shard of the training split (in
+    memory, or block by block from Parquet with pyarrow), so the data never pass through
+    the driver, and every engine reads the same shards (:func:`~distbench.ps_async.worker.train_replica`).
     """
-    import pandas as pd
-
-    parts = []
-    for i, (x, y) in enumerate(shards):
-        parts.append(pd.DataFrame({"shard": np.full(len(y), i, dtype=np.int64),
-                                   "features": list(x.reshape(len(y), -1).astype(np.float32)),
-                                   "label": y.astype(np.int64)}))
-    pdf = pd.concat(parts, ignore_index=True)
-    df = spark.createDataFrame(pdf, "shard long, features array<float>, label long")
+    df = spark.createDataFrame([(i,) for i in range(num_shards)], "shard long")
     # Exactly shard i in partition i: an identity partitioner on the shard id. (Spark SQL's
     # hash and range repartitioning both put 2 shards into one partition here.)
-    n = len(shards)
-    keyed = df.rdd.map(lambda r: (int(r["shard"]), r)).partitionBy(n, lambda k: k).values()
+    keyed = df.rdd.map(lambda r: (int(r["shard"]), r)).partitionBy(num_shards, lambda k: k).values()
     return spark.createDataFrame(keyed, df.schema)
 
 
@@ -219,17 +210,10 @@ def _task(spec: ReplicaSpec):  # noqa: ANN202 - returns a mapInArrow function
 
         ctx = BarrierTaskContext.get()
         pid = ctx.partitionId()
-        xs, ys, shard_ids = [], [], set()
-        for b in batches:
-            feats = b.column("features")
-            xs.append(feats.flatten().to_numpy(zero_copy_only=False).astype(np.float32))
-            ys.append(b.column("label").to_numpy())
-            shard_ids.update(b.column("shard").unique().to_pylist())
+        shard_ids = {s for b in batches for s in b.column("shard").to_pylist()}
         if shard_ids != {pid}:
             raise RuntimeError(f"partition {pid} holds shards {sorted(shard_ids)}; expected exactly shard {pid}")
-        x = np.concatenate(xs).reshape(-1, *spec.input_shape)
-        y = np.concatenate(ys).astype(np.int32)
-        res = train_replica(spec, pid, x, y, ready=ctx.barrier, attempt=ctx.attemptNumber())
+        res = train_replica(spec, pid, ready=ctx.barrier, attempt=ctx.attemptNumber())
         yield pa.RecordBatch.from_pydict({"result": [json.dumps(res)]})
 
     return run

@@ -23,15 +23,19 @@ from typing import Any, Callable
 
 import numpy as np
 
-from distbench.config import ModelConfig, TrainingConfig
+from distbench.config import DataConfig, ModelConfig, TrainingConfig
 from distbench.models.output import LossSpec
 
 
 @dataclass
 class ReplicaSpec:
-    """Everything a replica needs, small enough to ship to an executor (no dataset).
+    """Everything a replica needs, small enough to ship to an executor: no data, only
+    where to read it (each replica reads its own shard, :func:`load_shard_split`).
 
     Attributes:
+        data: the data source's config; with ``training.seed`` it rebuilds the dataset in
+            the replica's process, which must match ``data_sha256`` (the workload's
+            fingerprint).
         model: model spec; ``input_shape`` (H, W, C) and ``num_classes`` complete it.
         initial_weights: the Workload's initial weights (float32 arrays).
         training: training config (epochs, global batch, local optimizer, seed).
@@ -45,6 +49,8 @@ class ReplicaSpec:
         loss: the workload's loss (which cross-entropy, logits or probabilities).
     """
 
+    data: DataConfig
+    data_sha256: str
     model: ModelConfig
     input_shape: tuple[int, ...]
     num_classes: int
@@ -73,15 +79,39 @@ class ReplicaSpec:
         return self.training.epochs if w is None else math.ceil(total / w)
 
 
-def train_replica(spec: ReplicaSpec, worker_id: int, x: np.ndarray, y: np.ndarray,
+def load_shard_split(spec: ReplicaSpec) -> Any:
+    """The training split, built in this process from ``spec.data`` and checked against the
+    workload's fingerprint (in-memory sources load whole; Parquet opens its footers only
+    and is read block by block, one shard's rows at a time).
+
+    Raises:
+        ValueError: the data built here differ from the workload's (files changed, or a
+            host whose copy differs).
+    """
+    from distbench.data import fingerprint, load_dataset
+
+    ds = load_dataset(spec.data, spec.training.seed)
+    if fingerprint(ds) != spec.data_sha256:
+        raise ValueError(f"dataset {spec.data.name!r} read by this replica differs from the run's (fingerprint "
+                         "mismatch): every host needs the same data files at the same path")
+    return ds.train
+
+
+def train_replica(spec: ReplicaSpec, worker_id: int, split: Any = None,
                   ready: Callable[[], None] | None = None,
                   client_factory: Callable[..., Any] | None = None, attempt: int = 0) -> dict[str, Any]:
-    """Train one replica on its shard ``(x, y)`` against the parameter server.
+    """Train one replica on its shard against the parameter server.
+
+    The shard is the ``worker_id``-th contiguous row range of the training split; each
+    epoch the replica visits it in a permutation seeded by ``(seed, epoch, worker_id)``
+    (:func:`~distbench.training.schedule.shard_batches`: rows in memory, row groups then
+    rows for Parquet), one batch in memory at a time.
 
     Args:
         spec: the replica spec.
         worker_id: this replica's id, 0..N-1.
-        x: float32 images of this shard, shape ``(n, H, W, C)``; ``y``: int labels ``(n,)``.
+        split: the training :class:`~distbench.data.splits.Split` (default: built here by
+            :func:`load_shard_split`).
         ready: called once the model is built and before the first pull; an engine
             passes its barrier here so that every replica starts training together.
         client_factory: builds the transport's client with :class:`PSClient`'s signature
@@ -108,12 +138,14 @@ def train_replica(spec: ReplicaSpec, worker_id: int, x: np.ndarray, y: np.ndarra
     from distbench.models import build_model
     from distbench.ps_async.client import PSClient, WorkerSession
     from distbench.ps_async.rules import get_optimizer
+    from distbench.training.schedule import shard_batches
     from distbench.workload import make_optimizer
 
     B = spec.per_replica_batch
-    if len(y) < spec.steps_per_epoch * B:
-        raise ValueError(f"worker {worker_id}: shard of {len(y)} samples cannot fill {spec.steps_per_epoch} "
-                         f"local batches of {B}; the data is not split evenly across the {spec.num_workers} workers")
+    split = split if split is not None else load_shard_split(spec)
+    batches = shard_batches(split, spec.training.epochs, spec.training.seed, B, worker_id, spec.num_workers,
+                            spec.steps_per_epoch)
+    keras.utils.set_random_seed(spec.training.seed + worker_id)  # as Workload.build_model: reproducible Dropout
     model = build_model(spec.model, spec.input_shape, spec.num_classes)
     local_sgd = get_optimizer(spec.optimizer).local_sgd
     opt = keras.optimizers.SGD(**local_sgd(spec.params)) if local_sgd else make_optimizer(spec.training, 1)
@@ -130,8 +162,8 @@ def train_replica(spec: ReplicaSpec, worker_id: int, x: np.ndarray, y: np.ndarra
 
     loop = TrainLoop(spec.training.epochs, replica=worker_id,
                      label=f"worker {worker_id} (pid {os.getpid()}, attempt {attempt}): ")
-    loop.trace(lambda: step.get_concrete_function(tf.TensorSpec((B, *x.shape[1:]), tf.as_dtype(x.dtype)),
-                                                  tf.TensorSpec((B,), tf.as_dtype(y.dtype))))
+    loop.trace(lambda: step.get_concrete_function(tf.TensorSpec((B, *split.sample_shape), tf.float32),
+                                                  tf.TensorSpec((B,), tf.int32)))
     if ready is not None:
         ready()
     client = (client_factory or PSClient)(spec.address, spec.secret, worker_id, spec.initial_weights,
@@ -146,11 +178,10 @@ def train_replica(spec: ReplicaSpec, worker_id: int, x: np.ndarray, y: np.ndarra
         count["since"], count["exchanges"] = 0, count["exchanges"] + 1
 
     def run_epoch(epoch: int) -> tuple[int, float | None]:
-        perm = np.random.default_rng([spec.training.seed, epoch, worker_id]).permutation(len(y))
         loss = None
-        for s in range(spec.steps_per_epoch):
-            idx = perm[s * B:(s + 1) * B]
-            loss = step(x[idx], y[idx])
+        for _ in range(spec.steps_per_epoch):
+            xb, yb = next(batches)
+            loss = step(xb, yb)
             count["steps"] += 1
             count["since"] += 1
             if window is not None and count["since"] == window:
@@ -201,7 +232,8 @@ def replica_spec(workload: Any, num_workers: int, optimizer: str, params: dict[s
                  secret: bytes, threads: int, timeout_s: float) -> ReplicaSpec:
     """The :class:`ReplicaSpec` of ``workload`` (a :class:`~distbench.workload.Workload`)."""
     ds = workload.dataset
-    return ReplicaSpec(workload.config.model, ds.input_shape, ds.num_classes, workload.initial_weights,
+    return ReplicaSpec(workload.config.data, workload.data_sha256, workload.config.model, ds.input_shape,
+                       ds.num_classes, workload.initial_weights,
                        workload.config.training, num_workers, workload.steps_per_epoch(), optimizer, params,
                        address, secret, threads=threads, timeout_s=timeout_s, loss=workload.loss_spec())
 

@@ -208,8 +208,7 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload) -> TrainOutput:
 
     from distbench.launch.ranks import open_progress_board
     from distbench.training.loop import TrainLoop
-    from distbench.training.schedule import replica_indices
-    from distbench.training.tf_loop import gather_dataset
+    from distbench.training.tf_loop import input_pipeline
     from distbench.workload import weights_sha256
 
     cfg = workload.config.training
@@ -225,7 +224,7 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload) -> TrainOutput:
     # a model before (rank 0 creating the workload) would use other names and every
     # rank would wait forever: start every rank from fresh name counters.
     keras.backend.clear_session()
-    model = workload.build_model()
+    model = workload.build_model(rank)
     optimizer = workload.make_optimizer(size)
     optimizer.build(model.trainable_variables)  # slots exist before the tf.function traces
     # Keras 3 variables are not tf.Variables: Horovod needs the backing ones (.value).
@@ -246,11 +245,9 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload) -> TrainOutput:
         optimizer.apply_gradients(zip(grads, tvars, strict=True))
         return loss
 
-    n = len(ds.y_train)
-    steps_per_epoch = n // G
+    steps_per_epoch = len(ds.train) // G
     # One input pipeline over all epochs, its iterator created before the clock starts.
-    pipeline = gather_dataset(replica_indices(n, G, cfg.epochs, cfg.seed, [rank], size),
-                              ds.x_train, ds.y_train, local_batch)
+    pipeline = input_pipeline(ds.train, cfg.epochs, cfg.seed, G, [rank], size)
     data = iter(pipeline)
     loop = TrainLoop(cfg.epochs, model.get_weights if rank == 0 else None, replica=rank, label=f"rank {rank}: ")
     loop.trace(lambda: train_step.get_concrete_function(*pipeline.element_spec))

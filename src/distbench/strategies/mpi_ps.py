@@ -65,7 +65,6 @@ def rank_main(workload: Workload, optimizer: str, window: int | None, timeout_s:
     """
     from mpi4py import MPI
 
-    from distbench.data import shard
     from distbench.ps_async import mpi
     from distbench.ps_async.monitor import CentreMonitor, centre_output, updates_expected
     from distbench.ps_async.protocol import new_secret
@@ -84,8 +83,7 @@ def rank_main(workload: Workload, optimizer: str, window: int | None, timeout_s:
     spec = replica_spec(workload, n, optimizer, params, mpi.ADDRESS, secret, threads, exchange_timeout(timeout_s))
     if rank != 0:
         wid = rank - 1
-        x, y = shard(workload.dataset.x_train, workload.dataset.y_train, wid, n)
-        res = train_replica(spec, wid, x, y, ready=replicas.Barrier, client_factory=mpi.MPIClient)
+        res = train_replica(spec, wid, workload.dataset.train, ready=replicas.Barrier, client_factory=mpi.MPIClient)
         mpi.send_result(res)
         return None
     server = mpi.MPIParameterServer(workload.initial_weights, optimizer, secret, num_workers=n,

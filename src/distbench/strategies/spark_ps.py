@@ -22,7 +22,6 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from distbench.config import ExperimentConfig
-from distbench.data import shard
 from distbench.launch.commands import exchange_timeout
 from distbench.ps_async.rules import DISPLAY, OPTIMIZERS
 from distbench.strategies.base import Availability, LaunchContext, Strategy
@@ -58,8 +57,7 @@ def train_on_spark(spark: Any, ctx: LaunchContext, optimizer: str) -> TrainOutpu
     try:
         spec = replica_spec(wl, n, optimizer, params, server.address, secret, ctx.threads_per_process(n),
                             exchange_timeout(ctx.timeout_s))
-        ds = wl.dataset
-        df = engine.shard_frame(spark, [shard(ds.x_train, ds.y_train, r, n) for r in range(n)])
+        df = engine.shard_frame(spark, n)
         monitor = CentreMonitor(server, updates_expected(spec), cfg.training.epochs).start()
         try:
             results = engine.run_replicas(spark, df, spec)

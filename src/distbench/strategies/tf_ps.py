@@ -44,7 +44,8 @@ from distbench.launch import commands, process
 from distbench.launch.commands import free_ports, worker_argv
 from distbench.launch.tfconfig import parse_tf_config, tf_config
 from distbench.results.records import Status
-from distbench.strategies.base import LaunchContext, Strategy
+from distbench.config import ExperimentConfig
+from distbench.strategies.base import Availability, LaunchContext, Strategy
 from distbench.strategies.registry import register
 from distbench.training import TrainOutput
 from distbench.training.loop import TrainLoop
@@ -158,6 +159,16 @@ class TFParameterServer(Strategy):
     family = "parameter-server"
     scales_learning_rate = False
     worker_entries = {"tf-server": "distbench.strategies.tf_ps:server_command"}
+
+    def is_available(self, config: ExperimentConfig, workers: int) -> Availability:
+        """Unavailable for data read block by block (Parquet): each worker's input pipeline
+        runs inside a TensorFlow server process, where distbench's Parquet reader (a Python
+        generator of the coordinator's process) cannot run."""
+        if config.data.name == "parquet":
+            return Availability(False, "tf_ps feeds its workers inside tf.distribute.Server processes, which cannot "
+                                       "run distbench's Parquet reader (a Python generator): use an in-memory dataset "
+                                       "(npz, digits, ...) for tf_ps")
+        return Availability(True)
 
     def launch(self, ctx: LaunchContext) -> TrainOutput:
         """Start the servers, train from this process as the coordinator, stop the servers."""

@@ -18,7 +18,7 @@ import numpy as np
 
 from distbench.training.loop import TrainLoop
 from distbench.training.output import TrainOutput
-from distbench.training.schedule import replica_indices
+from distbench.training.schedule import replica_batches, replica_indices
 from distbench.workload import Workload
 
 
@@ -42,6 +42,40 @@ def gather_dataset(indices: np.ndarray, x: np.ndarray, y: np.ndarray, batch: int
     xt, yt = tf.constant(x), tf.constant(y)
     return (tf.data.Dataset.from_tensor_slices(indices).batch(batch, drop_remainder=True)
             .map(lambda i: (tf.gather(xt, i), tf.gather(yt, i))).prefetch(2))
+
+
+def input_pipeline(split: Any, epochs: int, seed: int, global_batch: int, ranks: list[int],
+                   world_size: int) -> Any:
+    """The ``tf.data`` pipeline feeding replicas ``ranks`` (of ``world_size``) their slice of
+    every global batch, over all epochs, in step order (replica ``ranks[0]``'s batch of a
+    step, then ``ranks[1]``'s, ...; :mod:`distbench.training.schedule`).
+
+    In-memory data (:attr:`~distbench.data.splits.Split.in_memory`) are gathered by index
+    from one copy (:func:`gather_dataset`); data read block by block (Parquet) stream
+    through a generator over :func:`~distbench.training.schedule.replica_batches`, which
+    holds one row group and one batch at a time, so no process ever holds the training
+    set whole and nothing becomes a graph constant.
+
+    Args:
+        split: the training :class:`~distbench.data.splits.Split`.
+        epochs, seed, global_batch: the run's.
+        ranks: the global replica indices this pipeline feeds.
+        world_size: replicas in sync.
+
+    Returns:
+        A ``tf.data.Dataset`` of ``(x, y)`` per-replica batches: float32 ``(B, *sample_shape)``
+        and int32 ``(B,)``, ``B = global_batch // world_size``.
+    """
+    import tensorflow as tf
+
+    B = global_batch // world_size
+    if split.in_memory:
+        idx = replica_indices(len(split), global_batch, epochs, seed, ranks, world_size)
+        return gather_dataset(idx, split.x, split.y, B)
+    spec = (tf.TensorSpec((B, *split.sample_shape), tf.float32), tf.TensorSpec((B,), tf.int32))
+    return tf.data.Dataset.from_generator(
+        lambda: replica_batches(split, epochs, seed, global_batch, ranks, world_size), output_signature=spec
+    ).prefetch(2)
 
 
 def train_with_strategy(strategy: Any, workload: Workload) -> TrainOutput:
@@ -83,7 +117,7 @@ def train_with_strategy(strategy: Any, workload: Workload) -> TrainOutput:
         optimizer.apply_gradients(zip(grads, variables))
         return loss
 
-    n = len(ds.y_train)
+    n = len(ds.train)
     steps_per_epoch = n // G
 
     # The whole epoch runs inside one graph (a tf.range loop over the distributed iterator),
@@ -98,15 +132,12 @@ def train_with_strategy(strategy: Any, workload: Workload) -> TrainOutput:
             loss = strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
         return loss
 
-    per_replica = G // replicas
-
     def dataset_fn(ctx: Any) -> Any:
         # Input pipeline p feeds its local replicas; replica r (global index) gets the r-th
         # G/replicas slice of every global batch, in step order, over all epochs.
         local = replicas // ctx.num_input_pipelines
         first = ctx.input_pipeline_id * local
-        idx = replica_indices(n, G, cfg.epochs, cfg.seed, list(range(first, first + local)), replicas)
-        return gather_dataset(idx, ds.x_train, ds.y_train, per_replica)
+        return input_pipeline(ds.train, cfg.epochs, cfg.seed, G, list(range(first, first + local)), replicas)
 
     # One pipeline and one iterator for the whole run, created before the clock starts:
     # building a distributed dataset and iterator per epoch cost 3-4x model.fit's
