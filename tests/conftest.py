@@ -1,4 +1,6 @@
-"""Shared test helpers: the ``requires`` marker helper and the distbench CLI runner."""
+"""Shared test helpers: the ``requires`` marker helper, the distbench CLI runner, and the
+``--long`` option (full-size variants of the heaviest tests, kept out of ``make test``'s
+time budget; ``pytest --long`` runs them)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,23 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+
+QUICK_OPTIMIZERS = ["downpour", "aeasgd", "averaging"]  # one of each kind: delta (async), elastic (async), sync
+ALL_OPTIMIZERS = ["downpour", "adag", "dynsgd", "aeasgd", "eamsgd", "easgd", "averaging"]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--long``: run the full-size variants (every parameter-server optimizer on every
+    engine, 32 clients x 500 cycles on 1 M parameters, 100,000 fuzzed frames)."""
+    parser.addoption("--long", action="store_true", default=False,
+                     help="run the full-size variants of the heaviest tests (about 15 minutes more)")
+
+
+@pytest.fixture
+def optimizers(request: pytest.FixtureRequest) -> list[str]:
+    """The parameter-server optimizers an engine test runs: all seven with ``--long``,
+    else one of each kind (:data:`QUICK_OPTIMIZERS`)."""
+    return ALL_OPTIMIZERS if request.config.getoption("--long") else QUICK_OPTIMIZERS
 
 
 def requires(*, gpu: bool = False, tpu: bool = False, executable: str | None = None,

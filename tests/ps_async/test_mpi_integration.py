@@ -16,7 +16,6 @@ from distbench.results.store import read_records
 from distbench.strategies.mpi_ps import mpi_ps_command
 from tests.conftest import pids_with, ROOT, distbench, requires
 
-OPTIMIZERS = ["downpour", "adag", "dynsgd", "aeasgd", "eamsgd", "easgd", "averaging"]
 
 
 def test_mpirun_command_exact():
@@ -47,13 +46,13 @@ def test_exact_centre_from_two_replicas():
 
 @pytest.mark.integration
 @requires(executable="mpirun", module="mpi4py")
-def test_every_optimizer_over_mpi(tmp_path):
+def test_every_optimizer_over_mpi(tmp_path, optimizers):
     out = tmp_path / "run"
-    cp = distbench("run", "--strategies", ",".join(f"mpi_ps:{o}" for o in OPTIMIZERS), "--workers", "2",
+    cp = distbench("run", "--strategies", ",".join(f"mpi_ps:{o}" for o in optimizers), "--workers", "2",
                    "--out", str(out), timeout=1500)
     assert cp.returncode == 0, cp.stderr[-3000:]
     recs = {r["strategy"]: r for r in read_records(out)}
-    for o in OPTIMIZERS:
+    for o in optimizers:
         r = recs[f"mpi_ps:{o}"]
         assert r["status"] == "ok", (o, r["reason"], r.get("log_tail", "")[-1500:])
         d = r["details"]

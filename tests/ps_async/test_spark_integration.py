@@ -19,20 +19,19 @@ from tests.conftest import distbench, pids_with, requires
 
 pytestmark = [pytest.mark.integration, requires(executable="java", module="pyspark")]
 
-OPTIMIZERS = ["downpour", "adag", "dynsgd", "aeasgd", "eamsgd", "easgd", "averaging"]
 DEFAULT_WINDOWS = {"downpour": 5, "adag": 12, "dynsgd": 5, "aeasgd": 32, "eamsgd": 32, "easgd": 32,
                    "averaging": None}
 BIN = Path(sys.executable).parent
 
 
-def test_every_optimizer_on_local_spark(tmp_path):
+def test_every_optimizer_on_local_spark(tmp_path, optimizers):
     out = tmp_path / "run"
-    cp = distbench("run", "--strategies", "single," + ",".join(f"spark_ps:{o}" for o in OPTIMIZERS),
+    cp = distbench("run", "--strategies", "single," + ",".join(f"spark_ps:{o}" for o in optimizers),
                    "--workers", "2", "--out", str(out), timeout=1500)
     assert cp.returncode == 0, cp.stderr[-3000:]
     recs = {r["strategy"]: r for r in read_records(out)}
     sha = recs["single"]["initial_weights_sha256"]
-    for o in OPTIMIZERS:
+    for o in optimizers:
         r = recs[f"spark_ps:{o}"]
         assert r["status"] == "ok", (o, r["reason"], r.get("log_tail", "")[-2000:])
         d = r["details"]

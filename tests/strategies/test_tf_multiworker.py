@@ -15,7 +15,7 @@ import pytest
 from distbench.results.store import read_records
 from distbench.strategies.multi_worker_mirrored import free_ports, tf_config, worker_commands
 from distbench.launch.tfconfig import accepts_connections
-from distbench.strategies.tf_ps import STALL_FLOOR_S, cluster_spec, server_commands, stalled
+from distbench.strategies.tf_ps import STALL_FLOOR_S, cluster_spec, server_commands, stall_floor, stalled
 from tests.conftest import pids_with, distbench
 
 
@@ -223,10 +223,11 @@ def test_user_run_tf_config_workers_write_the_record(tmp_path):
 @pytest.mark.integration
 def test_stopped_tf_ps_worker_fails_the_configuration_naming_it(tmp_path):
     """A task that is alive but never answers (SIGSTOP) would hold the coordinator until the
-    configuration's timeout; the stall bound ends it soon after STALL_FLOOR_S, naming the task."""
+    configuration's timeout; the stall bound ends it soon after the stall floor (15 s for a
+    150 s configuration), naming the task."""
     out = tmp_path / "run"
     proc = subprocess.Popen([sys.executable, "-m", "distbench", "run", "--strategies", "tf_ps", "--workers", "2",
-                             "--epochs", "200", "--timeout", "600", "--out", str(out)],
+                             "--epochs", "200", "--timeout", "150", "--out", str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     log = out / "logs" / "tf_ps_w2_r0.log"
     t0 = time.monotonic()
@@ -238,10 +239,14 @@ def test_stopped_tf_ps_worker_fails_the_configuration_naming_it(tmp_path):
     stopped_at = time.monotonic()
     os.kill(pid, signal.SIGSTOP)
     proc.communicate(timeout=400)
-    assert time.monotonic() - stopped_at < STALL_FLOOR_S + 60  # not the configuration's 600 s timeout
+    assert time.monotonic() - stopped_at < stall_floor(150) + 60  # not the configuration's 150 s timeout
     (rec,) = read_records(out)
     assert rec["status"] == "failed" and rec["failed_process"] == "worker 1", rec["reason"]
     assert "training stalled: no epoch finished for" in rec["reason"]
     assert "worker 1 is stopped (process state T)" in rec["reason"]
     time.sleep(1)
     assert pids_with(str(out)) == []
+
+
+def test_stall_floor_follows_the_configuration_timeout():
+    assert stall_floor(150) == 15 and stall_floor(30) == 10 and stall_floor(900) == STALL_FLOOR_S == 60

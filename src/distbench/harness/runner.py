@@ -282,6 +282,7 @@ def child_main(run_dir: Path, key: str, strategy: str, workers: int, window: int
     """
     process.install_cleanup_handler()
     art = artifacts_dir(run_dir, key)
+    art.mkdir(parents=True, exist_ok=True)  # the strategy may write there (LaunchContext.artifacts_dir)
     try:
         workload = Workload.load(run_dir)
         ctx = LaunchContext(workload, run_dir, key, workers, art, run_dir / "logs" / key,

@@ -100,12 +100,18 @@ def serve_forever() -> None:
     server.join()
 
 
-def stalled(epoch_ends: list[float], now: float) -> float | None:
+def stall_floor(timeout_s: float) -> float:
+    """The least time an epoch may run before it counts as stalled, for a configuration
+    limited to ``timeout_s``: a tenth of it, between 10 s and :data:`STALL_FLOOR_S`."""
+    return min(STALL_FLOOR_S, max(10.0, timeout_s / 10))
+
+
+def stalled(epoch_ends: list[float], now: float, floor_s: float = STALL_FLOOR_S) -> float | None:
     """Seconds since the last progress if training has stalled, else None.
 
     ``epoch_ends`` holds the monotonic time training started, then each epoch's end.
     Once one epoch has finished, an epoch is stalled when it has run longer than
-    ``STALL_FACTOR`` times the slowest epoch so far and longer than ``STALL_FLOOR_S``:
+    ``STALL_FACTOR`` times the slowest epoch so far and longer than ``floor_s``:
     a task that is alive but never answers (stopped, deadlocked) holds every step that
     needs it, and the coordinator would wait for it without end.
     """
@@ -113,7 +119,7 @@ def stalled(epoch_ends: list[float], now: float) -> float | None:
         return None
     slowest = max(b - a for a, b in zip(epoch_ends, epoch_ends[1:]))
     waited = now - epoch_ends[-1]
-    return waited if waited > max(STALL_FLOOR_S, STALL_FACTOR * slowest) else None
+    return waited if waited > max(floor_s, STALL_FACTOR * slowest) else None
 
 
 def _process_state(pid: int) -> str:
@@ -125,12 +131,12 @@ def _process_state(pid: int) -> str:
 
 
 def _watchdog(group: process.ProcessGroup, artifacts_dir: Path, stop: threading.Event,
-              epoch_ends: list[float]) -> None:
+              epoch_ends: list[float], floor_s: float = STALL_FLOOR_S) -> None:
     """End this process as soon as a server task dies, or training stalls (see
     :func:`stalled`), with a result naming the task."""
     while not stop.wait(0.2):
         failed = group.first_failure()
-        waited = stalled(epoch_ends, time.monotonic())
+        waited = stalled(epoch_ends, time.monotonic(), floor_s)
         if failed is not None:
             last = process.last_error_line(process.log_tail(failed.log))
             name, reason = failed.name, f"{failed.name} failed with {process.describe_exit(failed.returncode)}" + (
@@ -180,7 +186,8 @@ class TFParameterServer(Strategy):
         group = process.ProcessGroup(specs).start()
         stop = threading.Event()
         epoch_ends: list[float] = []
-        threading.Thread(target=_watchdog, args=(group, ctx.artifacts_dir, stop, epoch_ends), daemon=True).start()
+        threading.Thread(target=_watchdog, args=(group, ctx.artifacts_dir, stop, epoch_ends,
+                                                 stall_floor(ctx.timeout_s)), daemon=True).start()
         try:
             return self._coordinate(ctx, cluster, epoch_ends)
         finally:
