@@ -63,6 +63,10 @@ class Workload:
         loss: the loss read from the model when the workload was created (saved in
             ``workload.json``); ``None`` until known (then :meth:`build_model` reads it
             from the model it builds).
+        non_trainable: positions, in ``initial_weights`` (``model.get_weights()`` order),
+            of the non-trainable weights (BatchNormalization's moving statistics), which
+            follow their own rule (docs/architecture.md, "Non-trainable state"); ``None``
+            until known (then :meth:`non_trainable_indices` reads them from a built model).
     """
 
     config: ExperimentConfig
@@ -72,6 +76,7 @@ class Workload:
     data_sha256: str
     run_dir: Path
     loss: LossSpec | None = None
+    non_trainable: list[int] | None = None
 
     # ----------------------------------------------------------- construction
     @classmethod
@@ -118,12 +123,14 @@ class Workload:
             "data": ds.details,
             "model": model_source(cfg.model),
             "loss": loss.to_dict(),
+            "non_trainable": non_trainable_positions(model),
             "num_parameters": num_parameters(weights),
             "weight_shapes": [list(w.shape) for w in weights],
         }
         (wdir / META_FILE).write_text(json.dumps(meta, indent=2))
         (run_dir / CONFIG_FILE).write_text(json.dumps(cfg.to_dict(), indent=2))
-        return cls(cfg, ds, weights, meta["initial_weights_sha256"], meta["data_sha256"], run_dir, loss)
+        return cls(cfg, ds, weights, meta["initial_weights_sha256"], meta["data_sha256"], run_dir, loss,
+                   meta["non_trainable"])
 
     @classmethod
     def load(cls, run_dir: str | Path) -> "Workload":
@@ -151,12 +158,19 @@ class Workload:
         if sha != meta["initial_weights_sha256"]:
             raise ConfigError(f"{wdir / WEIGHTS_FILE} does not match its recorded SHA-256; "
                               "the file was modified: start a new run directory")
-        return cls(cfg, ds, weights, sha, meta["data_sha256"], run_dir, LossSpec.from_dict(meta.get("loss")))
+        return cls(cfg, ds, weights, sha, meta["data_sha256"], run_dir, LossSpec.from_dict(meta.get("loss")),
+                   meta.get("non_trainable"))
 
     # ------------------------------------------------------------- training
     def learning_rate(self, replicas: int) -> float:
         """The local learning rate for ``replicas`` replicas (``lr_scaling`` applied)."""
         return learning_rate(self.config.training, replicas)
+
+    def non_trainable_indices(self) -> list[int]:
+        """Positions of the non-trainable weights in ``initial_weights`` (see the attribute)."""
+        if self.non_trainable is None:
+            self.non_trainable = non_trainable_positions(self.build_model())
+        return list(self.non_trainable)
 
     def build_model(self, replica: int = 0) -> Any:
         """Build the Keras model and load the initial weights into it.
@@ -220,6 +234,12 @@ class Workload:
             "shuffle": self.dataset.details.get("shuffle", "rows"),
             "data_sha256": self.data_sha256,
         }
+
+
+def non_trainable_positions(model: Any) -> list[int]:
+    """Positions of ``model``'s non-trainable variables in ``model.get_weights()`` order."""
+    ids = {id(v) for v in model.non_trainable_variables}
+    return [i for i, v in enumerate(model.weights) if id(v) in ids]
 
 
 def learning_rate(t: TrainingConfig, replicas: int) -> float:

@@ -502,3 +502,42 @@ def test_worker_session_sync_easgd_single_worker(make_server, make_client):
     np.testing.assert_array_equal(w[0], [2, 2])
     assert_center(srv, [[2, 2]])
     assert session.round == 2 and srv.stats()["sync_rounds"] == 2
+
+
+# ------------------------------------------------------------- non-trainable state (BatchNorm statistics)
+
+def test_non_trainable_positions_hold_the_mean_of_the_workers_latest_values(make_server, make_client):
+    # position 0: trainable (DOWNPOUR: C += delta); position 1: moving statistics (mean of latest values)
+    srv = make_server("downpour", num_workers=2, non_trainable=[1])
+    a, b = WorkerSession(make_client(srv, 0), "downpour", non_trainable=[1]), \
+        WorkerSession(make_client(srv, 1), "downpour", non_trainable=[1])
+    a.start(), b.start()
+    w_a = [INIT[0] + 1, np.full(3, 10, np.float32)]  # delta 1 on the weights; statistics 10
+    new_a = a.exchange(w_a, steps=1)
+    assert_center(srv, [INIT[0] + 1, np.full(3, 10, np.float32)])  # one worker so far: its statistics
+    np.testing.assert_array_equal(new_a[1], w_a[1])  # the worker keeps its own statistics
+    b.exchange([INIT[0] + 2, np.full(3, 20, np.float32)], steps=1)
+    assert_center(srv, [INIT[0] + 3, np.full(3, 15, np.float32)])  # deltas summed; statistics averaged
+    a.exchange([new_a[0] + 1, np.full(3, 30, np.float32)], steps=1)  # a's latest statistics replace its first
+    assert_center(srv, [INIT[0] + 4, np.full(3, 25, np.float32)])
+
+
+def test_synchronous_rounds_average_the_non_trainable_positions(make_server, make_client):
+    srv = make_server("easgd", num_workers=2, non_trainable=[1], params={"rho": 1.0, "learning_rate": 0.5})
+    sessions = [WorkerSession(make_client(srv, k), "easgd", {"rho": 1.0, "learning_rate": 0.5}, non_trainable=[1])
+                for k in range(2)]
+    for s in sessions:
+        s.start()
+    weights = [[INIT[0] + 2, np.full(3, 4, np.float32)], [INIT[0] + 4, np.full(3, 8, np.float32)]]
+    threads = [threading.Thread(target=s.exchange, args=(w, 1)) for s, w in zip(sessions, weights)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    # EASGD, alpha = 0.5: C += sum_k 0.5 (W_k - C) = 0 + 0.5*2 + 0.5*4 = 3 on the weights; statistics: mean(4, 8)
+    assert_center(srv, [INIT[0] + 3, np.full(3, 6, np.float32)])
+
+
+def test_non_trainable_positions_out_of_range_are_refused():
+    with pytest.raises(ValueError, match="non_trainable positions"):
+        ParameterServer(INIT, "downpour", SECRET, non_trainable=[5])

@@ -299,14 +299,20 @@ class WorkerSession:
         client: a connected :class:`PSClient`.
         optimizer: name in :data:`rules.OPTIMIZERS`.
         params: parameter overrides (:func:`rules.resolve_params`).
+        non_trainable: positions of the non-trainable weights (BatchNormalization's moving
+            statistics). They are not the optimizer's: every exchange sends their current
+            values in place of the rule's payload, and the worker keeps its own (the
+            server's centre holds their mean over the workers, see
+            :class:`~distbench.ps_async.server.ParameterServer`).
     Attributes:
         window: the communication window (None = once per epoch).
         staleness: list of ``tau`` values the server reported for this worker's commits.
     """
 
     def __init__(self, client: PSClient, optimizer: str,
-                 params: Mapping[str, Any] | None = None) -> None:
+                 params: Mapping[str, Any] | None = None, non_trainable: Sequence[int] = ()) -> None:
         self.client = client
+        self.non_trainable = sorted(set(int(i) for i in non_trainable))
         self.spec = get_optimizer(optimizer)
         self.params = resolve_params(optimizer, params)
         self.window = self.params["communication_window"]
@@ -342,23 +348,38 @@ class WorkerSession:
         if spec.kind == "sync":
             new_w, payload = spec.worker_commit(weights, self._ref, steps=steps,
                                                 params=self.params)
-            center = c.sync(payload, self.round)
+            center = c.sync(self._own_state(payload, weights), self.round)
             self.round += 1
             self._ref = center
-            return [a.copy() for a in center] if spec.adopt_center else list(new_w)
+            return self._keep_state([a.copy() for a in center] if spec.adopt_center else list(new_w), weights)
         if spec.pull_before_commit:
             center, clock = c.pull()
             new_w, payload = spec.worker_commit(weights, center, steps=steps, params=self.params)
-            ack = c.commit(payload, self.seq, clock)
+            ack = c.commit(self._own_state(payload, weights), self.seq, clock)
             self.seq += 1
             self.staleness.append(ack.staleness)
-            return list(new_w)
+            return self._keep_state(list(new_w), weights)
         _, payload = spec.worker_commit(weights, self._ref, steps=steps, params=self.params)
-        center, clock, ack = c.commit_and_pull(payload, self.seq, self._pull_clock)
+        center, clock, ack = c.commit_and_pull(self._own_state(payload, weights), self.seq, self._pull_clock)
         self.seq += 1
         self.staleness.append(ack.staleness)
         self._ref, self._pull_clock = center, clock
-        return [a.copy() for a in center]
+        return self._keep_state([a.copy() for a in center], weights)
+
+    def _own_state(self, payload: list, weights: Sequence[np.ndarray]) -> list:
+        """``payload`` with the non-trainable positions replaced by the worker's current values."""
+        if not self.non_trainable:
+            return payload
+        out = list(payload)
+        for i in self.non_trainable:
+            out[i] = weights[i]
+        return out
+
+    def _keep_state(self, new: list, weights: Sequence[np.ndarray]) -> list:
+        """``new`` with the non-trainable positions kept from the worker's own weights."""
+        for i in self.non_trainable:
+            new[i] = np.array(weights[i], copy=True)
+        return new
 
     def finish(self) -> None:
         """Send DONE (the caller still owns and closes the client)."""

@@ -135,6 +135,12 @@ class ParameterServer:
         transport: the :class:`~distbench.ps_async.transport.ServerTransport` to serve
             on; default a :class:`~distbench.ps_async.transport.ZmqServerTransport` on
             ``host:port`` (``host``, ``port`` and ``io_threads`` are ignored otherwise).
+        non_trainable: positions of the non-trainable weights (BatchNormalization's moving
+            statistics). The optimizer's rule folds only the trainable positions; for these,
+            a commit or a round's contribution carries the worker's current values, and the
+            centre holds the mean over the workers of the latest values each sent (a round's
+            contributions, for the synchronous optimizers): statistics of the training data,
+            never treated as gradients.
     Raises:
         ValueError / TypeError / KeyError: bad optimizer, secret, weights or num_workers.
     """
@@ -144,7 +150,7 @@ class ParameterServer:
                  params: Mapping[str, Any] | None = None, max_bytes: int | None = None,
                  sync_timeout_s: float = 60.0, poll_interval_s: float = 0.05,
                  io_threads: int = 1, tune_malloc: bool | None = None,
-                 transport: ServerTransport | None = None) -> None:
+                 transport: ServerTransport | None = None, non_trainable: Sequence[int] = ()) -> None:
         self.spec = get_optimizer(optimizer)
         self.params = resolve_params(optimizer, params)
         self._secret = P.check_secret(secret)
@@ -153,6 +159,11 @@ class ParameterServer:
         self._center = [np.array(w, dtype=np.float32, order="C", copy=True)
                         for w in initial_weights]
         self.template = P.template_from(self._center)
+        self._nt = sorted(set(int(i) for i in non_trainable))
+        if any(not 0 <= i < len(self._center) for i in self._nt):
+            raise ValueError(f"non_trainable positions {self._nt} outside the {len(self._center)} weights")
+        self._tr = [i for i in range(len(self._center)) if i not in set(self._nt)]
+        self._latest_state: dict[int, list] = {}  # worker -> its latest non-trainable values
         if num_workers is not None and (isinstance(num_workers, bool) or num_workers < 1):
             raise ValueError(f"num_workers must be a positive integer, got {num_workers!r}")
         if self.spec.kind == "sync" and num_workers is None:
@@ -427,11 +438,10 @@ class ParameterServer:
             tau, dup = clock - msg.clock, False
             # Copy-on-write: if an earlier reply still references C, do not modify it in place.
             busy = any(not t.done for t in self._trackers)
+            if self._nt:
+                self._latest_state[wid] = [np.array(msg.tensors[i], dtype=np.float32) for i in self._nt]
             with self._lock:
-                new = self.spec.server_fold(self._center, msg.tensors, staleness=tau,
-                                            out=None if busy else self._center)
-                if busy:
-                    self._center = [np.ascontiguousarray(a, dtype=np.float32) for a in new]
+                self._center = self._fold(msg.tensors, tau, busy)
                 self._n.clock += 1
                 clock = self._n.clock
                 self._n.n["commits"] += 1
@@ -448,6 +458,23 @@ class ParameterServer:
             self._send(ident, P.Message(P.MsgType.ACK, worker_id=wid, req_id=msg.req_id,
                                         seq=seq, clock=clock, aux=tau,
                                         flags=P.FLAG_DUPLICATE if dup else 0))
+
+    def _fold(self, payload: list, tau: int, busy: bool) -> list:
+        """The centre after one commit: the optimizer's fold of the trainable positions (in
+        place unless a send still reads ``C``: ``busy``), the non-trainable ones the mean of
+        the workers' latest values. Called under the lock."""
+        if not self._nt:
+            new = self.spec.server_fold(self._center, payload, staleness=tau, out=None if busy else self._center)
+            return [np.ascontiguousarray(a, dtype=np.float32) for a in new] if busy else self._center
+        centre = [self._center[i] for i in self._tr]
+        folded = self.spec.server_fold(centre, [payload[i] for i in self._tr], staleness=tau,
+                                       out=None if busy else centre)
+        new = list(self._center) if busy else self._center
+        for i, a in zip(self._tr, folded):
+            new[i] = np.ascontiguousarray(a, dtype=np.float32)
+        for k, i in enumerate(self._nt):
+            new[i] = np.mean([s[k] for s in self._latest_state.values()], axis=0, dtype=np.float64).astype(np.float32)
+        return new
 
     def _on_sync(self, ident: bytes, msg: P.Message) -> None:
         if self.spec.kind != "sync":
@@ -478,8 +505,13 @@ class ParameterServer:
             return
         payloads = [rnd.contributions[k] for k in sorted(rnd.contributions)]
         with self._lock:
-            self._center = [np.ascontiguousarray(a, dtype=np.float32)
-                            for a in self.spec.sync_fold(self._center, payloads)]
+            tr = self.spec.sync_fold([self._center[i] for i in self._tr], [[p[i] for i in self._tr] for p in payloads])
+            new = list(self._center)
+            for i, a in zip(self._tr, tr):
+                new[i] = np.ascontiguousarray(a, dtype=np.float32)
+            for i in self._nt:
+                new[i] = np.mean([p[i] for p in payloads], axis=0, dtype=np.float64).astype(np.float32)
+            self._center = new
             self._n.clock += 1
             rnd.number += 1
             number = rnd.number

@@ -47,6 +47,8 @@ class ReplicaSpec:
         threads: intra-op CPU threads for this replica's TensorFlow.
         timeout_s: seconds to wait for any server reply.
         loss: the workload's loss (which cross-entropy, logits or probabilities).
+        non_trainable: positions of the non-trainable weights (see
+            :class:`~distbench.ps_async.client.WorkerSession`).
     """
 
     data: DataConfig
@@ -66,6 +68,7 @@ class ReplicaSpec:
     timeout_s: float = 120.0
     extra: dict[str, Any] = field(default_factory=dict)
     loss: LossSpec = field(default_factory=LossSpec)
+    non_trainable: list[int] = field(default_factory=list)
 
     @property
     def per_replica_batch(self) -> int:
@@ -168,7 +171,7 @@ def train_replica(spec: ReplicaSpec, worker_id: int, split: Any = None,
         ready()
     client = (client_factory or PSClient)(spec.address, spec.secret, worker_id, spec.initial_weights,
                                           timeout_s=spec.timeout_s)
-    session = WorkerSession(client, spec.optimizer, _overrides(spec))
+    session = WorkerSession(client, spec.optimizer, _overrides(spec), non_trainable=spec.non_trainable)
     session.seq = attempt << 32
     window = session.window
     count = {"steps": 0, "since": 0, "exchanges": 0}
@@ -235,7 +238,8 @@ def replica_spec(workload: Any, num_workers: int, optimizer: str, params: dict[s
     return ReplicaSpec(workload.config.data, workload.data_sha256, workload.config.model, ds.input_shape,
                        ds.num_classes, workload.initial_weights,
                        workload.config.training, num_workers, workload.steps_per_epoch(), optimizer, params,
-                       address, secret, threads=threads, timeout_s=timeout_s, loss=workload.loss_spec())
+                       address, secret, threads=threads, timeout_s=timeout_s, loss=workload.loss_spec(),
+                       non_trainable=workload.non_trainable_indices())
 
 
 def _overrides(spec: ReplicaSpec) -> dict[str, Any]:

@@ -249,7 +249,14 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload) -> TrainOutput:
     # One input pipeline over all epochs, its iterator created before the clock starts.
     pipeline = input_pipeline(ds.train, cfg.epochs, cfg.seed, G, [rank], size)
     data = iter(pipeline)
-    loop = TrainLoop(cfg.epochs, model.get_weights if rank == 0 else None, replica=rank, label=f"rank {rank}: ")
+    stats = [v.value for v in model.non_trainable_variables]
+
+    def sync() -> None:  # the synchronous rule for non-trainable state: the mean over the ranks, on every rank
+        for i, v in enumerate(stats):
+            v.assign(hvd.allreduce(v, op=hvd.Average, name=f"distbench_stats_{i}"))
+
+    loop = TrainLoop(cfg.epochs, model.get_weights if rank == 0 else None, replica=rank, label=f"rank {rank}: ",
+                     sync=sync if stats and size > 1 else None)
     loop.trace(lambda: train_step.get_concrete_function(*pipeline.element_spec))
     state = {"steps": 0, "loss": tf.constant(float("nan"))}
 

@@ -88,7 +88,8 @@ def rank_main(workload: Workload, optimizer: str, window: int | None, timeout_s:
         return None
     server = mpi.MPIParameterServer(workload.initial_weights, optimizer, secret, num_workers=n,
                                     params={k: v for k, v in params.items() if k != "alpha"},
-                                    sync_timeout_s=exchange_timeout(timeout_s)).start()
+                                    sync_timeout_s=exchange_timeout(timeout_s),
+                                    non_trainable=spec.non_trainable).start()
     monitor = CentreMonitor(server, updates_expected(spec), cfg.training.epochs).start()
     try:
         if not server.wait_done(timeout_s):

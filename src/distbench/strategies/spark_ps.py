@@ -53,7 +53,8 @@ def train_on_spark(spark: Any, ctx: LaunchContext, optimizer: str) -> TrainOutpu
     secret = new_secret()
     server = ParameterServer(wl.initial_weights, optimizer, secret, num_workers=n, host=cfg.ps.host,
                              port=cfg.ps.port, params={k: v for k, v in params.items() if k != "alpha"},
-                             sync_timeout_s=exchange_timeout(ctx.timeout_s)).start()
+                             sync_timeout_s=exchange_timeout(ctx.timeout_s),
+                             non_trainable=wl.non_trainable_indices()).start()
     try:
         spec = replica_spec(wl, n, optimizer, params, server.address, secret, ctx.threads_per_process(n),
                             exchange_timeout(ctx.timeout_s))

@@ -12,6 +12,11 @@ must be the same everywhere for the comparison to be fair:
   ``trace_s``, as MLPerf's training rules leave compilation out of the timed run;
 - the training clock and per-epoch snapshots (:class:`~distbench.training.output.SnapshotRecorder`:
   the copy time is excluded from the clock);
+- the non-trainable state rule: after each epoch, off the clock and before the snapshot,
+  every replica runs the strategy's ``sync`` (the synchronous strategies average the
+  replicas' BatchNormalization moving statistics and write the mean back to every
+  replica; docs/architecture.md, "Non-trainable state"), so the evaluated model is one
+  well-defined model;
 - epoch hooks: after each epoch, every hook gets an :class:`EpochEnd`. Hooks come from the
   caller and from ``DISTBENCH_EPOCH_HOOKS`` (comma-separated ``module:function`` names,
   imported in the training process): the tests inject faults this way (a rank that dies
@@ -141,14 +146,18 @@ class TrainLoop:
         replica: this loop's replica, rank or worker index, for hooks and progress lines.
         hooks: epoch hooks besides those of ``DISTBENCH_EPOCH_HOOKS``.
         label: prefix of the progress line printed after each epoch (``None``: no line).
+        sync: called after every epoch on every replica, off the clock and before the
+            snapshot (collectives allowed: every replica calls it at the same point).
 
     Raises:
         ValueError: ``DISTBENCH_EPOCH_HOOKS`` names something that cannot be loaded.
     """
 
     def __init__(self, epochs: int, get_weights: Callable[[], Sequence[Any]] | None = None, *,
-                 replica: int | None = None, hooks: Sequence[EpochHook] = (), label: str | None = "") -> None:
+                 replica: int | None = None, hooks: Sequence[EpochHook] = (), label: str | None = "",
+                 sync: Callable[[], None] | None = None) -> None:
         self.epochs = epochs
+        self.sync = sync
         self.get_weights = get_weights
         self.replica = replica
         self.hooks = list(hooks) + hooks_from_env()
@@ -181,6 +190,8 @@ class TrainLoop:
         steps, loss = 0, None
         for epoch in range(self.epochs):
             steps, loss = run_epoch(epoch)
+            if self.sync is not None:
+                rec.off_clock(self.sync)
             if self.get_weights is not None:
                 rec.take(epoch + 1, steps, self.get_weights)
             info = EpochEnd(epoch + 1, self.epochs, steps, loss, self.replica, rec.elapsed())

@@ -152,6 +152,15 @@ class SnapshotRecorder:
         end = self.t_end if self.t_end is not None else time.perf_counter()
         return end - self.t0 - self.paused
 
+    def off_clock(self, fn: Callable[[], Any]) -> Any:
+        """Run ``fn`` with the clock paused (its time is excluded from training time, as a
+        snapshot's is); return its result."""
+        t = time.perf_counter()
+        try:
+            return fn()
+        finally:
+            self.paused += time.perf_counter() - t
+
     def take(self, epoch: int, step: int, get_weights: Callable[[], list[Any]]) -> None:
         """Record a snapshot; the time ``get_weights`` takes is excluded from the clock."""
         t = time.perf_counter()

@@ -78,6 +78,36 @@ def input_pipeline(split: Any, epochs: int, seed: int, global_batch: int, ranks:
     ).prefetch(2)
 
 
+def average_non_trainable(strategy: Any, model: Any) -> Any:
+    """A function that sets every replica's non-trainable variables (BatchNormalization's
+    moving mean and variance) to their mean over the replicas, or None if the model has none.
+
+    Each replica updates its own copy of these variables from its own per-replica batches
+    (Keras' default, unsynchronised BatchNormalization; its batch statistics in training
+    are per replica as well); reading the model would give replica 0's. Averaging them
+    after every epoch, off the clock, does not change training (a training step uses the
+    batch statistics) and makes every replica hold, and the evaluation see, the same
+    statistics: those of all the training data of the epoch. Under
+    ``MultiWorkerMirroredStrategy`` the mean is a collective all-reduce over the workers.
+    """
+    import tensorflow as tf
+
+    variables = [v.value for v in model.non_trainable_variables]
+    if not variables:
+        return None
+
+    @tf.function
+    def replica_means() -> Any:
+        local = strategy.run(lambda: [tf.identity(v) for v in variables])
+        return [strategy.reduce(tf.distribute.ReduceOp.MEAN, v, axis=None) for v in local]
+
+    def sync() -> None:
+        for v, mean in zip(variables, replica_means()):
+            v.assign(mean)
+
+    return sync
+
+
 def train_with_strategy(strategy: Any, workload: Workload) -> TrainOutput:
     """Train ``workload``'s model under a ``tf.distribute`` strategy.
 
@@ -139,11 +169,13 @@ def train_with_strategy(strategy: Any, workload: Workload) -> TrainOutput:
         first = ctx.input_pipeline_id * local
         return input_pipeline(ds.train, cfg.epochs, cfg.seed, G, list(range(first, first + local)), replicas)
 
+    sync = average_non_trainable(strategy, model) if replicas > 1 else None
+
     # One pipeline and one iterator for the whole run, created before the clock starts:
     # building a distributed dataset and iterator per epoch cost 3-4x model.fit's
     # training time on small workloads (benchmarks/harness_overhead.py).
     iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
-    loop = TrainLoop(cfg.epochs, model.get_weights, label="")
+    loop = TrainLoop(cfg.epochs, model.get_weights, label="", sync=sync)
     loop.trace(lambda: train_epoch.get_concrete_function(iterator))
 
     def run_epoch(epoch: int) -> tuple[int, float]:
