@@ -69,8 +69,8 @@ def rank_worker(sizes_mb: list[int], warmup: int, reps: int, out: str) -> int:
             mine.append(time.perf_counter() - t0)
             if v[0] != hvd.size() or v[-1] != hvd.size():
                 raise RuntimeError(f"allreduce of {mb} MB gave {v[0]}, {v[-1]}; expected {hvd.size()}")
-        every = hvd.allgather_object(mine, name=f"times_{mb}mb")
-        times[str(mb)] = [max(rank_times[i] for rank_times in every) for i in range(reps)]
+        every = hvd.allgather(tf.constant([mine], tf.float64), name=f"times_{mb}mb").numpy()  # (ranks, reps)
+        times[str(mb)] = [float(t) for t in every.max(axis=0)]  # no allgather_object: it pickles
     if hvd.rank() == 0:
         controller = "mpi" if hvd.mpi_enabled() else "gloo"
         Path(out).write_text(json.dumps({"controller": controller, "size": hvd.size(), "times": times}))

@@ -16,7 +16,11 @@ is being written):
 - ``ps_throughput.py``: parameter-server round trips vs raw loopback TCP;
 - ``allreduce.py``: Horovod allreduce bus bandwidth vs raw loopback TCP;
 - ``step_time.py``: samples/s of every strategy vs the compute floor, and the scaling
-  model (``distbench predict``) vs the measured 1- and 2-worker runs.
+  model (``distbench predict``) vs the measured 1- and 2-worker runs;
+- ``parquet_memory.py``: a ~3 GB Parquet training set under six strategies, each
+  process's peak resident memory against the data size;
+- ``resnet_synthetic.py``: synthetic ResNet-50 images/s per strategy next to a plain
+  Horovod synthetic loop.
 
 Usage::
 
@@ -37,7 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = ["harness_overhead", "elephas_peer", "ps_throughput", "allreduce", "step_time"]
+SCRIPTS = ["harness_overhead", "elephas_peer", "ps_throughput", "allreduce", "step_time", "parquet_memory",
+           "resnet_synthetic"]
 TITLE = "# Benchmarks"
 INTRO = ("Table of record for distbench's performance: each section below is written by one script in "
          "`benchmarks/` (`make bench` runs them all through `benchmarks/run_all.py`; each script can be "

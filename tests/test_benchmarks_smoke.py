@@ -86,3 +86,19 @@ def test_run_all_quick_writes_header_and_sections(tmp_path):
     assert "| `ps_throughput.py` | ok |" in head and "machine:" in head and "generated:" in head
     assert "round trips/s" in section(out, "ps_throughput")
     assert section(out, "other").strip() == "keep me"
+
+
+def test_parquet_memory_quick(tmp_path):
+    out = tmp_path / "B.md"
+    run_quick("parquet_memory.py", out, "--data", str(tmp_path / "data"))
+    s = section(out, "parquet_memory")
+    assert "| `single` | ok |" in s and "| `spark_ps:adag` | ok |" in s and "Spark Python worker (replica)" in s
+
+
+def test_resnet_synthetic_quick(tmp_path, request):
+    if not request.config.getoption("--long"):
+        pytest.skip("about 3 minutes (4 configurations and 2 Horovod runs): runs with --long and in make bench")
+    out = tmp_path / "B.md"
+    run_quick("resnet_synthetic.py", out, timeout=1200)
+    s = section(out, "resnet_synthetic")
+    assert "| distbench `horovod` | 2 |" in s and "| Horovod synthetic loop | 2 |" in s

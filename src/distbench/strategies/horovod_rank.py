@@ -249,7 +249,7 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload) -> TrainOutput:
     # One input pipeline over all epochs, its iterator created before the clock starts.
     pipeline = input_pipeline(ds.train, cfg.epochs, cfg.seed, G, [rank], size)
     data = iter(pipeline)
-    stats = [v.value for v in model.non_trainable_variables]
+    stats = [v.value for v in model.non_trainable_variables if v.value.dtype.is_floating]  # not seed states
 
     def sync() -> None:  # the synchronous rule for non-trainable state: the mean over the ranks, on every rank
         for i, v in enumerate(stats):

@@ -92,7 +92,7 @@ def average_non_trainable(strategy: Any, model: Any) -> Any:
     """
     import tensorflow as tf
 
-    variables = [v.value for v in model.non_trainable_variables]
+    variables = [v.value for v in model.non_trainable_variables if v.value.dtype.is_floating]  # not seed states
     if not variables:
         return None
 
