@@ -50,7 +50,7 @@ def test_every_optimizer_on_local_spark(tmp_path, optimizers):
             assert d["commits"] == 2 * exchanges == d["staleness"]["count"]
             assert sum(d["staleness"]["histogram"].values()) == d["commits"]
         assert d["bytes_received"] > 0 and d["bytes_sent"] > 0
-    assert "spark_ps:adag" in (out / "report.md").read_text()
+    assert f"spark_ps:{optimizers[0]}" in (out / "report.md").read_text()
 
 
 def _run_one(tmp_path, toml: str, strategies: str) -> tuple[list[dict], float]:
@@ -114,7 +114,7 @@ def test_session_start_is_bounded_and_leaves_no_jvm():
 def test_spark_gives_up_on_its_own_barrier_check_in_seconds():
     """Past distbench's checks (executors lost after them), Spark's own barrier slot check
     gives up in seconds, and the count is Spark's: executor cores // spark.task.cpus."""
-    from distbench.config import ModelConfig, TrainingConfig
+    from distbench.config import DataConfig, ModelConfig, TrainingConfig
     from distbench.ps_async import spark as engine
     from distbench.ps_async.spark_spec import SparkSpecError
     from distbench.ps_async.worker import ReplicaSpec
@@ -126,7 +126,8 @@ def test_spark_gives_up_on_its_own_barrier_check_in_seconds():
             engine.require_slots(spark, 2)
         assert engine.require_slots(spark, 1) == 1
         df = spark.range(0, 4, numPartitions=2)  # 2 partitions: a 2-task barrier stage, never launched
-        spec = ReplicaSpec(ModelConfig(), (8, 8, 1), 10, [], TrainingConfig(), num_workers=2, steps_per_epoch=1,
+        spec = ReplicaSpec(DataConfig(), "", ModelConfig(), (8, 8, 1), 10, [], TrainingConfig(), num_workers=2,
+                           steps_per_epoch=1,
                            optimizer="adag", params={}, address="tcp://127.0.0.1:1", secret=b"unused")
         t0 = time.monotonic()
         with pytest.raises(SparkSpecError, match=r"offers 1 barrier task slot \(Spark's count, when its barrier "
