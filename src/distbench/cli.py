@@ -1,4 +1,4 @@
-"""The ``distbench`` command line (click): ``run``, ``report``, ``env``, ``list``, ``worker``.
+"""The ``distbench`` command line (click): ``run``, ``report``, ``env``, ``list``, ``cluster``, ``worker``.
 
 Bad input (config, flags, data files) exits with status 2 and one line naming what was
 received and what is allowed; no traceback.
@@ -21,6 +21,7 @@ import click
 
 from distbench import __version__
 from distbench import config as config_mod
+from distbench.cluster.cli import cluster_group
 from distbench.config import ConfigError, user_errors
 
 
@@ -237,11 +238,19 @@ def report(run_dirs: tuple[str, ...], out: str | None, formats: str, tensorboard
 @main.command("env")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 @click.option("--workers", type=int, default=2, show_default=True, help="Worker count to probe for.")
+@click.option("--cluster", "cluster_config", type=click.Path(dir_okay=False),
+              help="Instead: check every host of this config's [cluster] (reachable, same versions, free port); "
+                   "exit 1 on a problem.")
 @user_errors
-def env_cmd(as_json: bool, workers: int) -> None:
-    """Print this machine's provenance and whether each strategy can run here, and why not."""
+def env_cmd(as_json: bool, workers: int, cluster_config: str | None) -> None:
+    """Print this machine's provenance and whether each strategy can run here, and why not
+    (with --cluster: check the cluster's hosts)."""
     from distbench.env import report as env_report
 
+    if cluster_config:
+        from distbench.cluster.cli import env_cluster
+
+        sys.exit(env_cluster(cluster_config, as_json, timeout_s=30.0))
     if workers < 1:
         raise ConfigError(f"--workers {workers}: expected a worker count >= 1")
     info = env_report(config_mod.load(None), workers)
@@ -386,6 +395,9 @@ class _WorkerGroup(click.Group):
             return None
         module, _, attr = ref.partition(":")
         return getattr(importlib.import_module(module), attr)
+
+
+main.add_command(cluster_group)
 
 
 @main.group(cls=_WorkerGroup)
