@@ -250,9 +250,12 @@ class EmulatedCluster:
 
     def mpirun_args(self) -> list[str]:
         """``mpirun`` options for this cluster: the agent as rsh agent (every daemon started
-        from here, no tree spawn) and TCP restricted to the hosts' subnet."""
+        from here, no tree spawn), and ranks talking over TCP only, on the hosts' subnet (the
+        emulated hosts share this machine's memory: Open MPI's shared-memory transport
+        would bypass the shaped links)."""
         return ["--mca", "plm_rsh_agent", str(self.agent), "--mca", "plm_rsh_no_tree_spawn", "1",
-                "--mca", "oob_tcp_if_include", self.subnet, "--mca", "btl_tcp_if_include", self.subnet]
+                "--mca", "oob_tcp_if_include", self.subnet, "--mca", "btl", "tcp,self",
+                "--mca", "btl_tcp_if_include", self.subnet]
 
     def ssh_env(self, env: dict[str, str] | None = None) -> dict[str, str]:
         """``env`` (default ``os.environ``) with :attr:`ssh_bin_dir` first on ``PATH``."""

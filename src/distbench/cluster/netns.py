@@ -76,17 +76,16 @@ def run(argv: list[str], check: bool = True, timeout_s: float = 30.0) -> subproc
 
 
 def has_net_admin() -> bool:
-    """True when this process may create network namespaces: root, or ``CAP_NET_ADMIN`` in
-    its effective capabilities (``/proc/self/status``)."""
-    if os.geteuid() == 0:
-        return True
+    """True when this process may create network namespaces: ``CAP_NET_ADMIN`` in its
+    effective capabilities (``/proc/self/status``; root in a container started without it
+    has not), or, where ``/proc`` does not say, root."""
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
             if line.startswith("CapEff:"):
                 return bool(int(line.split()[1], 16) >> CAP_NET_ADMIN & 1)
     except OSError:
         pass
-    return False
+    return os.geteuid() == 0
 
 
 def state_dir() -> Path:
@@ -241,6 +240,26 @@ def existing_links() -> list[str]:
     out = run(["ip", "-o", "link", "show"], check=False).stdout
     names = (m.group(1) for m in re.finditer(r"^\d+:\s+([^:@\s]+)", out, re.MULTILINE))
     return [n for n in names if n.startswith(PREFIX)]
+
+
+def current_namespace(pid: int | str = "self") -> str:
+    """The network namespace process ``pid`` (default this one) runs in, for records: its
+    ``ip netns`` name (an emulated host's ``dbn-<id>-<k>``), ``root`` for the namespace of
+    process 1 (the machine's own), else ``net:[<inode>]``; ``?`` when ``/proc`` does not
+    tell (no such process)."""
+    try:
+        ino = os.stat(f"/proc/{pid}/ns/net").st_ino
+    except OSError:
+        return "?"
+    with contextlib.suppress(OSError):
+        if os.stat("/proc/1/ns/net").st_ino == ino:
+            return "root"
+    with contextlib.suppress(OSError):
+        for p in sorted(Path("/run/netns").iterdir()):
+            with contextlib.suppress(OSError):
+                if p.stat().st_ino == ino:
+                    return p.name
+    return f"net:[{ino}]"
 
 
 def namespace_pids(ns: str) -> list[int]:
