@@ -79,7 +79,7 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
     """Run the sweep in CONFIG_FILE (default: the embedded digits experiment), print the
     comparison table, and write report.md and summary.csv into the run directory."""
     from distbench.harness.matrix import expand
-    from distbench.harness.runner import prepare_run_dir, run_sweep
+    from distbench.harness.runner import check_cluster_ready, prepare_run_dir, run_sweep
 
     cfg = config_mod.load(config_file)
     if preset:
@@ -94,10 +94,11 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
     run_dir = Path(cfg.run.out or f"runs/{time.strftime('%Y%m%d-%H%M%S')}")
     if resume and not run_dir.exists():
         raise ConfigError(f"--resume given but the run directory {str(run_dir)!r} does not exist; pass --out DIR")
+    expand(cfg)  # unknown strategies are reported before anything is written
+    check_cluster_ready(cfg)  # so is a cluster that cannot run the sweep
     from distbench.harness.evaluate import hide_accelerators
 
     hide_accelerators()  # import TensorFlow here quietly, off the GPUs the children use
-    expand(cfg)  # unknown strategies are reported before anything is written
     workload = prepare_run_dir(cfg, run_dir, resume)  # bad data files are reported here, before any progress
     # SIGTERM (a scheduler or CI cancelling us) is handled like Ctrl-C: children are killed,
     # finished records stay, and the run can be resumed.
