@@ -27,9 +27,6 @@ def test_ps_exchange_is_shared_by_all_workers():
     # N x 2 x S/B + 2 L = 4*2*1e6/1e9 + 2e-5
     assert P.ps_exchange_s(4, 1e6, 1e9, 1e-5) == pytest.approx(8.02e-3)
     assert P.ps_exchange_s(1, 1e6, 1e9, 0.0) == pytest.approx(2e-3)
-    # a server link that is never the bottleneck: each worker's own link decides
-    assert P.ps_exchange_s(4, 1e6, 1e9, 0.0, server_bandwidth_Bps=math.inf) == pytest.approx(2e-3)
-    assert P.ps_exchange_s(4, 1e6, 1e9, 0.0, server_bandwidth_Bps=2e9) == pytest.approx(4e-3)
 
 
 def test_predict_hand_computed_epochs():

@@ -111,24 +111,11 @@ def ring_allreduce_s(workers: int, model_bytes: float, bandwidth_Bps: float, lat
     return 2 * (n - 1) / n * model_bytes / bandwidth_Bps + 2 * (n - 1) * latency_s
 
 
-def ps_exchange_s(workers: int, model_bytes: float, bandwidth_Bps: float, latency_s: float,
-                  server_bandwidth_Bps: float | None = None) -> float:
+def ps_exchange_s(workers: int, model_bytes: float, bandwidth_Bps: float, latency_s: float) -> float:
     """Seconds of one exchange round with a single parameter server: each of ``workers``
-    workers pushes and pulls ``model_bytes``, all of them through the server's one link
-    (``N x 2 x bytes / server_bandwidth``), each through its own (``2 x bytes / bandwidth``);
-    the slower of the two, plus one round trip (``2 x latency``).
-
-    Args:
-        workers: N.
-        model_bytes: bytes of one commit (= of one pull).
-        bandwidth_Bps: a worker's link, bytes/s each way.
-        latency_s: per-message latency, seconds.
-        server_bandwidth_Bps: the server's link, bytes/s each way; None = the workers'
-            (one switch port per machine); ``math.inf`` for a server whose link is never
-            the bottleneck (e.g. the emulated cluster's driver on the unshaped bridge).
-    """
-    server = bandwidth_Bps if server_bandwidth_Bps is None else server_bandwidth_Bps
-    return max(workers * 2 * model_bytes / server, 2 * model_bytes / bandwidth_Bps) + 2 * latency_s
+    workers pushes and pulls ``model_bytes`` through the server's one link
+    (``N x 2 x bytes / bandwidth``) plus one round trip (``2 x latency``)."""
+    return workers * 2 * model_bytes / bandwidth_Bps + 2 * latency_s
 
 
 def predict(compute_s: float, model_bytes: float, n_train: int, per_worker_batch: int,
