@@ -11,17 +11,19 @@ from distbench.strategies import registry
 
 @dataclass(frozen=True)
 class ConfigPoint:
-    """One (strategy, workers, repeat) to run."""
+    """One (strategy, workers, repeat) to run, with its communication window (a window
+    sweep) and its link rate (an emulated cluster's bandwidth)."""
 
     strategy: str
     workers: int
     repeat: int
     window: int | None = None
+    bandwidth: str | None = None
 
     @property
     def config_id(self) -> str:
         """See :func:`distbench.results.records.config_id`."""
-        return config_id(self.strategy, self.workers, self.window)
+        return config_id(self.strategy, self.workers, self.window, self.bandwidth)
 
     @property
     def key(self) -> str:
@@ -59,15 +61,24 @@ def expand(cfg: ExperimentConfig) -> list[ConfigPoint]:
     Strategies with a fixed replica count (``single``) run once per repeat with
     ``workers=1`` whatever ``run.workers`` says. Strategies that take a communication
     window (the parameter-server ones) run once per entry of ``ps.windows`` when it is
-    set (a window sweep).
+    set (a window sweep). On an emulated cluster, strategies whose processes talk over the
+    network (:attr:`~distbench.strategies.base.Strategy.uses_network`) run once per link rate
+    of ``cluster.emulate.bandwidth``; the others run on the launching host, once.
     """
+    rates: list[str | None] = [None]
+    if cfg.cluster.emulate is not None:
+        from distbench.cluster.spec import rates as link_rates
+
+        rates = list(link_rates(cfg.cluster))
     points: list[ConfigPoint] = []
     for name in strategy_names(cfg):
         strat = registry.get(name)
         counts = [1] if strat.replicas(2) == 1 else cfg.run.workers
         windows: list[int | None] = list(cfg.ps.windows) if cfg.ps.windows and strat.takes_window else [None]
+        bandwidths = rates if strat.uses_network else [None]
         for w in dict.fromkeys(counts):
             for win in windows:
-                for r in range(cfg.run.repeats):
-                    points.append(ConfigPoint(name, w, r, win))
+                for bw in bandwidths:
+                    for r in range(cfg.run.repeats):
+                        points.append(ConfigPoint(name, w, r, win, bw))
     return points

@@ -101,6 +101,8 @@ def centre_output(spec: Any, results: list[dict[str, Any]], snapshots: list[tupl
         "staleness": stats.get("staleness"), "per_worker_steps": [r["steps"] for r in results],
         "per_worker_exchanges": [r["exchanges"] for r in results], "centre_clock": stats.get("clock"),
         "per_worker_attempts": [r.get("attempt", 0) for r in results],
+        "per_worker_netns": [r.get("netns") for r in results],
+        "per_worker_hosts": [r.get("host") for r in results],
         "applied_commit_keys": stats.get("applied_commit_keys"),
         "threads_per_replica": spec.threads, "per_replica_batch_size": spec.per_replica_batch,
         **extra,

@@ -41,11 +41,12 @@ REQUIRED_KEYS = (
 TIMING_KEYS = ("total_s", "startup_s", "train_s", "eval_s")
 
 
-def config_id(strategy: str, workers: int, window: int | None = None) -> str:
+def config_id(strategy: str, workers: int, window: int | None = None, bandwidth: str | None = None) -> str:
     """Identifier of a configuration, safe in file names: ``spark_ps:adag`` with 2
     workers -> ``spark_ps-adag_w2``; with a swept communication window 5 ->
-    ``spark_ps-adag_w2_win5``."""
-    return f"{strategy.replace(':', '-')}_w{workers}" + (f"_win{window}" if window else "")
+    ``spark_ps-adag_w2_win5``; on emulated links of 100mbit -> ``..._bw100mbit``."""
+    return (f"{strategy.replace(':', '-')}_w{workers}" + (f"_win{window}" if window else "")
+            + (f"_bw{bandwidth}" if bandwidth else ""))
 
 
 def record_key(cid: str, repeat: int) -> str:
@@ -54,11 +55,12 @@ def record_key(cid: str, repeat: int) -> str:
 
 
 def new_record(run_id: str, strategy: str, workers: int, repeat: int, status: Status | str,
-               window: int | None = None, **fields: Any) -> dict[str, Any]:
+               window: int | None = None, bandwidth: str | None = None, **fields: Any) -> dict[str, Any]:
     """A record with every required key; ``fields`` override the defaults. Every record of
     distbench is made here (the harness feeds it from ``harness/runner.py:make_record``).
 
-    ``window`` is the communication window of a window sweep (part of ``config_id``).
+    ``window`` is the communication window of a window sweep and ``bandwidth`` the link rate
+    of an emulated cluster (both part of ``config_id``).
 
     Raises:
         ValueError: ``status`` is not a :class:`Status`.
@@ -69,8 +71,10 @@ def new_record(run_id: str, strategy: str, workers: int, repeat: int, status: St
         raise ValueError(f"status {status!r} is not one of {STATUSES}") from None
     rec: dict[str, Any] = {
         "run_id": run_id,
-        "config_id": config_id(strategy, workers, window),
+        "config_id": config_id(strategy, workers, window, bandwidth),
         "communication_window": window,
+        "bandwidth": bandwidth,
+        "hosts": None,
         "strategy": strategy,
         "workers": workers,
         "repeat": repeat,

@@ -11,10 +11,11 @@ a fresh child process per configuration. ``launch`` trains in that process
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from distbench.cluster.placement import Placement
 from distbench.config import ExperimentConfig
 from distbench.training import TrainOutput
 from distbench.training.loop import threads_per_process
@@ -48,6 +49,8 @@ class LaunchContext:
         log_dir: directory for per-process logs of this configuration.
         timeout_s: seconds left for this configuration (for nested launchers).
         window: communication window of a window sweep (None = the config's/default).
+        placement: where the worker processes run (:class:`~distbench.cluster.placement.Placement`:
+            this machine, real hosts or an emulated cluster).
     """
 
     workload: Workload
@@ -58,6 +61,7 @@ class LaunchContext:
     log_dir: Path
     timeout_s: float
     window: int | None = None
+    placement: Placement = field(default_factory=Placement)
 
     @property
     def config(self) -> ExperimentConfig:
@@ -82,6 +86,10 @@ class Strategy(abc.ABC):
         scales_learning_rate: the strategy applies ``training.lr_scaling`` (lr x replicas,
             for synchronous data parallelism with one global batch); False for the
             asynchronous parameter servers, whose replicas each step with the base rate.
+        uses_network: the strategy's processes talk over the network (several processes):
+            on a cluster they are placed on its hosts, and an emulated cluster's link rates
+            are a sweep dimension for it; False for the single-process strategies, which
+            run on the launching host.
         worker_entries: the ``distbench worker NAME`` entry points of this strategy:
             NAME -> ``"module:attribute"`` of a click command, imported only when it runs
             (so an entry may live in the harness, which evaluates and records).
@@ -92,6 +100,7 @@ class Strategy(abc.ABC):
     family: ClassVar[str] = ""
     takes_window: ClassVar[bool] = False
     scales_learning_rate: ClassVar[bool] = True
+    uses_network: ClassVar[bool] = True
     worker_entries: ClassVar[dict[str, str]] = {}
 
     def is_available(self, config: ExperimentConfig, workers: int) -> Availability:

@@ -21,6 +21,7 @@ class Mirrored(Strategy):
     name = "mirrored"
     description = "tf.distribute.MirroredStrategy (GPUs, or N logical CPU devices without GPUs)"
     family = "tf.distribute"
+    uses_network = False
 
     def launch(self, ctx: LaunchContext) -> TrainOutput:
         """Set up the devices, train with the shared loop in this process."""

@@ -19,6 +19,7 @@ class SingleDevice(Strategy):
     name = "single"
     description = "single-device baseline (OneDeviceStrategy: GPU 0 if present, else CPU)"
     family = "baseline"
+    uses_network = False
 
     def replicas(self, workers: int) -> int:
         """Always one replica, whatever ``workers`` is."""

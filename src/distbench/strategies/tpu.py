@@ -55,6 +55,7 @@ class TPU(Strategy):
     name = "tpu"
     description = "tf.distribute.TPUStrategy (needs a reachable TPU)"
     family = "tf.distribute"
+    uses_network = False
 
     def is_available(self, config: ExperimentConfig, workers: int) -> Availability:
         """TensorFlow's own probe (:func:`probe_tpu`), in a subprocess."""
