@@ -203,29 +203,70 @@ def run_point(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[st
         for f in art.iterdir():
             if f.is_file():
                 f.unlink()
-    log = run_dir / "logs" / f"{point.key}.log"
     spawn = time.time()
-    argv, env = commands.config_child_command(run_dir, point.key, point.strategy, point.workers, spawn,
-                                               window=point.window)
-    group = process.run_processes([process.ProcSpec(point.key, argv, env, log)], cfg.run.timeout_s)
+    engine = shared_spark_engine(workload, point)
+    if engine is not None:
+        log = engine.log
+        done = engine.run(point.key, point.strategy, point.workers, point.window, spawn, cfg.run.timeout_s)
+        timed_out, exited_ok, why, elapsed = done.timed_out, done.ok, done.reason, done.elapsed_s
+    else:
+        log = run_dir / "logs" / f"{point.key}.log"
+        argv, env = commands.config_child_command(run_dir, point.key, point.strategy, point.workers, spawn,
+                                                   window=point.window)
+        group = process.run_processes([process.ProcSpec(point.key, argv, env, log)], cfg.run.timeout_s)
+        timed_out, exited_ok, elapsed = group.timed_out, group.ok, group.elapsed_s
+        why = group.reason(cfg.run.timeout_s)
     tail = process.log_tail(log)
-    if group.timed_out:
-        return make_record(workload, point, run_id, prov, Status.TIMEOUT, reason=group.reason(cfg.run.timeout_s),
-                           log_tail=tail, timings=_no_timings(group.elapsed_s))
+    if timed_out:
+        return make_record(workload, point, run_id, prov, Status.TIMEOUT, reason=why, log_tail=tail,
+                           timings=_no_timings(elapsed))
     try:
-        res = read_child_result(art)
+        res = read_child_result(art) if exited_ok or engine is None else None
     except (OSError, ValueError, KeyError) as e:
         res = ChildResult(Status.FAILED, reason=f"the configuration's result in {art} is unreadable ({e})")
     if res is not None and res.status == Status.UNAVAILABLE:
         return make_record(workload, point, run_id, prov, Status.UNAVAILABLE, reason=res.reason)
-    if res is None or res.status != Status.OK or not group.ok:
+    if res is None or res.status != Status.OK or not exited_ok:
         res = res or ChildResult(Status.FAILED)
-        reason = res.reason or group.reason(cfg.run.timeout_s) or "no result written"
+        reason = res.reason or why or "no result written"
         return make_record(workload, point, run_id, prov, Status.FAILED, reason=reason, log_tail=tail,
-                           failed_process=res.failed_process, details=res.details,
-                           timings=_no_timings(group.elapsed_s))
-    return ok_record(workload, point, run_id, prov, res.output, evaluator(), group.elapsed_s, spawn,
+                           failed_process=res.failed_process, details=res.details, timings=_no_timings(elapsed))
+    return ok_record(workload, point, run_id, prov, res.output, evaluator(), elapsed, spawn,
                      log=str(log.relative_to(run_dir)))
+
+
+_ENGINES: dict[tuple[str, int], Any] = {}
+"""The sweep's shared Spark engines by (master, threads per replica); at most one runs."""
+
+
+def shared_spark_engine(workload: Workload, point: ConfigPoint) -> Any:
+    """The running shared Spark engine for ``point`` (started when needed), or None when
+    ``point`` runs in its own child process: not a ``spark_ps`` strategy, ``[spark]
+    share_session = false``, or a cluster (``[cluster]``: each configuration its own
+    placement). Starting an engine for a new (master, threads) key stops the previous one.
+    """
+    from distbench.harness.spark_engine import SharedSparkEngine
+    from distbench.training.loop import threads_per_process
+
+    cfg = workload.config
+    if (not cfg.spark.share_session or registry.family_of(point.strategy) != "spark_ps"
+            or not Placement.from_config(cfg.cluster).is_local):
+        return None
+    key = (cfg.spark.master or f"local[{point.workers}]", threads_per_process(cfg.training.threads, point.workers))
+    engine = _ENGINES.get(key)
+    if engine is not None and engine.alive:
+        return engine
+    close_spark_engines()
+    engine = _ENGINES[key] = SharedSparkEngine(workload.run_dir, key[0], workload.run_dir / "logs" /
+                                               f"spark-engine-{time.strftime('%H%M%S')}-{os.getpid()}.log").start()
+    return engine
+
+
+def close_spark_engines() -> None:
+    """Stop every shared Spark engine of this sweep (each stops its session, then is killed
+    if it lingers)."""
+    while _ENGINES:
+        _ENGINES.popitem()[1].close()
 
 
 def ok_record(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[str, Any], out: TrainOutput,
@@ -354,7 +395,8 @@ def run_sweep(cfg: ExperimentConfig, run_dir: Path, resume: bool = False,
             cached.append(Evaluator(workload))
         return cached[0]
 
-    with emulated_cluster(cfg) as cluster:
+    with emulated_cluster(cfg) as cluster, contextlib.ExitStack() as stack:
+        stack.callback(close_spark_engines)
         for i, point in enumerate(todo):
             if on_progress:
                 on_progress(point.key, i, len(todo), None)
