@@ -23,7 +23,9 @@ is being written):
   Horovod synthetic loop;
 - ``emulated_links.py``: ring allreduce and a parameter server on an emulated 2-host
   cluster at 100 Mbit/s vs unshaped links, measured slow-down vs ``distbench predict``'s
-  (needs root; says so and writes nothing otherwise).
+  (needs root; says so and writes nothing otherwise);
+- ``sweep_startup.py``: the default sweep's wall time, training share and phases, with
+  a Spark application per ``spark_ps`` configuration and with one shared per sweep.
 
 Usage::
 
@@ -45,7 +47,7 @@ import _common as C  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 SCRIPTS = ["harness_overhead", "elephas_peer", "ps_throughput", "allreduce", "step_time", "parquet_memory",
-           "resnet_synthetic", "emulated_links"]
+           "resnet_synthetic", "emulated_links", "sweep_startup"]
 TITLE = "# Benchmarks"
 INTRO = ("Table of record for distbench's performance: each section below is written by one script in "
          "`benchmarks/` (`make bench` runs them all through `benchmarks/run_all.py`; each script can be "

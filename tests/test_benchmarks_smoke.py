@@ -116,3 +116,12 @@ def test_emulated_links_quick(tmp_path, request):
     run_quick("emulated_links.py", out, timeout=900)
     s = section(out, "emulated_links")
     assert "| `horovod` | 1gbit |" in s and "| `mpi_ps:adag` | unlimited |" in s
+
+
+def test_sweep_startup_quick(tmp_path, request):
+    if not request.config.getoption("--long"):
+        pytest.skip("about 3 minutes (two sweeps with Spark): runs with --long and in make bench")
+    out = tmp_path / "B.md"
+    run_quick("sweep_startup.py", out, timeout=1200)
+    s = section(out, "sweep_startup")
+    assert "| separate |" in s and "| shared |" in s and "one hash in every record of both modes" in s

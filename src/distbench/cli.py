@@ -81,6 +81,7 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
     from distbench.harness.matrix import expand
     from distbench.harness.runner import check_cluster_ready, prepare_run_dir, run_sweep
 
+    t0 = time.time()
     cfg = config_mod.load(config_file)
     if preset:
         cfg = config_mod.apply_preset(cfg, preset)
@@ -103,6 +104,7 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
     # SIGTERM (a scheduler or CI cancelling us) is handled like Ctrl-C: children are killed,
     # finished records stay, and the run can be resumed.
     signal.signal(signal.SIGTERM, _interrupt)
+    before = {(r.get("config_id"), r.get("repeat")) for r in _records_of(run_dir)}
     try:
         records = _run_with_progress(cfg, run_dir, resume, functools.partial(run_sweep, workload=workload))
     except KeyboardInterrupt:
@@ -113,6 +115,17 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
                    f"distbench run --resume --out {run_dir} (and the same options)", err=True)
         sys.exit(130)
     _print_report(records, run_dir)
+    from distbench.harness.runner import time_breakdown
+
+    click.echo(time_breakdown([r for r in records if (r.get("config_id"), r.get("repeat")) not in before],
+                              time.time() - t0))
+
+
+def _records_of(run_dir: Path) -> list[dict[str, Any]]:
+    """The records already in ``run_dir`` (none when it does not exist yet)."""
+    from distbench.results.store import read_records
+
+    return read_records(run_dir) if (run_dir / "results.jsonl").exists() else []
 
 
 def _interrupt(signum: int, frame: object) -> None:

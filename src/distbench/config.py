@@ -231,10 +231,15 @@ class SparkConfig:
             (checked by :func:`distbench.ps_async.spark_spec.check_spark_config`).
         conf: extra Spark properties, e.g. ``{"spark.executor.memory" = "2g"}``; those
             that set the barrier slots or fail deep in the JVM are checked too.
+        share_session: ``distbench run`` runs the sweep's ``spark_ps`` configurations in
+            one Spark application (one engine process per master and thread count,
+            :mod:`distbench.harness.spark_engine`); false = a new Spark application per
+            configuration.
     """
 
     master: str = ""
     conf: dict[str, str] = field(default_factory=dict)
+    share_session: bool = True
 
 
 @dataclass

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 
 import pytest
@@ -31,6 +32,11 @@ def test_single_mirrored_tpu_and_a_crash(tmp_path):
         assert 0 < r["timings"]["train_s"] < r["timings"]["total_s"]
         assert r["samples_per_s"] > 0 and r["per_replica_batch_size"] * r["replicas"] == r["global_batch_size"]
         assert r["provenance"]["cpu_count"] == os.cpu_count()
+        t = r["timings"]  # every second of the configuration is in one phase
+        assert set(t["phases"]) == {"process_start_s", "workload_s", "engine_start_s", "trace_s", "train_s",
+                                    "off_clock_s", "exit_s", "eval_s"}
+        assert t["phases"]["train_s"] == pytest.approx(t["train_s"], abs=1e-3)
+        assert sum(t["phases"].values()) == pytest.approx(t["total_s"] + t["eval_s"], abs=0.05)
     assert recs["single"]["initial_weights_sha256"] == recs["mirrored"]["initial_weights_sha256"]
     assert recs["mirrored"]["details"]["devices"] == ["/cpu:0", "/cpu:1"]
     assert recs["mirrored"]["replicas"] == 2 and recs["mirrored"]["per_replica_batch_size"] == 32
@@ -40,6 +46,7 @@ def test_single_mirrored_tpu_and_a_crash(tmp_path):
     report = (out / "report.md").read_text()
     assert "| single | 1 | ok |" in report and "`tpu_w2` (unavailable)" in report
     assert "single" in cp.stdout and "mirrored" in cp.stdout  # the table is printed
+    assert re.search(r"^sweep: 4 configuration\(s\) in [\d.]+ s: training [\d.]+ s \(\d+%\)", cp.stdout, re.M)
 
     # --resume skips everything recorded: no new record, fast
     t0 = time.monotonic()

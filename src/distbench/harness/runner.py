@@ -121,6 +121,70 @@ def make_record(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[
                       point.bandwidth, **{**base, "provenance": prov, **fields})
 
 
+PHASE_MARKS = "phase_marks"
+"""Key of the child's own timestamps in ``TrainOutput.extra`` (moved into ``timings.phases``)."""
+
+
+def phases(out: TrainOutput, spawn_unix: float, total_s: float, eval_s: float) -> dict[str, float]:
+    """Where a configuration's wall time went, in seconds, from the child's timestamps.
+
+    Keys (each >= 0; together they add up to ``total_s + eval_s`` within clock noise):
+    ``process_start_s`` (spawn of the configuration's process to its entry: Python and
+    distbench imports), ``workload_s`` (loading the run's workload and initial weights),
+    ``engine_start_s`` (the strategy's own start-up to its first step: TensorFlow import,
+    worker processes, Spark session/executors, horovodrun/mpirun and rendezvous, TF
+    servers; tracing excluded), ``trace_s`` (tracing the step before the clock),
+    ``train_s`` (the training clock), ``off_clock_s`` (during training but off its clock:
+    per-epoch snapshots, plus the engine's teardown before the strategy returns),
+    ``exit_s`` (saving the output and leaving the process) and ``eval_s`` (evaluation in the
+    sweep's process). Empty when the child recorded no timestamps (a strategy run under the
+    user's own launcher).
+
+    Args:
+        out: the child's output; its ``extra`` holds :data:`PHASE_MARKS` (popped).
+        spawn_unix: Unix time the sweep spawned the child.
+        total_s: seconds from the spawn to the child's exit.
+        eval_s: evaluation seconds.
+    """
+    marks = out.extra.pop(PHASE_MARKS, None)
+    if not marks:
+        return {}
+    trace = float(out.extra.get("trace_s") or 0.0)
+    start, loaded, end = marks["child_start_unix"], marks["workload_unix"], marks["launch_end_unix"]
+    raw = {"process_start_s": start - spawn_unix, "workload_s": loaded - start,
+           "engine_start_s": out.first_step_unix - loaded - trace, "trace_s": trace, "train_s": out.train_s,
+           "off_clock_s": end - out.first_step_unix - out.train_s, "exit_s": spawn_unix + total_s - end,
+           "eval_s": eval_s}
+    return {k: round(max(0.0, v), 4) for k, v in raw.items()}
+
+
+PHASE_WORDS = (("train_s", "training"), ("engine_start_s", "engine start-up"), ("process_start_s", "process start"),
+               ("workload_s", "workload load"), ("trace_s", "tracing"), ("off_clock_s", "snapshots and teardown"),
+               ("exit_s", "exit"), ("eval_s", "evaluation"))
+
+
+def time_breakdown(records: list[dict[str, Any]], wall_s: float) -> str:
+    """One line saying where a sweep's wall time went: the sum of each phase of
+    :func:`phases` over ``records`` (seconds and share of ``wall_s``), and what no record
+    accounts for (the sweep's own start, records without phases, between configurations).
+
+    Args:
+        records: the records this sweep wrote.
+        wall_s: the sweep's wall-clock seconds.
+    """
+    sums = {k: 0.0 for k, _ in PHASE_WORDS}
+    for r in records:
+        t = r.get("timings") or {}
+        for k in sums:
+            sums[k] += float((t.get("phases") or {}).get(k) or (t.get(k) if k in ("train_s", "eval_s") else 0) or 0)
+    wall = max(wall_s, 1e-9)
+    parts = [f"{word} {sums[k]:.1f} s ({100 * sums[k] / wall:.0f}%)" for k, word in PHASE_WORDS if sums[k] >= 0.05]
+    rest = wall_s - sum(sums.values())
+    return (f"sweep: {len(records)} configuration(s) in {wall_s:.1f} s: " + ", ".join(parts)
+            + (f", other {rest:.1f} s ({100 * rest / wall:.0f}%: the sweep's own start, between configurations)"
+               if rest >= 0.05 else ""))
+
+
 def _no_timings(total_s: float | None) -> dict[str, float | None]:
     return {"total_s": total_s, "startup_s": None, "train_s": None, "eval_s": None}
 
@@ -139,29 +203,70 @@ def run_point(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[st
         for f in art.iterdir():
             if f.is_file():
                 f.unlink()
-    log = run_dir / "logs" / f"{point.key}.log"
     spawn = time.time()
-    argv, env = commands.config_child_command(run_dir, point.key, point.strategy, point.workers, spawn,
-                                               window=point.window)
-    group = process.run_processes([process.ProcSpec(point.key, argv, env, log)], cfg.run.timeout_s)
+    engine = shared_spark_engine(workload, point)
+    if engine is not None:
+        log = engine.log
+        done = engine.run(point.key, point.strategy, point.workers, point.window, spawn, cfg.run.timeout_s)
+        timed_out, exited_ok, why, elapsed = done.timed_out, done.ok, done.reason, done.elapsed_s
+    else:
+        log = run_dir / "logs" / f"{point.key}.log"
+        argv, env = commands.config_child_command(run_dir, point.key, point.strategy, point.workers, spawn,
+                                                   window=point.window)
+        group = process.run_processes([process.ProcSpec(point.key, argv, env, log)], cfg.run.timeout_s)
+        timed_out, exited_ok, elapsed = group.timed_out, group.ok, group.elapsed_s
+        why = group.reason(cfg.run.timeout_s)
     tail = process.log_tail(log)
-    if group.timed_out:
-        return make_record(workload, point, run_id, prov, Status.TIMEOUT, reason=group.reason(cfg.run.timeout_s),
-                           log_tail=tail, timings=_no_timings(group.elapsed_s))
+    if timed_out:
+        return make_record(workload, point, run_id, prov, Status.TIMEOUT, reason=why, log_tail=tail,
+                           timings=_no_timings(elapsed))
     try:
-        res = read_child_result(art)
+        res = read_child_result(art) if exited_ok or engine is None else None
     except (OSError, ValueError, KeyError) as e:
         res = ChildResult(Status.FAILED, reason=f"the configuration's result in {art} is unreadable ({e})")
     if res is not None and res.status == Status.UNAVAILABLE:
         return make_record(workload, point, run_id, prov, Status.UNAVAILABLE, reason=res.reason)
-    if res is None or res.status != Status.OK or not group.ok:
+    if res is None or res.status != Status.OK or not exited_ok:
         res = res or ChildResult(Status.FAILED)
-        reason = res.reason or group.reason(cfg.run.timeout_s) or "no result written"
+        reason = res.reason or why or "no result written"
         return make_record(workload, point, run_id, prov, Status.FAILED, reason=reason, log_tail=tail,
-                           failed_process=res.failed_process, details=res.details,
-                           timings=_no_timings(group.elapsed_s))
-    return ok_record(workload, point, run_id, prov, res.output, evaluator(), group.elapsed_s, spawn,
+                           failed_process=res.failed_process, details=res.details, timings=_no_timings(elapsed))
+    return ok_record(workload, point, run_id, prov, res.output, evaluator(), elapsed, spawn,
                      log=str(log.relative_to(run_dir)))
+
+
+_ENGINES: dict[tuple[str, int], Any] = {}
+"""The sweep's shared Spark engines by (master, threads per replica); at most one runs."""
+
+
+def shared_spark_engine(workload: Workload, point: ConfigPoint) -> Any:
+    """The running shared Spark engine for ``point`` (started when needed), or None when
+    ``point`` runs in its own child process: not a ``spark_ps`` strategy, ``[spark]
+    share_session = false``, or a cluster (``[cluster]``: each configuration its own
+    placement). Starting an engine for a new (master, threads) key stops the previous one.
+    """
+    from distbench.harness.spark_engine import SharedSparkEngine
+    from distbench.training.loop import threads_per_process
+
+    cfg = workload.config
+    if (not cfg.spark.share_session or registry.family_of(point.strategy) != "spark_ps"
+            or not Placement.from_config(cfg.cluster).is_local):
+        return None
+    key = (cfg.spark.master or f"local[{point.workers}]", threads_per_process(cfg.training.threads, point.workers))
+    engine = _ENGINES.get(key)
+    if engine is not None and engine.alive:
+        return engine
+    close_spark_engines()
+    engine = _ENGINES[key] = SharedSparkEngine(workload.run_dir, key[0], workload.run_dir / "logs" /
+                                               f"spark-engine-{time.strftime('%H%M%S')}-{os.getpid()}.log").start()
+    return engine
+
+
+def close_spark_engines() -> None:
+    """Stop every shared Spark engine of this sweep (each stops its session, then is killed
+    if it lingers)."""
+    while _ENGINES:
+        _ENGINES.popitem()[1].close()
 
 
 def ok_record(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[str, Any], out: TrainOutput,
@@ -177,6 +282,7 @@ def ok_record(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[st
     ``failed`` ("ranks diverged"), with its numbers kept.
     """
     scored = evaluator.score(out, workload.config.training.target_accuracy)
+    phase_s = phases(out, spawn_unix, total_s, scored["eval_s"])
     extra = dict(out.extra)
     status, reason = Status.OK, ""
     if extra.get("replicas_in_sync_check") == "failed":
@@ -185,7 +291,7 @@ def ok_record(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[st
     return make_record(
         workload, point, run_id, prov, status, out.replicas, **lr, reason=reason,
         timings={"total_s": total_s, "startup_s": max(0.0, out.first_step_unix - spawn_unix),
-                 "train_s": out.train_s, "eval_s": scored.pop("eval_s")},
+                 "train_s": out.train_s, "eval_s": scored.pop("eval_s"), **({"phases": phase_s} if phase_s else {})},
         samples_per_s=out.samples / out.train_s if out.train_s > 0 else None,
         steps=out.steps, samples=out.samples, details=extra,
         hosts=extra.get("cluster_hosts") or [prov.get("hostname")], **scored, **fields,
@@ -289,7 +395,8 @@ def run_sweep(cfg: ExperimentConfig, run_dir: Path, resume: bool = False,
             cached.append(Evaluator(workload))
         return cached[0]
 
-    with emulated_cluster(cfg) as cluster:
+    with emulated_cluster(cfg) as cluster, contextlib.ExitStack() as stack:
+        stack.callback(close_spark_engines)
         for i, point in enumerate(todo):
             if on_progress:
                 on_progress(point.key, i, len(todo), None)
@@ -340,14 +447,19 @@ def child_main(run_dir: Path, key: str, strategy: str, workers: int, window: int
     :class:`StrategyUnavailable` or an exception it writes a ``result.json`` with that
     status and reason. Returns the process exit code (0 ok/unavailable, 1 failed).
     """
+    marks = {"child_start_unix": time.time()}
     process.install_cleanup_handler()
     art = artifacts_dir(run_dir, key)
     art.mkdir(parents=True, exist_ok=True)  # the strategy may write there (LaunchContext.artifacts_dir)
     try:
         workload = Workload.load(run_dir)
+        marks["workload_unix"] = time.time()
         ctx = LaunchContext(workload, run_dir, key, workers, art, run_dir / "logs" / key,
                             workload.config.run.timeout_s, window, Placement.from_config(workload.config.cluster))
-        write_child_result(art, Status.OK, registry.get(strategy).launch(ctx))
+        out = registry.get(strategy).launch(ctx)
+        marks["launch_end_unix"] = time.time()
+        out.extra[PHASE_MARKS] = marks
+        write_child_result(art, Status.OK, out)
         return 0
     except StrategyUnavailable as e:
         write_child_result(art, Status.UNAVAILABLE, reason=str(e))

@@ -87,6 +87,7 @@ class SparkPS(Strategy):
     """
 
     family = "parameter-server"
+    worker_entries = {"spark-engine": "distbench.harness.spark_engine:engine_command"}
     takes_window = True
     scales_learning_rate = False
     optimizer: ClassVar[str] = ""

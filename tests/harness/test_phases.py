@@ -1,0 +1,39 @@
+"""Where a configuration's wall time goes: the phases computed from the child's timestamps,
+and the sweep's one-line breakdown."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from distbench.harness.runner import PHASE_MARKS, phases, time_breakdown
+from distbench.training import TrainOutput
+
+
+def _out(marks):
+    extra = {"trace_s": 0.5, **({PHASE_MARKS: marks} if marks else {})}
+    return TrainOutput([np.zeros(1, np.float32)], [], train_s=2.0, first_step_unix=1006.0, steps=1, samples=1,
+                       replicas=1, extra=extra)
+
+
+def test_phases_add_up_to_the_wall_time_and_leave_the_record_clean():
+    out = _out({"child_start_unix": 1001.0, "workload_unix": 1001.5, "launch_end_unix": 1008.5})
+    p = phases(out, spawn_unix=1000.0, total_s=9.0, eval_s=0.25)
+    assert p == {"process_start_s": 1.0, "workload_s": 0.5, "engine_start_s": 4.0, "trace_s": 0.5, "train_s": 2.0,
+                 "off_clock_s": 0.5, "exit_s": 0.5, "eval_s": 0.25}
+    assert sum(p.values()) == pytest.approx(9.0 + 0.25)
+    assert PHASE_MARKS not in out.extra  # the marks never reach the record's details
+
+
+def test_no_marks_no_phases():
+    assert phases(_out(None), 1000.0, 9.0, 0.1) == {}
+
+
+def test_the_sweep_line_sums_phases_and_names_the_rest():
+    recs = [{"timings": {"train_s": 2.0, "eval_s": 1.0, "phases": {"train_s": 2.0, "engine_start_s": 5.0,
+                                                                  "eval_s": 1.0}}},
+            {"timings": {"train_s": 1.0, "eval_s": None}}]  # a record without phases (e.g. a timeout)
+    line = time_breakdown(recs, 20.0)
+    assert line.startswith("sweep: 2 configuration(s) in 20.0 s: training 3.0 s (15%), engine start-up 5.0 s (25%)")
+    assert "evaluation 1.0 s (5%)" in line and line.endswith("other 11.0 s (55%: the sweep's own start, "
+                                                             "between configurations)")
