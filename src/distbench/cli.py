@@ -151,25 +151,21 @@ def _print_report(records: list[dict[str, Any]], run_dir: Path, formats: tuple[s
                   tensorboard: bool = False) -> None:
     """Print the comparison table (and reasons of non-ok configurations), then write the
     report outputs (``formats``, default all) and optionally TensorBoard scalars into ``run_dir``."""
-    from rich import box
     from rich.markup import escape
-    from rich.table import Table
 
-    from distbench.results.report import FORMATS, SHORT_COLUMNS, table_columns, table_rows, write_report
-    from distbench.results.terminal import console_for
+    from distbench.results.report import (FORMATS, NARROW_DROP, SHORT_COLUMNS, STARTUP_NOTE, table_columns,
+                                          table_rows, write_report)
     from distbench.results.stats import summarize
+    from distbench.results.terminal import print_fitted
 
-    table = Table(title=f"distbench: {run_dir}", box=box.SIMPLE_HEAD)
     summaries = summarize(records)
-    for c in table_columns(summaries):
-        table.add_column(escape(SHORT_COLUMNS.get(c, c)), justify="left" if c in ("strategy", "status") else "right")
-    for row in table_rows(summaries):
-        table.add_row(*(escape(c) for c in row))
-    console = console_for(table)
-    console.print(table)
+    headers = [SHORT_COLUMNS.get(c, c) for c in table_columns(summaries)]
+    console, dropped = print_fitted(headers, table_rows(summaries), title=f"distbench: {run_dir}", drop=NARROW_DROP)
+    if dropped:
+        console.print(escape(f"(left out at this width: {', '.join(dropped)}; see report.md)"))
     console.print(escape("acc, train s, samples/s: median [min-max] over repeats; to target: MLPerf rule; speed-up "
                          "vs single on the same hardware; eff.: scaling efficiency; temporal: Hermans' temporal "
-                         "efficiency."), soft_wrap=True)
+                         "efficiency. " + STARTUP_NOTE))
     for s in summaries:
         if s.ok < s.repeats:
             for reason in s.reasons:

@@ -39,9 +39,10 @@ def test_summary_numbers():
 
 def test_markdown_and_csv(tmp_path):
     md = render_markdown(RECORDS)
-    assert ("| single | 1 | ok | 0.940 [0.930-0.950] | 12.00 [10.00-14.00] | 900 [800-1000] | "
+    assert ("| single | 1 | ok | 0.940 [0.930-0.950] | 12.00 [10.00-14.00] | 4.0 | 17.0 [15.0-19.0] | 900 [800-1000] | "
             "not reached (2/3 reached) | 1.00x | 1.00 | 1.00 |") in md
-    assert "| mirrored | 2 | 1/2 ok | 0.920 | 5.50 | 2000 | 3.00 | 2.18x | 1.09 | - |" in md
+    assert "| mirrored | 2 | 1/2 ok | 0.920 | 5.50 | 4.0 | 10.5 | 2000 | 3.00 | 2.18x | 1.09 | - |" in md
+    assert "kept out of speed-up and time to target" in md  # why start-up is not in any speed-up
     assert "`tpu_w2` (unavailable): no TPU found" in md
     assert "`mirrored_w2` (failed, ok): worker 1 failed with exit code 3" in md
     paths = write_report(RECORDS, tmp_path)
@@ -49,6 +50,7 @@ def test_markdown_and_csv(tmp_path):
     rows = list(csv.DictReader(open(paths[1])))
     assert [r["config_id"] for r in rows] == ["single_w1", "mirrored_w2", "tpu_w2"]
     assert float(rows[0]["acc_median"]) == 0.94 and rows[2]["status"] == "unavailable"
+    assert float(rows[0]["startup_s_median"]) == 4.0 and float(rows[0]["total_s_max"]) == 19.0
     assert rows[2]["reasons"].startswith("no TPU found")
 
 
@@ -71,7 +73,7 @@ def test_collapse_is_flagged_in_table_and_headline():
     assert (s[4].staleness_median, s[4].staleness_max) == (3, 5)
     md = render_markdown(recs)
     assert "| mpi_ps:downpour | 4 | ok, collapsed | 0.267 |" in md and md.count("| 3/5 |") == 1
-    assert "| single | 1 | ok | 0.950 | 10.00 | 1000 | 4.00 | 1.00x | 1.00 | 1.00 | - |" in md
+    assert "| single | 1 | ok | 0.950 | 10.00 | 4.0 | 15.0 | 1000 | 4.00 | 1.00x | 1.00 | 1.00 | - |" in md
     assert ("Caution: mpi_ps:downpour (4 workers) collapsed, median test accuracy 0.267 (target 0.9), commit "
             "staleness median 3, max 5, while mpi_ps:downpour (2 workers) reached 0.969") in md
     assert "Caution: mpi_ps:downpour (8 workers) diverged" in md

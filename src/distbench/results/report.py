@@ -23,8 +23,8 @@ from distbench.results.stats import (ConfigSummary, Leader, Spread, describe_wor
 FORMATS = ("md", "html", "csv", "json")
 
 COLUMNS = ["strategy", "workers", "status", "test acc (median [min-max])", "train s (median [min-max])",
-           "samples/s (median [min-max])", "time to target s (MLPerf)", "speed-up", "scaling eff.",
-           "temporal eff."]
+           "start-up s", "total s", "samples/s (median [min-max])", "time to target s (MLPerf)", "speed-up",
+           "scaling eff.", "temporal eff."]
 
 HARDWARE_COLUMN = "hardware"
 WORKLOAD_COLUMN = "workload"
@@ -35,6 +35,14 @@ SHORT_COLUMNS = {  # compact headers for the terminal table
     "samples/s (median [min-max])": "samples/s", "time to target s (MLPerf)": "to target s",
     "scaling eff.": "eff.", "temporal eff.": "temporal", STALENESS_COLUMN: "stale",
 }
+
+#: Terminal-table columns (short headers) left out first when the table is too wide.
+NARROW_DROP = ("temporal", "eff.", "samples/s", "stale", "total s", "start-up s", HARDWARE_COLUMN, WORKLOAD_COLUMN)
+
+STARTUP_NOTE = ("Start-up (spawn to the first training step: launching processes, importing the framework, "
+                "starting a cluster) and total seconds are shown but kept out of speed-up and time to target: "
+                "they are a fixed cost per run that does not grow with the epochs, so on a short run they would "
+                "measure mostly the launcher.")
 
 
 def parse_formats(text: str | Iterable[str]) -> tuple[str, ...]:
@@ -138,7 +146,8 @@ def table_rows(summaries: list[ConfigSummary], target: float | None = None) -> l
     for s in summaries:
         name = s.strategy + (f" (window {s.window})" if s.window else "") + (f" ({s.bandwidth})" if s.bandwidth else "")
         row = [name, str(s.workers), fmt_status(s), fmt_spread(s.accuracy), fmt_spread(s.train_s, 2),
-               fmt_spread(s.samples_per_s, 0), fmt_ttt(s), _x(s.speedup), _f(s.scaling_efficiency),
+               fmt_spread(s.startup_s, 1), fmt_spread(s.total_s, 1), fmt_spread(s.samples_per_s, 0), fmt_ttt(s),
+               _x(s.speedup), _f(s.scaling_efficiency),
                _f(s.temporal_efficiency)] + ([fmt_staleness(s)] if stale else [])
         extra = ([s.hardware] if multi else []) + ([s.workload] if multi_wl else [])
         rows.append(row[:2] + extra + row[2:])
@@ -362,7 +371,8 @@ def render_markdown(records: list[dict[str, Any]], title: str = "distbench repor
               "(same hardware, same epochs and global batch); scaling eff. = speed-up / workers; "
               "temporal eff. = Hermans' ratio of areas under accuracy-vs-time versus `single` (> 1: "
               "more accuracy sooner). Time to target: MLPerf rule (mean of the runs, dropping the fastest "
-              "and slowest with 5 or more; a run that never reaches the target counts as slowest).", ""]
+              "and slowest with 5 or more; a run that never reaches the target counts as slowest). "
+              + STARTUP_NOTE, ""]
     cols = table_columns(d.summaries)
     lines.append("| " + " | ".join(cols) + " |")
     lines.append("|" + "---|" * len(cols))
@@ -402,7 +412,8 @@ CSV_FIELDS = ["config_id", "strategy", "workers", "window", "hardware", "workloa
               "loss_median", "loss_min", "loss_max",
               "train_s_median", "train_s_min", "train_s_max", "train_s_mean", "train_s_ci95",
               "samples_per_s_median", "samples_per_s_min", "samples_per_s_max", "samples_per_s_mean",
-              "samples_per_s_ci95",
+              "samples_per_s_ci95", "startup_s_median", "startup_s_min", "startup_s_max", "total_s_median",
+              "total_s_min", "total_s_max",
               "time_to_target_s_mlperf", "time_to_target_s_median", "time_to_target_s_min",
               "time_to_target_s_max", "reached_target",
               "speedup", "scaling_efficiency", "temporal_efficiency", "staleness_median", "staleness_max",
@@ -422,6 +433,7 @@ def summary_dict(s: ConfigSummary) -> dict[str, Any]:
         "status": s.status, "statuses": s.statuses, "reasons": s.reasons,
         "test_accuracy": _spread_dict(s.accuracy), "test_loss": _spread_dict(s.loss),
         "train_s": _spread_dict(s.train_s), "samples_per_s": _spread_dict(s.samples_per_s),
+        "startup_s": _spread_dict(s.startup_s), "total_s": _spread_dict(s.total_s),
         "time_to_target_s": {"mlperf": s.ttt.value, "runs": s.ttt.runs, "reached": s.ttt.reached,
                              "averaged": s.ttt.kept, "not_reached": s.ttt.not_reached,
                              **{k: v for k, v in _spread_dict(s.time_to_target_s).items() if k != "n"}},
@@ -445,6 +457,8 @@ def write_csv(records: list[dict[str, Any]], path: Path, data: ReportData | None
             row += [s.loss.median, s.loss.min, s.loss.max]
             for sp in (s.train_s, s.samples_per_s):
                 row += [sp.median, sp.min, sp.max, sp.mean, sp.ci95]
+            row += [s.startup_s.median, s.startup_s.min, s.startup_s.max, s.total_s.median, s.total_s.min,
+                    s.total_s.max]
             row += [s.ttt.value, s.time_to_target_s.median, s.time_to_target_s.min, s.time_to_target_s.max,
                     s.reached_target, s.speedup, s.scaling_efficiency, s.temporal_efficiency,
                     s.staleness_median, s.staleness_max, " ".join(f.replace(" ", "_") for f in s.flags),

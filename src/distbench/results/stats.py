@@ -239,6 +239,9 @@ class ConfigSummary:
         statuses: status of each record; ``reasons``: distinct reasons of non-ok ones.
         accuracy, loss: final test accuracy (fraction) and loss over ok repeats.
         train_s: training time (seconds) over ok repeats.
+        startup_s: start-up seconds (process spawn to the first training step: launch,
+            framework and cluster initialisation) over ok repeats; not in any speed-up.
+        total_s: seconds from spawn to the end of training over ok repeats.
         samples_per_s: throughput (samples per second, all replicas) over ok repeats.
         time_to_target_s: spread of the time to target (seconds) of the repeats that
             reached it; ``reached_target``: how many did.
@@ -293,6 +296,8 @@ class ConfigSummary:
     staleness_median: float | None = None
     staleness_max: int | None = None
     flags: list[str] = field(default_factory=list)
+    startup_s: Spread = field(default_factory=lambda: Spread.of([]))
+    total_s: Spread = field(default_factory=lambda: Spread.of([]))
     records: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
     @property
@@ -414,6 +419,8 @@ def summarize(records: list[dict[str, Any]]) -> list[ConfigSummary]:
             hardware=hw_labels[hw], hardware_key=hw, workload=wl_labels[wk], workload_key=wk, records=rs,
             staleness_median=statistics.median(stale_med) if stale_med else None,
             staleness_max=int(max(stale_max)) if stale_max else None,
+            startup_s=Spread.of([(r.get("timings") or {}).get("startup_s") for r in ok]),
+            total_s=Spread.of([(r.get("timings") or {}).get("total_s") for r in ok]),
         ))
     hw_order = {k: i for i, k in enumerate(hw_labels)}
     wl_order = {k: i for i, k in enumerate(wl_labels)}
