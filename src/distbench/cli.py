@@ -66,40 +66,55 @@ def main() -> None:
 @click.option("--workers", help="Worker count, or comma-separated counts to sweep, e.g. 1,2,4.")
 @click.option("--epochs", type=int, help="Training epochs.")
 @click.option("--batch-size", type=int, help="Global batch size (per-replica = global / replicas).")
+@click.option("--target-accuracy", type=float,
+              help="Test accuracy for time-to-target, in (0, 1] [default: training.target_accuracy, 0.9].")
 @click.option("--repeats", type=int, help="Repetitions of each configuration.")
 @click.option("--out", type=click.Path(file_okay=False), help="Run directory (default runs/<timestamp>).")
-@click.option("--resume", is_flag=True, help="Continue OUT, skipping configurations already recorded.")
+@click.option("--resume", is_flag=True,
+              help="Continue OUT, skipping configurations already recorded; options not given come from the "
+                   "run's recorded config.")
 @click.option("--timeout", type=float, help="Per-configuration time limit, seconds.")
 @click.option("--preset", help="Apply a preset (local-validation, production, max-throughput, elastic) "
                                "before the other flags.")
 @user_errors
 def run(config_file: str | None, strategies: str | None, workers: str | None, epochs: int | None,
-        batch_size: int | None, repeats: int | None, out: str | None, resume: bool,
+        batch_size: int | None, target_accuracy: float | None, repeats: int | None, out: str | None, resume: bool,
         timeout: float | None, preset: str | None) -> None:
     """Run the sweep in CONFIG_FILE (default: the embedded digits experiment), print the
-    comparison table, and write report.md and summary.csv into the run directory."""
+    comparison table, and write report.md, report.html, summary.csv and summary.json
+    (and the plots) into the run directory.
+
+    With --resume the run directory's recorded config is the starting point (unless
+    CONFIG_FILE is given): only the options given are changed, and one that changes the
+    workload (data, model, training) is refused, naming it."""
     from distbench.harness.matrix import expand
-    from distbench.harness.runner import check_cluster_ready, prepare_run_dir, run_sweep
+    from distbench.harness.runner import check_cluster_ready, prepare_run_dir, recorded_config, run_sweep
 
     cfg = config_mod.load(config_file)
+    if resume:
+        resume_dir = Path(out or cfg.run.out or "")
+        if not (out or cfg.run.out) or not resume_dir.exists():
+            raise ConfigError(f"--resume given but the run directory {str(resume_dir)!r} does not exist; "
+                              "pass --out DIR")
+        if config_file is None:
+            cfg = recorded_config(resume_dir)  # options not given keep the run's values
     if preset:
         cfg = config_mod.apply_preset(cfg, preset)
-    cfg = config_mod.override(
-        cfg,
-        run__strategies=_name_list("--strategies", strategies),
-        run__workers=_int_list("--workers", workers),
-        training__epochs=epochs, training__global_batch_size=batch_size,
-        run__repeats=repeats, run__timeout_s=timeout, run__out=out,
-    )
+    given = {"run__strategies": _name_list("--strategies", strategies), "run__workers": _int_list("--workers", workers),
+             "training__epochs": epochs, "training__global_batch_size": batch_size,
+             "training__target_accuracy": target_accuracy, "run__repeats": repeats, "run__timeout_s": timeout,
+             "run__out": out}
+    cfg = config_mod.override(cfg, **given)
+    flags = {"training.epochs": "--epochs", "training.global_batch_size": "--batch-size",
+             "training.target_accuracy": "--target-accuracy"}
+    flags = {k: f for k, f in flags.items() if given["__".join(k.split("."))] is not None}
     run_dir = Path(cfg.run.out or f"runs/{time.strftime('%Y%m%d-%H%M%S')}")
-    if resume and not run_dir.exists():
-        raise ConfigError(f"--resume given but the run directory {str(run_dir)!r} does not exist; pass --out DIR")
     expand(cfg)  # unknown strategies are reported before anything is written
     check_cluster_ready(cfg)  # so is a cluster that cannot run the sweep
     from distbench.harness.evaluate import hide_accelerators
 
     hide_accelerators()  # import TensorFlow here quietly, off the GPUs the children use
-    workload = prepare_run_dir(cfg, run_dir, resume)  # bad data files are reported here, before any progress
+    workload = prepare_run_dir(cfg, run_dir, resume, flags)  # bad data files are reported here, before any progress
     # SIGTERM (a scheduler or CI cancelling us) is handled like Ctrl-C: children are killed,
     # finished records stay, and the run can be resumed.
     signal.signal(signal.SIGTERM, _interrupt)
@@ -110,7 +125,7 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
 
         n = len(read_records(run_dir)) if run_dir.exists() else 0
         click.echo(f"distbench: interrupted; {n} record(s) kept in {run_dir}. Continue with: "
-                   f"distbench run --resume --out {run_dir} (and the same options)", err=True)
+                   f"distbench run --resume --out {run_dir} (options not given keep the run's values)", err=True)
         sys.exit(130)
     _print_report(records, run_dir)
 
@@ -153,12 +168,12 @@ def _print_report(records: list[dict[str, Any]], run_dir: Path, formats: tuple[s
     report outputs (``formats``, default all) and optionally TensorBoard scalars into ``run_dir``."""
     from rich.markup import escape
 
-    from distbench.results.report import (FORMATS, NARROW_DROP, SHORT_COLUMNS, STARTUP_NOTE, table_columns,
+    from distbench.results.report import (FORMATS, NARROW_DROP, SHORT_COLUMNS, STARTUP_NOTE, build, table_columns,
                                           table_rows, write_report)
-    from distbench.results.stats import summarize
     from distbench.results.terminal import print_fitted
 
-    summaries = summarize(records)
+    data = build(records)
+    summaries = data.summaries
     headers = [SHORT_COLUMNS.get(c, c) for c in table_columns(summaries)]
     console, dropped = print_fitted(headers, table_rows(summaries), title=f"distbench: {run_dir}", drop=NARROW_DROP)
     if dropped:
@@ -166,6 +181,8 @@ def _print_report(records: list[dict[str, Any]], run_dir: Path, formats: tuple[s
     console.print(escape("acc, train s, samples/s: median [min-max] over repeats; to target: MLPerf rule; speed-up "
                          "vs single on the same hardware; eff.: scaling efficiency; temporal: Hermans' temporal "
                          "efficiency. " + STARTUP_NOTE))
+    for text in [t for h in data.headlines for t in h.sentences] + data.notes:
+        console.print("- " + escape(text))
     for s in summaries:
         if s.ok < s.repeats:
             for reason in s.reasons:
@@ -189,9 +206,12 @@ def _print_report(records: list[dict[str, Any]], run_dir: Path, formats: tuple[s
 @click.option("--compare", nargs=2, metavar="BASE NEW", type=click.Path(file_okay=False),
               help="Print, per configuration, the change from run directory BASE to NEW in median test accuracy "
                    "and training time with their spread; writes nothing.")
+@click.option("--target-accuracy", type=float,
+              help="Score time to target against this test accuracy instead of the recorded one (from each "
+                   "run's accuracy-vs-time curve).")
 @user_errors
 def report(run_dirs: tuple[str, ...], out: str | None, formats: str, tensorboard: bool,
-           compare: tuple[str, str] | None) -> None:
+           compare: tuple[str, str] | None, target_accuracy: float | None) -> None:
     """Render report.md, a self-contained report.html (plots embedded), summary.csv and
     summary.json from one or more run directories. Several directories are merged; each
     record keeps its provenance, and rows from different hardware are marked and compared
@@ -223,6 +243,13 @@ def report(run_dirs: tuple[str, ...], out: str | None, formats: str, tensorboard
     records: list[dict[str, Any]] = []
     for d in run_dirs:
         records += load(d)
+    if target_accuracy is not None:
+        from distbench.results.records import retarget
+
+        try:
+            records = retarget(records, target_accuracy)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
     out_dir = Path(out or run_dirs[0])
     try:
         out_dir.mkdir(parents=True, exist_ok=True)

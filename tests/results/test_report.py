@@ -5,8 +5,8 @@ from __future__ import annotations
 import csv
 
 from distbench.results.records import new_record
-from distbench.results.report import render_markdown, write_report
-from distbench.results.stats import summarize
+from distbench.results.report import build, render_markdown, write_report
+from distbench.results.stats import summarize, warmup_note
 
 
 def _ok(strategy, workers, repeat, acc, train_s, sps, ttt):
@@ -82,3 +82,51 @@ def test_collapse_is_flagged_in_table_and_headline():
 def test_no_staleness_column_without_parameter_servers():
     md = render_markdown(RECORDS)
     assert "staleness" not in md and "Caution" not in md
+
+
+def _curve(acc, *times):
+    return [{"elapsed_s": t, "epoch": i + 1, "step": 10 * (i + 1), "test_loss": 0.5, "test_accuracy": acc}
+            for i, t in enumerate(times)]
+
+
+def _run(strategy, workers, acc, train_s, repeat=0):
+    return new_record("run", strategy, workers, repeat, "ok", final_test_accuracy=acc, target_accuracy=0.9,
+                      epochs=2, timings={"total_s": train_s + 20, "startup_s": 20, "train_s": train_s, "eval_s": 0},
+                      samples_per_s=1000 / train_s, time_to_target_s=None, curve=_curve(acc, train_s / 2, train_s))
+
+
+def test_headline_lists_every_tie_and_always_names_the_shortest_training():
+    # the run: four synchronous strategies at the same accuracy, none reaching 0.9
+    recs = [_run("single", 1, 0.867, 0.77), _run("mirrored", 2, 0.867, 0.44), _run("horovod", 2, 0.867, 0.86),
+            _run("multi_worker_mirrored", 2, 0.867, 1.01), _run("spark_ps:adag", 2, 0.586, 2.16)]
+    (h,) = build(recs).headlines
+    text = " ".join(h.sentences)
+    assert "No configuration reached the target test accuracy 0.9." in text
+    assert ("Most accurate: single (1 worker), median test accuracy 0.867, tied with mirrored (2 workers), "
+            "horovod (2 workers) and multi_worker_mirrored (2 workers), +28.1 points over spark_ps:adag") in text
+    assert "Shortest training time: mirrored (2 workers), 0.44 s (1.75x single), then single (1 worker) at 0.77 s" \
+        in text
+    assert text.count("from a single run") == 1  # the caveat once per group
+    assert [t.config_id for t in h.accurate.ties] == ["mirrored_w2", "horovod_w2", "multi_worker_mirrored_w2"]
+
+
+def test_headline_says_so_when_single_wins_and_when_all_tie():
+    recs = [_run("single", 1, 0.9, 0.5), _run("horovod", 2, 0.9, 0.8), _run("mirrored", 2, 0.9, 0.6)]
+    text = " ".join(build(recs).headlines[0].sentences)
+    assert "Accuracy: all 3 configurations that ran tie at median test accuracy 0.900." in text
+    assert ("Shortest training time: single (1 worker), 0.50 s; no distributed configuration beat it here: the "
+            "quickest, mirrored (2 workers), took 0.60 s (0.83x single), so on this machine and workload train "
+            "with single") in text
+
+
+def test_warmup_note_when_the_first_epoch_dominates():
+    slow_start = [_run("single", 1, 0.9, 0.77)]
+    slow_start[0]["curve"] = _curve(0.9, 0.71, 0.77)
+    note = warmup_note(slow_start)
+    assert note.startswith("Warm-up: the first epoch of single_w1 took 0.71 s against 0.06 s for each later one, "
+                           "84% of its training time; with 2 epochs")
+    assert "about --epochs 98 would bring it under 10%" in note  # 0.65 s warm-up < 10% of 0.71 + 97 x 0.06 s
+    steady = [_run("single", 1, 0.9, 2.0)]
+    steady[0]["curve"] = _curve(0.9, 0.55, 1.05, 1.55, 2.0)
+    assert warmup_note(steady) is None
+    assert "one epoch" in warmup_note([{**steady[0], "epochs": 1}])

@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from distbench.results.stats import (ConfigSummary, Leader, Spread, describe_workload, fastest_to_target,
-                                     hardware_labels, most_accurate, record_groups, summarize, workload_labels)
+                                     fastest_training,
+                                     hardware_labels, most_accurate, record_groups, summarize, warmup_note,
+                                     workload_labels)
 
 FORMATS = ("md", "html", "csv", "json")
 
@@ -177,13 +179,14 @@ class WorkloadInfo:
 @dataclass
 class Headline:
     """The summary for one comparable group (hardware x workload): fastest configuration to
-    the target and most accurate one."""
+    the target, most accurate one (with its ties) and shortest training time."""
 
     hardware: HardwareInfo
     workload: WorkloadInfo
     fastest: Leader | None
     accurate: Leader | None
     sentences: list[str] = field(default_factory=list)
+    quickest: Leader | None = None  # shortest training time, whatever the accuracy
 
 
 @dataclass
@@ -253,18 +256,56 @@ def _headline(hw: HardwareInfo, wl: WorkloadInfo, subset: list[ConfigSummary], t
     elif target is not None and any(s.ok for s in subset):
         h.sentences.append(f"{prefix}No configuration reached the target test accuracy {target}.")
     if acc is not None:
-        text = f"{prefix}Most accurate: {acc.summary.label}, median test accuracy {acc.value:.3f}"
-        if acc.runner_up is not None and acc.runner_up_value is not None:
-            margin = 100 * (acc.value - acc.runner_up_value)
-            text += (f", tied with {acc.runner_up.label}" if margin < 0.05 else
-                     f", {margin:+.1f} points over {acc.runner_up.label} ({acc.runner_up_value:.3f})")
-            text += _noise_note(acc)
-        h.sentences.append(text + ".")
+        h.sentences.append(prefix + _accuracy_sentence(acc, subset))
+    quick = fastest_training(subset)
+    h.quickest = quick
+    if quick is not None and quick.runner_up is not None:
+        h.sentences.append(prefix + _training_sentence(quick))
+    once = _SINGLE_RUN_NOTE  # said once per group, after the first sentence that needs it
+    for i, text in enumerate(h.sentences):
+        if once in text and any(once in t for t in h.sentences[:i]):
+            h.sentences[i] = text.replace(once, "")
     named = {lead.summary.strategy for lead in (fast, acc) if lead is not None}
     for s in subset:
         if "collapsed" in s.flags or "diverged" in s.flags:
             h.sentences.append(prefix + _collapse_sentence(s, subset, target, s.strategy in named))
     return h
+
+
+def _names(summaries: Sequence[ConfigSummary]) -> str:
+    """``a``, ``a and b``, ``a, b and c`` of the summaries' labels."""
+    labels = [s.label for s in summaries]
+    return labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
+
+
+def _accuracy_sentence(acc: Leader, subset: Sequence[ConfigSummary]) -> str:
+    """The most-accurate sentence: the leader and every configuration tied with it, then the
+    margin over the next one."""
+    if acc.ties and acc.runner_up is None:
+        return (f"Accuracy: all {len(acc.ties) + 1} configurations that ran tie at median test accuracy "
+                f"{acc.value:.3f}.")
+    text = f"Most accurate: {acc.summary.label}, median test accuracy {acc.value:.3f}"
+    if acc.ties:
+        text += f", tied with {_names(acc.ties)}"
+    if acc.runner_up is not None and acc.runner_up_value is not None:
+        text += f", {100 * (acc.value - acc.runner_up_value):+.1f} points over {acc.runner_up.label} " \
+                f"({acc.runner_up_value:.3f})"
+        text += _noise_note(acc)
+    return text + "."
+
+
+def _training_sentence(quick: Leader) -> str:
+    """Shortest training time, and the plain conclusion when ``single`` has it."""
+    s = quick.summary
+    if s.strategy == "single" and quick.runner_up is not None:
+        other = quick.runner_up
+        versus = f" ({other.speedup:.2f}x single)" if other.speedup is not None else ""
+        return (f"Shortest training time: {s.label}, {quick.value:.2f} s; no distributed configuration beat it "
+                f"here: the quickest, {other.label}, took {quick.runner_up_value:.2f} s{versus}, so on this "
+                f"machine and workload train with single{_noise_note(quick)}.")
+    versus = f" ({s.speedup:.2f}x single)" if s.speedup is not None else ""
+    return (f"Shortest training time: {s.label}, {quick.value:.2f} s{versus}, then {quick.runner_up.label} "
+            f"at {quick.runner_up_value:.2f} s{_noise_note(quick)}.")
 
 
 def _collapse_sentence(s: ConfigSummary, subset: Sequence[ConfigSummary], target: float | None,
@@ -286,10 +327,13 @@ def _collapse_sentence(s: ConfigSummary, subset: Sequence[ConfigSummary], target
     return text + "."
 
 
+_SINGLE_RUN_NOTE = "; from a single run, so run-to-run noise is unknown: use --repeats 3 or more before choosing"
+
+
 def _noise_note(lead: Any) -> str:
     """The caveat after a leader sentence: one run gives no spread; overlapping ranges mean noise."""
     if min(lead.summary.ok, lead.runner_up.ok) < 2:
-        return "; from a single run, so run-to-run noise is unknown: use --repeats 3 or more before choosing"
+        return _SINGLE_RUN_NOTE
     if lead.overlaps:
         return "; their ranges over repeats overlap, so the margin is within run-to-run noise"
     return ""
@@ -320,6 +364,9 @@ def build(records: list[dict[str, Any]]) -> ReportData:
     if multi[1]:
         notes.append("The merged runs used different workloads (column 'workload'); their rows are kept apart "
                      "and compared only with `single` of the same workload.")
+    warm = warmup_note(records)
+    if warm:
+        notes.append(warm)
     prov_groups: "OrderedDict[tuple[str, str], dict[str, Any]]" = OrderedDict()
     for r, (hw, _) in zip(records, groups):
         g = prov_groups.setdefault((str(r.get("run_id", "?")), hw), {
@@ -474,7 +521,8 @@ def summary_json(data: ReportData) -> dict[str, Any]:
             return None
         return {"config_id": lead.summary.config_id, "label": lead.summary.label, "value": lead.value,
                 "runner_up": lead.runner_up.config_id if lead.runner_up else None,
-                "runner_up_value": lead.runner_up_value, "within_spread": lead.overlaps}
+                "runner_up_value": lead.runner_up_value, "within_spread": lead.overlaps,
+                "ties": [t.config_id for t in lead.ties]}
 
     from distbench import __version__
     return {
@@ -484,6 +532,7 @@ def summary_json(data: ReportData) -> dict[str, Any]:
         "workloads": {w.label: w.description for w in data.workloads},
         "headline": [{"hardware": h.hardware.letter, "workload": h.workload.label,
                       "fastest_to_target": leader(h.fastest), "most_accurate": leader(h.accurate),
+                      "shortest_training": leader(h.quickest),
                       "text": h.sentences} for h in data.headlines],
         "configurations": [summary_dict(s) for s in data.summaries],
     }

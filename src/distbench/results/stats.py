@@ -505,6 +505,8 @@ class Leader:
         runner_up_value: the runner-up's value.
         overlaps: True when the two configurations' min-max ranges over repeats overlap,
             i.e. the margin is within the run-to-run spread.
+        ties: the other configurations whose value equals the leader's within the
+            criterion's tolerance, best first; ``runner_up`` is then the best one after them.
     """
 
     summary: ConfigSummary
@@ -512,17 +514,21 @@ class Leader:
     runner_up: ConfigSummary | None = None
     runner_up_value: float | None = None
     overlaps: bool = False
+    ties: list[ConfigSummary] = field(default_factory=list)
 
 
 def _leader(ranked: Sequence[ConfigSummary], value: Callable[[ConfigSummary], float],
-            spread: Callable[[ConfigSummary], Spread]) -> Leader | None:
-    """The first of ``ranked`` (best first) with the runner-up and whether their spreads overlap."""
+            spread: Callable[[ConfigSummary], Spread], tie: float = 0.0) -> Leader | None:
+    """The first of ``ranked`` (best first), the others within ``tie`` of its value (ties),
+    the runner-up after them and whether the leader's and runner-up's spreads overlap."""
     if not ranked:
         return None
     best = ranked[0]
     lead = Leader(best, value(best))
-    if len(ranked) > 1:
-        nxt = ranked[1]
+    lead.ties = [s for s in ranked[1:] if abs(value(s) - lead.value) < tie]
+    rest = [s for s in ranked[1:] if s not in lead.ties]
+    if rest:
+        nxt = rest[0]
         lead.runner_up, lead.runner_up_value = nxt, value(nxt)
         lead.overlaps = _overlap(spread(best), spread(nxt))
     return lead
@@ -535,14 +541,84 @@ def fastest_to_target(summaries: Sequence[ConfigSummary]) -> Leader | None:
     return _leader(sorted((s for s in summaries if ttt(s) is not None), key=ttt), ttt, lambda s: s.time_to_target_s)
 
 
+ACCURACY_TIE = 0.0005  # median accuracies closer than this (equal at three decimals) tie
+
+
 def most_accurate(summaries: Sequence[ConfigSummary]) -> Leader | None:
-    """The configuration with the highest median final test accuracy; ``None`` if no ok run."""
+    """The configuration with the highest median final test accuracy, with every other one
+    within :data:`ACCURACY_TIE` of it as ties; ``None`` if no ok run."""
     acc = lambda s: s.accuracy.median  # noqa: E731
     return _leader(sorted((s for s in summaries if acc(s) is not None), key=lambda s: -acc(s)), acc,
-                   lambda s: s.accuracy)
+                   lambda s: s.accuracy, tie=ACCURACY_TIE)
+
+
+def fastest_training(summaries: Sequence[ConfigSummary]) -> Leader | None:
+    """The configuration with the shortest median training time (whatever accuracy it
+    reached); ``None`` if no ok run has one."""
+    t = lambda s: s.train_s.median  # noqa: E731
+    return _leader(sorted((s for s in summaries if t(s)), key=t), t, lambda s: s.train_s)
 
 
 def _overlap(a: Spread, b: Spread) -> bool:
     if None in (a.min, a.max, b.min, b.max):
         return False
     return a.min <= b.max and b.min <= a.max  # type: ignore[operator]
+
+
+WARMUP_SHARE = 0.2  # share of the training time above which the first-epoch warm-up is reported
+
+
+def warmup_share(record: dict[str, Any]) -> tuple[float, float, float] | None:
+    """How much of a record's training time is first-epoch warm-up.
+
+    The first epoch carries one-off costs (graph tracing, the first collective's set-up,
+    connecting to a parameter server); later epochs do not. The warm-up is the first
+    epoch's time minus the median time of the later epochs, read from the record's curve
+    (one point per epoch, ``elapsed_s`` since training start).
+
+    Args:
+        record: an ok record with a curve of at least two epochs.
+
+    Returns:
+        ``(share, first_s, later_s)``: warm-up / training time (fraction), the first
+        epoch's seconds and the median later epoch's seconds; ``None`` with fewer than two
+        points or no training time.
+    """
+    pts = [t for t, _ in _points(record.get("curve") or [])]
+    train = (record.get("timings") or {}).get("train_s") or (pts[-1] if pts else None)
+    if len(pts) < 2 or not train:
+        return None
+    later = statistics.median(b - a for a, b in zip(pts, pts[1:]))
+    return max(0.0, pts[0] - later) / train, pts[0], later
+
+
+def warmup_note(records: Sequence[dict[str, Any]], epochs_share: float = 0.1) -> str | None:
+    """A sentence when the epochs are too few for the first-epoch warm-up to wash out.
+
+    Args:
+        records: the records of one report.
+        epochs_share: warm-up share the suggested epoch count would bring it under.
+
+    Returns:
+        ``None`` when every ok record's warm-up is under :data:`WARMUP_SHARE` of its
+        training time; else a sentence naming the worst configuration, its first and later
+        epoch times and an epoch count that would bring the warm-up under ``epochs_share``.
+        Runs of one epoch cannot separate warm-up and get their own sentence.
+    """
+    ok = [r for r in records if r.get("status") == "ok"]
+    if ok and all(r.get("epochs") == 1 for r in ok):
+        return ("Each run trained one epoch, so its time includes the one-off warm-up (graph tracing, first "
+                "collective set-up) that later epochs do not pay: speed-ups may compare warm-up, not training; "
+                "run more epochs (--epochs 5 or more).")
+    worst = max(((w, r) for r in ok for w in [warmup_share(r)] if w is not None), key=lambda x: x[0][0],
+                default=None)
+    if worst is None or worst[0][0] < WARMUP_SHARE:
+        return None
+    (share, first, later), r = worst
+    excess = first - later
+    need = (math.ceil(1 + (excess / epochs_share - first) / later) if later > 0 else None)
+    suggestion = f" (about --epochs {need} would bring it under {epochs_share:.0%})" if need else ""
+    return (f"Warm-up: the first epoch of {r.get('config_id')} took {first:.2f} s against {later:.2f} s for "
+            f"each later one, {share:.0%} of its training time; with {r.get('epochs')} epochs the speed-ups "
+            f"compare mostly this one-off cost (graph tracing, first collective or server connection), not "
+            f"steady-state training: run more epochs{suggestion}.")
