@@ -299,21 +299,26 @@ def env_cmd(as_json: bool, workers: int, cluster_config: str | None) -> None:
 def list_cmd() -> None:
     """List strategies, datasets and models."""
     from distbench.models import MODEL_DESCRIPTIONS
+    from distbench.results.terminal import hanging, output_width
     from distbench.strategies import registry
 
     strategy_names = registry.names()  # loads DISTBENCH_PLUGINS: a bad one is reported before any output
+    width = output_width()
     click.echo("strategies:")
     for name in strategy_names:
-        click.echo(f"  {name:<22} {registry.get(name).description}")
+        click.echo(hanging(name, registry.get(name).description, width))
+    for fam, members in registry.families().items():
+        click.echo(hanging(fam, f"the family: all {len(members)} {fam}:<optimizer> strategies above "
+                                f"(also {fam}:all)", width))
     click.echo("datasets:")
     for d, desc in (("digits", "scikit-learn's bundled 8x8 digits, 1,797 images, 10 classes (default)"),
                     ("mnist", "MNIST from a local Keras .npz or IDX files (data.path)"),
                     ("fashion_mnist", "Fashion-MNIST from a local Keras .npz or IDX files (data.path)"),
                     ("synthetic", "random images/labels of data.image_shape (throughput runs)")):
-        click.echo(f"  {d:<22} {desc}")
+        click.echo(hanging(d, desc, width))
     click.echo("models:")
     for m, desc in MODEL_DESCRIPTIONS.items():
-        click.echo(f"  {m:<22} {desc}")
+        click.echo(hanging(m, desc, width))
 
 
 @main.command()
@@ -326,8 +331,6 @@ def where(what: str) -> None:
 
 
 @main.command()
-@click.option("--run-dir", required=True, type=click.Path(file_okay=False),
-              help="Run directory with at least one ok 'single' record (its step time and model size are used).")
 @click.option("--bandwidth", type=float, default=None,
               help="Link bandwidth, bytes/s each way [default: 1.25e9, 10 GbE].")
 @click.option("--latency", type=float, default=None, help="Per-message latency, seconds [default: 50e-6].")
@@ -342,13 +345,18 @@ def where(what: str) -> None:
               help="PNG to write [default: RUN_DIR/predict.png].")
 @click.option("--json", "as_json", is_flag=True, help="Print the predictions as JSON instead of a table.")
 @user_errors
+@config_mod.run_dir_param("Run directory with at least one ok 'single' record (its step time and model size "
+                          "are used).")
 def predict(run_dir: str, bandwidth: float | None, latency: float | None, window: int | None,
             per_worker_batch: int | None, samples: int | None, max_workers: int, plot_path: str | None,
             as_json: bool) -> None:
     """Predict seconds per epoch for ring-allreduce and single-parameter-server training
     on N = 1, 2, 4, ... workers (per-worker batch fixed) from a run's measured step time
     and model size; print a table and write a plot (see distbench/predict.py)."""
+    import textwrap
+
     from distbench import predict as model
+    from distbench.results.terminal import output_width
 
     try:
         inp = model.inputs_from_run(run_dir)
@@ -376,24 +384,42 @@ def predict(run_dir: str, bandwidth: float | None, latency: float | None, window
     except OSError as e:
         raise ConfigError(f"predict: cannot write the plot {str(png_path)!r} ({e.strerror or e}); "
                           "pass --plot with a path in a writable folder") from None
+    measured = model.measured_vs_predicted(run_dir, inp, bw, lat)
     if as_json:
         click.echo(json.dumps({"inputs": {**inp.__dict__, "per_worker_batch": b, "bandwidth_Bps": bw,
-                                          "latency_s": lat, "window": win}, "predictions": model.to_json(preds)},
-                              indent=2))
+                                          "latency_s": lat, "window": win}, "predictions": model.to_json(preds),
+                               "measured": [{**m.__dict__, "ratio": m.ratio} for m in measured]}, indent=2))
         return
-    click.echo(f"compute per step: {inp.step_s * 1e3:.2f} ms at batch {inp.global_batch} ({inp.source}; "
-               f"train_s/steps = {inp.step_s_all * 1e3:.2f} ms), {inp.step_s * b / inp.global_batch * 1e3:.2f} ms "
-               f"at {b}/worker")
-    click.echo(f"model {inp.model_bytes:,} bytes; bandwidth {bw:.3g} B/s; latency {lat:.3g} s; PS window {win}; "
-               f"{samples or inp.n_train:,} samples per epoch")
-    click.echo(model.format_table(preds))
+    from rich.console import Console
+    from rich.markup import escape
+
+    from distbench.results.terminal import print_fitted
+
+    width = output_width()
+    for text in (f"compute per step: {inp.step_s * 1e3:.2f} ms at batch {inp.global_batch} ({inp.source}; "
+                 f"train_s/steps = {inp.step_s_all * 1e3:.2f} ms), {inp.step_s * b / inp.global_batch * 1e3:.2f} ms "
+                 f"at {b}/worker",
+                 f"model {inp.model_bytes:,} bytes; bandwidth {bw:.3g} B/s; latency {lat:.3g} s; PS window {win}; "
+                 f"{samples or inp.n_train:,} samples per epoch; per-worker batch fixed as N grows"):
+        click.echo(text if width is None else textwrap.fill(text, width))
+    console, _ = print_fitted(model.TABLE_HEADERS, model.table_rows(preds), Console(highlight=False), left=(),
+                              block_head=1, drop=("allreduce comm/step", "PS comm/window", "steps/epoch"))
     thin = [p.workers for p in preds if p.steps_per_epoch < 1]
     if thin:
-        click.echo(f"from {thin[0]} workers each worker takes less than one step per epoch: the data, not the "
-                   "model, limits those rows (give --samples for a larger dataset)")
-    click.echo("first-order model: no contention, stragglers, compute/communication overlap, per-call framework "
-               "costs or topology; trust the shape of scaling, not absolute times (README, 'distbench predict')")
-    click.echo(f"wrote {png}")
+        console.print(escape(f"from {thin[0]} workers each worker takes less than one step per epoch: the data, not "
+                             "the model, limits those rows (give --samples for a larger dataset); the parameter "
+                             "server still pays one whole exchange per worker and epoch"))
+    if measured:
+        console.print(escape(f"measured in {run_dir} next to the model's prediction for the same setting (its global "
+                             "batch split over N workers, its window and link rate; steady-state epochs 2..E):"))
+        print_fitted(model.MEASURED_HEADERS, model.measured_rows(measured), console, left=("strategy", "scheme"),
+                     block_head=3, drop=("measured s/epoch", "predicted s/epoch"))
+        console.print(escape("measured/predicted under 1: the model is optimistic here (per-call framework costs, "
+                             "processes sharing cores)."))
+    console.print(escape("first-order model: no contention, stragglers, compute/communication overlap, per-call "
+                         "framework costs or topology; trust the shape of scaling, not absolute times (README, "
+                         "'distbench predict')"))
+    console.print(escape(f"wrote {png}"), soft_wrap=True)
 
 
 class _WorkerGroup(click.Group):

@@ -160,3 +160,43 @@ def print_fitted(headers: Sequence[str], rows: Sequence[Sequence[str]], console:
         console = console_for(renderable, console)
     console.print(renderable)
     return console, dropped
+
+
+def output_width(stream: Any = None) -> int | None:
+    """Columns to lay plain text out in: ``COLUMNS`` when set, else the terminal's width
+    when ``stream`` (default stdout) is a terminal, else None (a pipe or file: no limit)."""
+    import shutil
+    import sys
+
+    cols = _columns_env()
+    if cols is not None:
+        return cols
+    stream = stream or sys.stdout
+    return shutil.get_terminal_size().columns if stream.isatty() else None
+
+
+def hanging(name: str, text: str, width: int | None, indent: int = 2, name_width: int = 22) -> str:
+    """``name`` then ``text`` wrapped within ``width`` columns, continuation lines under the
+    text's first column; ``name`` is never cut (a longer one pushes the text to the next
+    line). ``width`` None: one line.
+
+    Args:
+        name: the item (e.g. a strategy name).
+        text: its description.
+        width: columns available, or None for no limit.
+        indent: spaces before ``name``.
+        name_width: columns the names are padded to.
+
+    Returns:
+        the lines joined by newlines.
+    """
+    import textwrap
+
+    lead = " " * indent + f"{name:<{name_width}} "
+    if width is None:
+        return lead + text
+    pad = " " * len(lead)
+    if len(lead) > len(pad) or width - len(pad) < 20:  # a long name or a tiny width: text below, indented
+        pad = " " * (indent + 4)
+        return lead.rstrip() + "\n" + textwrap.fill(text, width, initial_indent=pad, subsequent_indent=pad)
+    return textwrap.fill(text, width, initial_indent=lead, subsequent_indent=pad)
