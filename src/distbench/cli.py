@@ -137,29 +137,75 @@ def _interrupt(signum: int, frame: object) -> None:
 
 def _run_with_progress(cfg: config_mod.ExperimentConfig, run_dir: Path, resume: bool,
                        run_sweep: Callable[..., list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Run the sweep under a progress line: ``configuration i/n``, its name, its phase (read
+    from its logs once a second), elapsed time and an ETA seeded per strategy family
+    (:mod:`distbench.harness.progress`; ``~`` until a configuration finished); one line per
+    finished configuration."""
+    import threading
+
     from rich.console import Console
     from rich.markup import escape
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                               TimeRemainingColumn)
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from distbench.harness import progress as prog
+    from distbench.harness.matrix import expand
+    from distbench.results.store import read_records
+
+    done = {(r.get("config_id"), r.get("repeat")) for r in read_records(run_dir)} if resume else set()
+    strategy_of = {p.key: p.strategy for p in expand(cfg) if (p.config_id, p.repeat) not in done}
+    finished: list[tuple[str, float, float | None]] = []
+    state: dict[str, Any] = {"key": None, "start": 0.0, "index": 0}
+    stop = threading.Event()
 
     console = Console(stderr=True)
     console.print(f"distbench: run directory [bold]{run_dir}[/]")
-    with Progress(TextColumn("configuration"), MofNCompleteColumn(), TextColumn("[bold]{task.description}"),
-                  BarColumn(), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-                  console=console, transient=False) as progress:
-        task = progress.add_task("preparing workload", total=None)
+    with Progress(TextColumn("configuration {task.fields[counter]}"), TextColumn("[bold]{task.description}"),
+                  TextColumn("{task.fields[phase]}"), BarColumn(bar_width=20), TimeElapsedColumn(),
+                  TextColumn("ETA {task.fields[eta]}"), console=console, transient=False) as progress:
+        task = progress.add_task("preparing workload", total=None, counter="", phase="", eta="-")
+
+        def refresh() -> None:
+            key = state["key"]
+            if key is None:
+                return
+            keys = list(strategy_of)
+            todo = [strategy_of[k] for k in keys[state["index"]:]]
+            ahead = prog.eta_s(todo, finished)
+            ran = time.monotonic() - state["start"]
+            current = prog.eta_s(todo[:1], finished)
+            eta = ahead - min(ran, current)
+            progress.update(task, phase=prog.phase(run_dir / "logs", key),
+                            eta=("~" if not finished else "") + time.strftime("%H:%M:%S", time.gmtime(max(0.0, eta))))
+
+        def poll() -> None:
+            while not stop.wait(1.0):
+                refresh()
+
+        poller = threading.Thread(target=poll, name="distbench-progress", daemon=True)
+        poller.start()
 
         def on_progress(key: str, i: int, n: int, rec: dict[str, Any] | None) -> None:
-            progress.update(task, total=n, completed=i, description=key)
-            if rec is not None:
-                acc = rec.get("final_test_accuracy")
-                t = (rec.get("timings") or {}).get("train_s")
-                detail = (f"test acc {acc:.3f}, train {t:.1f} s" if rec["status"] == "ok" and acc is not None
-                          else rec.get("reason", ""))
-                progress.console.print(f"[{i}/{n}] {escape(key)}: [bold]{rec['status']}[/] {escape(detail)}",
-                                       soft_wrap=True)  # one line per configuration, greppable in logs
+            name = prog.display_name(key)
+            if rec is None:  # configuration i (0-based) starts
+                state.update(key=key, start=time.monotonic(), index=i)
+                progress.update(task, total=n, completed=i, description=name, counter=f"{i + 1}/{n}")
+                refresh()
+                return
+            state["key"] = None
+            timings = rec.get("timings") or {}
+            finished.append((rec.get("strategy", ""), time.monotonic() - state["start"], timings.get("startup_s")))
+            progress.update(task, completed=i, phase="done" if i == n else "", counter=f"{i}/{n}")
+            acc, t = rec.get("final_test_accuracy"), timings.get("train_s")
+            detail = (f"test acc {acc:.3f}, train {t:.1f} s" if rec["status"] == "ok" and acc is not None
+                      else rec.get("reason", ""))
+            progress.console.print(f"[{i}/{n}] {escape(name)}: [bold]{rec['status']}[/] {escape(detail)}",
+                                   soft_wrap=True)  # one line per configuration, greppable in logs
 
-        return run_sweep(cfg, run_dir, resume=resume, on_progress=on_progress)
+        try:
+            return run_sweep(cfg, run_dir, resume=resume, on_progress=on_progress)
+        finally:
+            stop.set()
+            poller.join(timeout=2.0)
 
 
 def _print_report(records: list[dict[str, Any]], run_dir: Path, formats: tuple[str, ...] | None = None,

@@ -6,7 +6,8 @@ import csv
 
 from distbench.results.records import new_record
 from distbench.results.report import build, render_markdown, write_report
-from distbench.results.stats import summarize, warmup_note
+from distbench.results.notes import warmup_note
+from distbench.results.stats import summarize
 
 
 def _ok(strategy, workers, repeat, acc, train_s, sps, ttt):
@@ -130,3 +131,16 @@ def test_warmup_note_when_the_first_epoch_dominates():
     steady[0]["curve"] = _curve(0.9, 0.55, 1.05, 1.55, 2.0)
     assert warmup_note(steady) is None
     assert "one epoch" in warmup_note([{**steady[0], "epochs": 1}])
+
+
+def test_ps_notes_explain_a_trailing_row_and_commits_that_never_overlapped():
+    ps = _run("spark_ps:adag", 2, 0.586, 2.16)
+    ps["details"] = {"staleness": {"median": 0, "max": 0}}
+    recs = [_run("single", 1, 0.867, 0.77), _run("horovod", 2, 0.867, 0.86), ps]
+    notes = build(recs).notes
+    assert any(n.startswith("spark_ps:adag (2 workers) reached 0.586 against 0.867 for single (1 worker): ADAG "
+                            "divides each commit by its window") and "after 2 epochs" in n for n in notes)
+    assert any(n.startswith("Every commit of spark_ps:adag (2 workers) had staleness 0") for n in notes)
+    ps["details"] = {"staleness": {"median": 1, "max": 3}}
+    ps["final_test_accuracy"] = 0.85
+    assert not [n for n in build(recs).notes if "spark_ps" in n]  # close enough, and overlapping

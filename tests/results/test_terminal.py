@@ -61,3 +61,16 @@ def test_pipe_respects_columns(monkeypatch):
     buf = io.StringIO()
     print_fitted(HEADERS, ROWS, Console(file=buf))
     assert "temporal" in buf.getvalue()  # piped without COLUMNS: the whole table, as wide as it needs
+
+
+def test_list_fits_80_columns_and_names_the_families():
+    from click.testing import CliRunner
+
+    from distbench.cli import main
+
+    res = CliRunner().invoke(main, ["list"], env={"COLUMNS": "80"})
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert any(line.split()[:1] == ["spark_ps:adag"] for line in lines)  # names whole, first on their line
+    assert any(line.startswith("  spark_ps ") and "all 7" in line for line in lines)

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from distbench.results.notes import ps_notes, warmup_note
 from distbench.results.stats import (ConfigSummary, Leader, Spread, describe_workload, fastest_to_target,
                                      fastest_training,
-                                     hardware_labels, most_accurate, record_groups, summarize, warmup_note,
-                                     workload_labels)
+                                     hardware_labels, most_accurate, record_groups, summarize, workload_labels)
 
 FORMATS = ("md", "html", "csv", "json")
 
@@ -365,8 +365,7 @@ def build(records: list[dict[str, Any]]) -> ReportData:
         notes.append("The merged runs used different workloads (column 'workload'); their rows are kept apart "
                      "and compared only with `single` of the same workload.")
     warm = warmup_note(records)
-    if warm:
-        notes.append(warm)
+    notes += ([warm] if warm else []) + ps_notes(summaries)
     prov_groups: "OrderedDict[tuple[str, str], dict[str, Any]]" = OrderedDict()
     for r, (hw, _) in zip(records, groups):
         g = prov_groups.setdefault((str(r.get("run_id", "?")), hw), {
