@@ -194,7 +194,8 @@ def _run_with_progress(cfg: config_mod.ExperimentConfig, run_dir: Path, resume: 
             state["key"] = None
             timings = rec.get("timings") or {}
             finished.append((rec.get("strategy", ""), time.monotonic() - state["start"], timings.get("startup_s")))
-            progress.update(task, completed=i, phase="done" if i == n else "", counter=f"{i}/{n}")
+            progress.update(task, completed=i, counter=f"{i}/{n}",
+                            **({"phase": "done", "eta": "00:00:00"} if i == n else {}))
             acc, t = rec.get("final_test_accuracy"), timings.get("train_s")
             detail = (f"test acc {acc:.3f}, train {t:.1f} s" if rec["status"] == "ok" and acc is not None
                       else rec.get("reason", ""))

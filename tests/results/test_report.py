@@ -124,7 +124,7 @@ def test_warmup_note_when_the_first_epoch_dominates():
     slow_start = [_run("single", 1, 0.9, 0.77)]
     slow_start[0]["curve"] = _curve(0.9, 0.71, 0.77)
     note = warmup_note(slow_start)
-    assert note.startswith("Warm-up: the first epoch of single_w1 took 0.71 s against 0.06 s for each later one, "
+    assert note.startswith("Warm-up: the first epoch of single (1 worker) took 0.71 s against 0.06 s for each later one, "
                            "84% of its training time; with 2 epochs")
     assert "about --epochs 98 would bring it under 10%" in note  # 0.65 s warm-up < 10% of 0.71 + 97 x 0.06 s
     steady = [_run("single", 1, 0.9, 2.0)]

@@ -65,7 +65,8 @@ def warmup_note(records: Sequence[dict[str, Any]], epochs_share: float = 0.1) ->
     excess = first - later
     need = (math.ceil(1 + (excess / epochs_share - first) / later) if later > 0 else None)
     suggestion = f" (about --epochs {need} would bring it under {epochs_share:.0%})" if need else ""
-    return (f"Warm-up: the first epoch of {r.get('config_id')} took {first:.2f} s against {later:.2f} s for "
+    who = f"{r.get('strategy')} ({r.get('workers')} worker{'s' if r.get('workers') != 1 else ''})"
+    return (f"Warm-up: the first epoch of {who} took {first:.2f} s against {later:.2f} s for "
             f"each later one, {share:.0%} of its training time; with {r.get('epochs')} epochs the speed-ups "
             f"compare mostly this one-off cost (graph tracing, first collective or server connection), not "
             f"steady-state training: run more epochs{suggestion}.")
