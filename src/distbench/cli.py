@@ -217,6 +217,7 @@ def _print_report(records: list[dict[str, Any]], run_dir: Path, formats: tuple[s
 
     from distbench.results.report import (FORMATS, NARROW_DROP, SHORT_COLUMNS, STARTUP_NOTE, build, table_columns,
                                           table_rows, write_report)
+    from distbench.harness.progress import display_name
     from distbench.results.terminal import print_fitted
 
     data = build(records)
@@ -233,7 +234,7 @@ def _print_report(records: list[dict[str, Any]], run_dir: Path, formats: tuple[s
     for s in summaries:
         if s.ok < s.repeats:
             for reason in s.reasons:
-                console.print(f"  {escape(s.config_id)}: {escape(reason)}")
+                console.print(f"  {escape(display_name(s.config_id))}: {escape(reason)}")
     paths = write_report(records, run_dir, formats or FORMATS, tensorboard=tensorboard)
     main_paths = [str(p) for p in paths if p.suffix != ".png"]
     pngs = [p for p in paths if p.suffix == ".png"]
