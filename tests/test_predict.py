@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 
 import pytest
 from click.testing import CliRunner
@@ -60,10 +61,15 @@ def test_predict_default_workers_are_powers_of_two_to_1024():
     assert preds[1].allreduce_comm_s == pytest.approx(1e6 / 1.25e9 + 2 * 50e-6)
 
 
-def test_partial_window_counts_pro_rata():
-    # 10 steps, window 4 -> 2.5 windows of (4 x 1 s + 2 x 1 B / 1 B/s)
+def test_partial_window_is_charged_whole():
+    # 10 steps, window 4: 10 x 1 s of compute and 3 exchanges (4 + 4 + 2 steps) of 2 x 1 B / 1 B/s
     p = P.predict(1.0, 1.0, 10, 1, 1.0, 0.0, [1], window=4)[0]
-    assert p.ps_epoch_s == pytest.approx(2.5 * (4 + 2))
+    assert p.ps_epoch_s == pytest.approx(10 * 1 + 3 * 2)
+    # fewer steps than one window, even under one step per worker: still one whole exchange per epoch
+    (p,) = P.predict(1.0, 1.0, 6, 1, 1.0, 0.0, [8], window=12)
+    assert p.steps_per_epoch == pytest.approx(0.75)
+    assert p.ps_epoch_s == pytest.approx(0.75 * 1 + 1 * (8 * 2))
+    assert [P.exchanges(s, 4) for s in (0.2, 4, 4.0000000001, 4.5, 8)] == [1, 1, 1, 2, 2]
 
 
 @pytest.mark.parametrize("kwargs", [
@@ -110,7 +116,8 @@ def run_dir(tmp_path):
         _record("single", [1.0, 1.5, 2.0], [10, 20, 30], 2.0),   # steady (2.0-1.0)/20 = 0.05
         _record("single", [1.2, 1.8, 2.4], [10, 20, 30], 2.4),   # steady 0.06
         {"strategy": "single", "status": "failed"},
-        _record("spark_ps:adag", [1, 2], [5, 10], 2.0, details={"communication_window": 12}),
+        _record("spark_ps:adag", [1, 2], [5, 10], 2.0, details={"communication_window": 12}, workers=2),
+        _record("horovod", [1.0, 1.5, 2.0], [10, 20, 30], 2.0, workers=2),
     ]
     (tmp_path / "results.jsonl").write_text("\n".join(json.dumps(r) for r in recs) + "\n")
     return tmp_path
@@ -136,6 +143,32 @@ def test_inputs_from_run_needs_single(tmp_path):
     (tmp_path / "results.jsonl").write_text(json.dumps({"strategy": "mirrored", "status": "ok"}) + "\n")
     with pytest.raises(ValueError, match="no ok 'single' record"):
         P.inputs_from_run(tmp_path)
+
+
+def test_measured_rows_next_to_the_prediction_for_their_setting(run_dir):
+    inp = P.inputs_from_run(run_dir)
+    rows = {m.strategy: m for m in P.measured_vs_predicted(run_dir, inp, 1e9, 0.0)}
+    assert set(rows) == {"horovod", "spark_ps:adag"}
+    single_epoch = statistics.median([0.5, 0.6])  # steady epochs of the two single records
+    hvd, ps = rows["horovod"], rows["spark_ps:adag"]
+    assert hvd.scheme == "allreduce" and hvd.measured_epoch_s == pytest.approx(0.5)
+    assert hvd.measured_speedup == pytest.approx(single_epoch / 0.5)
+    # predicted for the run's setting: global batch 64 over 2 workers, 1280 / 64 = 20 steps of 0.055 / 2 s each
+    want = P.predict(0.0275, 4000, 1280, 32, 1e9, 0.0, [2])[0]
+    assert hvd.predicted_epoch_s == pytest.approx(want.allreduce_epoch_s)
+    assert hvd.predicted_speedup == pytest.approx(20 * 0.055 / want.allreduce_epoch_s)
+    assert hvd.ratio == pytest.approx(hvd.measured_speedup / hvd.predicted_speedup)
+    assert ps.scheme == "PS" and ps.window == 12 and ps.measured_epoch_s == pytest.approx(1.0)
+    assert ps.predicted_epoch_s == pytest.approx(P.predict(0.0275, 4000, 1280, 32, 1e9, 0.0, [2], 12)[0].ps_epoch_s)
+
+
+def test_cli_predict_takes_the_run_dir_positionally(run_dir):
+    res = CliRunner().invoke(main, ["predict", str(run_dir), "--max-workers", "4"])
+    assert res.exit_code == 0, res.output
+    assert "measured in" in res.output and "measured/predicted" in res.output
+    assert any(ln.split()[:3] == ["horovod", "2", "allreduce"] for ln in res.output.splitlines())
+    res = CliRunner().invoke(main, ["predict"])
+    assert res.exit_code == 2 and "missing the run directory: give it as RUN_DIR" in res.output
 
 
 def test_cli_predict_prints_table_and_writes_plot(run_dir):

@@ -66,41 +66,56 @@ def main() -> None:
 @click.option("--workers", help="Worker count, or comma-separated counts to sweep, e.g. 1,2,4.")
 @click.option("--epochs", type=int, help="Training epochs.")
 @click.option("--batch-size", type=int, help="Global batch size (per-replica = global / replicas).")
+@click.option("--target-accuracy", type=float,
+              help="Test accuracy for time-to-target, in (0, 1] [default: training.target_accuracy, 0.9].")
 @click.option("--repeats", type=int, help="Repetitions of each configuration.")
 @click.option("--out", type=click.Path(file_okay=False), help="Run directory (default runs/<timestamp>).")
-@click.option("--resume", is_flag=True, help="Continue OUT, skipping configurations already recorded.")
+@click.option("--resume", is_flag=True,
+              help="Continue OUT, skipping configurations already recorded; options not given come from the "
+                   "run's recorded config.")
 @click.option("--timeout", type=float, help="Per-configuration time limit, seconds.")
 @click.option("--preset", help="Apply a preset (local-validation, production, max-throughput, elastic) "
                                "before the other flags.")
 @user_errors
 def run(config_file: str | None, strategies: str | None, workers: str | None, epochs: int | None,
-        batch_size: int | None, repeats: int | None, out: str | None, resume: bool,
+        batch_size: int | None, target_accuracy: float | None, repeats: int | None, out: str | None, resume: bool,
         timeout: float | None, preset: str | None) -> None:
     """Run the sweep in CONFIG_FILE (default: the embedded digits experiment), print the
-    comparison table, and write report.md and summary.csv into the run directory."""
+    comparison table, and write report.md, report.html, summary.csv and summary.json
+    (and the plots) into the run directory.
+
+    With --resume the run directory's recorded config is the starting point (unless
+    CONFIG_FILE is given): only the options given are changed, and one that changes the
+    workload (data, model, training) is refused, naming it."""
     from distbench.harness.matrix import expand
-    from distbench.harness.runner import check_cluster_ready, prepare_run_dir, run_sweep
+    from distbench.harness.runner import check_cluster_ready, prepare_run_dir, recorded_config, run_sweep
 
     t0 = time.time()
     cfg = config_mod.load(config_file)
+    if resume:
+        resume_dir = Path(out or cfg.run.out or "")
+        if not (out or cfg.run.out) or not resume_dir.exists():
+            raise ConfigError(f"--resume given but the run directory {str(resume_dir)!r} does not exist; "
+                              "pass --out DIR")
+        if config_file is None:
+            cfg = recorded_config(resume_dir)  # options not given keep the run's values
     if preset:
         cfg = config_mod.apply_preset(cfg, preset)
-    cfg = config_mod.override(
-        cfg,
-        run__strategies=_name_list("--strategies", strategies),
-        run__workers=_int_list("--workers", workers),
-        training__epochs=epochs, training__global_batch_size=batch_size,
-        run__repeats=repeats, run__timeout_s=timeout, run__out=out,
-    )
+    given = {"run__strategies": _name_list("--strategies", strategies), "run__workers": _int_list("--workers", workers),
+             "training__epochs": epochs, "training__global_batch_size": batch_size,
+             "training__target_accuracy": target_accuracy, "run__repeats": repeats, "run__timeout_s": timeout,
+             "run__out": out}
+    cfg = config_mod.override(cfg, **given)
+    flags = {"training.epochs": "--epochs", "training.global_batch_size": "--batch-size",
+             "training.target_accuracy": "--target-accuracy"}
+    flags = {k: f for k, f in flags.items() if given["__".join(k.split("."))] is not None}
     run_dir = Path(cfg.run.out or f"runs/{time.strftime('%Y%m%d-%H%M%S')}")
-    if resume and not run_dir.exists():
-        raise ConfigError(f"--resume given but the run directory {str(run_dir)!r} does not exist; pass --out DIR")
     expand(cfg)  # unknown strategies are reported before anything is written
     check_cluster_ready(cfg)  # so is a cluster that cannot run the sweep
     from distbench.harness.evaluate import hide_accelerators
 
     hide_accelerators()  # import TensorFlow here quietly, off the GPUs the children use
-    workload = prepare_run_dir(cfg, run_dir, resume)  # bad data files are reported here, before any progress
+    workload = prepare_run_dir(cfg, run_dir, resume, flags)  # bad data files are reported here, before any progress
     # SIGTERM (a scheduler or CI cancelling us) is handled like Ctrl-C: children are killed,
     # finished records stay, and the run can be resumed.
     signal.signal(signal.SIGTERM, _interrupt)
@@ -112,7 +127,7 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
 
         n = len(read_records(run_dir)) if run_dir.exists() else 0
         click.echo(f"distbench: interrupted; {n} record(s) kept in {run_dir}. Continue with: "
-                   f"distbench run --resume --out {run_dir} (and the same options)", err=True)
+                   f"distbench run --resume --out {run_dir} (options not given keep the run's values)", err=True)
         sys.exit(130)
     _print_report(records, run_dir)
     from distbench.harness.runner import time_breakdown
@@ -135,58 +150,104 @@ def _interrupt(signum: int, frame: object) -> None:
 
 def _run_with_progress(cfg: config_mod.ExperimentConfig, run_dir: Path, resume: bool,
                        run_sweep: Callable[..., list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Run the sweep under a progress line: ``configuration i/n``, its name, its phase (read
+    from its logs once a second), elapsed time and an ETA seeded per strategy family
+    (:mod:`distbench.harness.progress`; ``~`` until a configuration finished); one line per
+    finished configuration."""
+    import threading
+
     from rich.console import Console
     from rich.markup import escape
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                               TimeRemainingColumn)
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from distbench.harness import progress as prog
+    from distbench.harness.matrix import expand
+    from distbench.results.store import read_records
+
+    done = {(r.get("config_id"), r.get("repeat")) for r in read_records(run_dir)} if resume else set()
+    strategy_of = {p.key: p.strategy for p in expand(cfg) if (p.config_id, p.repeat) not in done}
+    finished: list[tuple[str, float, float | None]] = []
+    state: dict[str, Any] = {"key": None, "start": 0.0, "index": 0}
+    stop = threading.Event()
 
     console = Console(stderr=True)
     console.print(f"distbench: run directory [bold]{run_dir}[/]")
-    with Progress(TextColumn("configuration"), MofNCompleteColumn(), TextColumn("[bold]{task.description}"),
-                  BarColumn(), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-                  console=console, transient=False) as progress:
-        task = progress.add_task("preparing workload", total=None)
+    with Progress(TextColumn("configuration {task.fields[counter]}"), TextColumn("[bold]{task.description}"),
+                  TextColumn("{task.fields[phase]}"), BarColumn(bar_width=20), TimeElapsedColumn(),
+                  TextColumn("ETA {task.fields[eta]}"), console=console, transient=False) as progress:
+        task = progress.add_task("preparing workload", total=None, counter="", phase="", eta="-")
+
+        def refresh() -> None:
+            key = state["key"]
+            if key is None:
+                return
+            keys = list(strategy_of)
+            todo = [strategy_of[k] for k in keys[state["index"]:]]
+            ahead = prog.eta_s(todo, finished)
+            ran = time.monotonic() - state["start"]
+            current = prog.eta_s(todo[:1], finished)
+            eta = ahead - min(ran, current)
+            progress.update(task, phase=prog.phase(run_dir / "logs", key),
+                            eta=("~" if not finished else "") + time.strftime("%H:%M:%S", time.gmtime(max(0.0, eta))))
+
+        def poll() -> None:
+            while not stop.wait(1.0):
+                refresh()
+
+        poller = threading.Thread(target=poll, name="distbench-progress", daemon=True)
+        poller.start()
 
         def on_progress(key: str, i: int, n: int, rec: dict[str, Any] | None) -> None:
-            progress.update(task, total=n, completed=i, description=key)
-            if rec is not None:
-                acc = rec.get("final_test_accuracy")
-                t = (rec.get("timings") or {}).get("train_s")
-                detail = (f"test acc {acc:.3f}, train {t:.1f} s" if rec["status"] == "ok" and acc is not None
-                          else rec.get("reason", ""))
-                progress.console.print(f"[{i}/{n}] {escape(key)}: [bold]{rec['status']}[/] {escape(detail)}",
-                                       soft_wrap=True)  # one line per configuration, greppable in logs
+            name = prog.display_name(key)
+            if rec is None:  # configuration i (0-based) starts
+                state.update(key=key, start=time.monotonic(), index=i)
+                progress.update(task, total=n, completed=i, description=name, counter=f"{i + 1}/{n}")
+                refresh()
+                return
+            state["key"] = None
+            timings = rec.get("timings") or {}
+            finished.append((rec.get("strategy", ""), time.monotonic() - state["start"], timings.get("startup_s")))
+            progress.update(task, completed=i, counter=f"{i}/{n}",
+                            **({"phase": "done", "eta": "00:00:00"} if i == n else {}))
+            acc, t = rec.get("final_test_accuracy"), timings.get("train_s")
+            detail = (f"test acc {acc:.3f}, train {t:.1f} s" if rec["status"] == "ok" and acc is not None
+                      else rec.get("reason", ""))
+            progress.console.print(f"[{i}/{n}] {escape(name)}: [bold]{rec['status']}[/] {escape(detail)}",
+                                   soft_wrap=True)  # one line per configuration, greppable in logs
 
-        return run_sweep(cfg, run_dir, resume=resume, on_progress=on_progress)
+        try:
+            return run_sweep(cfg, run_dir, resume=resume, on_progress=on_progress)
+        finally:
+            stop.set()
+            poller.join(timeout=2.0)
 
 
 def _print_report(records: list[dict[str, Any]], run_dir: Path, formats: tuple[str, ...] | None = None,
                   tensorboard: bool = False) -> None:
     """Print the comparison table (and reasons of non-ok configurations), then write the
     report outputs (``formats``, default all) and optionally TensorBoard scalars into ``run_dir``."""
-    from rich import box
     from rich.markup import escape
-    from rich.table import Table
 
-    from distbench.results.report import FORMATS, SHORT_COLUMNS, table_columns, table_rows, write_report
-    from distbench.results.terminal import console_for
-    from distbench.results.stats import summarize
+    from distbench.results.report import (FORMATS, NARROW_DROP, SHORT_COLUMNS, STARTUP_NOTE, build, table_columns,
+                                          table_rows, write_report)
+    from distbench.harness.progress import display_name
+    from distbench.results.terminal import print_fitted
 
-    table = Table(title=f"distbench: {run_dir}", box=box.SIMPLE_HEAD)
-    summaries = summarize(records)
-    for c in table_columns(summaries):
-        table.add_column(escape(SHORT_COLUMNS.get(c, c)), justify="left" if c in ("strategy", "status") else "right")
-    for row in table_rows(summaries):
-        table.add_row(*(escape(c) for c in row))
-    console = console_for(table)
-    console.print(table)
+    data = build(records)
+    summaries = data.summaries
+    headers = [SHORT_COLUMNS.get(c, c) for c in table_columns(summaries)]
+    console, dropped = print_fitted(headers, table_rows(summaries), title=f"distbench: {run_dir}", drop=NARROW_DROP)
+    if dropped:
+        console.print(escape(f"(left out at this width: {', '.join(dropped)}; see report.md)"))
     console.print(escape("acc, train s, samples/s: median [min-max] over repeats; to target: MLPerf rule; speed-up "
                          "vs single on the same hardware; eff.: scaling efficiency; temporal: Hermans' temporal "
-                         "efficiency."), soft_wrap=True)
+                         "efficiency. " + STARTUP_NOTE))
+    for text in [t for h in data.headlines for t in h.sentences] + data.notes:
+        console.print("- " + escape(text))
     for s in summaries:
         if s.ok < s.repeats:
             for reason in s.reasons:
-                console.print(f"  {escape(s.config_id)}: {escape(reason)}")
+                console.print(f"  {escape(display_name(s.config_id))}: {escape(reason)}")
     paths = write_report(records, run_dir, formats or FORMATS, tensorboard=tensorboard)
     main_paths = [str(p) for p in paths if p.suffix != ".png"]
     pngs = [p for p in paths if p.suffix == ".png"]
@@ -206,9 +267,12 @@ def _print_report(records: list[dict[str, Any]], run_dir: Path, formats: tuple[s
 @click.option("--compare", nargs=2, metavar="BASE NEW", type=click.Path(file_okay=False),
               help="Print, per configuration, the change from run directory BASE to NEW in median test accuracy "
                    "and training time with their spread; writes nothing.")
+@click.option("--target-accuracy", type=float,
+              help="Score time to target against this test accuracy instead of the recorded one (from each "
+                   "run's accuracy-vs-time curve).")
 @user_errors
 def report(run_dirs: tuple[str, ...], out: str | None, formats: str, tensorboard: bool,
-           compare: tuple[str, str] | None) -> None:
+           compare: tuple[str, str] | None, target_accuracy: float | None) -> None:
     """Render report.md, a self-contained report.html (plots embedded), summary.csv and
     summary.json from one or more run directories. Several directories are merged; each
     record keeps its provenance, and rows from different hardware are marked and compared
@@ -240,6 +304,13 @@ def report(run_dirs: tuple[str, ...], out: str | None, formats: str, tensorboard
     records: list[dict[str, Any]] = []
     for d in run_dirs:
         records += load(d)
+    if target_accuracy is not None:
+        from distbench.results.records import retarget
+
+        try:
+            records = retarget(records, target_accuracy)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
     out_dir = Path(out or run_dirs[0])
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -289,21 +360,26 @@ def env_cmd(as_json: bool, workers: int, cluster_config: str | None) -> None:
 def list_cmd() -> None:
     """List strategies, datasets and models."""
     from distbench.models import MODEL_DESCRIPTIONS
+    from distbench.results.terminal import hanging, output_width
     from distbench.strategies import registry
 
     strategy_names = registry.names()  # loads DISTBENCH_PLUGINS: a bad one is reported before any output
+    width = output_width()
     click.echo("strategies:")
     for name in strategy_names:
-        click.echo(f"  {name:<22} {registry.get(name).description}")
+        click.echo(hanging(name, registry.get(name).description, width))
+    for fam, members in registry.families().items():
+        click.echo(hanging(fam, f"the family: all {len(members)} {fam}:<optimizer> strategies above "
+                                f"(also {fam}:all)", width))
     click.echo("datasets:")
     for d, desc in (("digits", "scikit-learn's bundled 8x8 digits, 1,797 images, 10 classes (default)"),
                     ("mnist", "MNIST from a local Keras .npz or IDX files (data.path)"),
                     ("fashion_mnist", "Fashion-MNIST from a local Keras .npz or IDX files (data.path)"),
                     ("synthetic", "random images/labels of data.image_shape (throughput runs)")):
-        click.echo(f"  {d:<22} {desc}")
+        click.echo(hanging(d, desc, width))
     click.echo("models:")
     for m, desc in MODEL_DESCRIPTIONS.items():
-        click.echo(f"  {m:<22} {desc}")
+        click.echo(hanging(m, desc, width))
 
 
 @main.command()
@@ -316,8 +392,6 @@ def where(what: str) -> None:
 
 
 @main.command()
-@click.option("--run-dir", required=True, type=click.Path(file_okay=False),
-              help="Run directory with at least one ok 'single' record (its step time and model size are used).")
 @click.option("--bandwidth", type=float, default=None,
               help="Link bandwidth, bytes/s each way [default: 1.25e9, 10 GbE].")
 @click.option("--latency", type=float, default=None, help="Per-message latency, seconds [default: 50e-6].")
@@ -332,13 +406,18 @@ def where(what: str) -> None:
               help="PNG to write [default: RUN_DIR/predict.png].")
 @click.option("--json", "as_json", is_flag=True, help="Print the predictions as JSON instead of a table.")
 @user_errors
+@config_mod.run_dir_param("Run directory with at least one ok 'single' record (its step time and model size "
+                          "are used).")
 def predict(run_dir: str, bandwidth: float | None, latency: float | None, window: int | None,
             per_worker_batch: int | None, samples: int | None, max_workers: int, plot_path: str | None,
             as_json: bool) -> None:
     """Predict seconds per epoch for ring-allreduce and single-parameter-server training
     on N = 1, 2, 4, ... workers (per-worker batch fixed) from a run's measured step time
     and model size; print a table and write a plot (see distbench/predict.py)."""
+    import textwrap
+
     from distbench import predict as model
+    from distbench.results.terminal import output_width
 
     try:
         inp = model.inputs_from_run(run_dir)
@@ -366,24 +445,42 @@ def predict(run_dir: str, bandwidth: float | None, latency: float | None, window
     except OSError as e:
         raise ConfigError(f"predict: cannot write the plot {str(png_path)!r} ({e.strerror or e}); "
                           "pass --plot with a path in a writable folder") from None
+    measured = model.measured_vs_predicted(run_dir, inp, bw, lat)
     if as_json:
         click.echo(json.dumps({"inputs": {**inp.__dict__, "per_worker_batch": b, "bandwidth_Bps": bw,
-                                          "latency_s": lat, "window": win}, "predictions": model.to_json(preds)},
-                              indent=2))
+                                          "latency_s": lat, "window": win}, "predictions": model.to_json(preds),
+                               "measured": [{**m.__dict__, "ratio": m.ratio} for m in measured]}, indent=2))
         return
-    click.echo(f"compute per step: {inp.step_s * 1e3:.2f} ms at batch {inp.global_batch} ({inp.source}; "
-               f"train_s/steps = {inp.step_s_all * 1e3:.2f} ms), {inp.step_s * b / inp.global_batch * 1e3:.2f} ms "
-               f"at {b}/worker")
-    click.echo(f"model {inp.model_bytes:,} bytes; bandwidth {bw:.3g} B/s; latency {lat:.3g} s; PS window {win}; "
-               f"{samples or inp.n_train:,} samples per epoch")
-    click.echo(model.format_table(preds))
+    from rich.console import Console
+    from rich.markup import escape
+
+    from distbench.results.terminal import print_fitted
+
+    width = output_width()
+    for text in (f"compute per step: {inp.step_s * 1e3:.2f} ms at batch {inp.global_batch} ({inp.source}; "
+                 f"train_s/steps = {inp.step_s_all * 1e3:.2f} ms), {inp.step_s * b / inp.global_batch * 1e3:.2f} ms "
+                 f"at {b}/worker",
+                 f"model {inp.model_bytes:,} bytes; bandwidth {bw:.3g} B/s; latency {lat:.3g} s; PS window {win}; "
+                 f"{samples or inp.n_train:,} samples per epoch; per-worker batch fixed as N grows"):
+        click.echo(text if width is None else textwrap.fill(text, width))
+    console, _ = print_fitted(model.TABLE_HEADERS, model.table_rows(preds), Console(highlight=False), left=(),
+                              block_head=1, drop=("allreduce comm/step", "PS comm/window", "steps/epoch"))
     thin = [p.workers for p in preds if p.steps_per_epoch < 1]
     if thin:
-        click.echo(f"from {thin[0]} workers each worker takes less than one step per epoch: the data, not the "
-                   "model, limits those rows (give --samples for a larger dataset)")
-    click.echo("first-order model: no contention, stragglers, compute/communication overlap, per-call framework "
-               "costs or topology; trust the shape of scaling, not absolute times (README, 'distbench predict')")
-    click.echo(f"wrote {png}")
+        console.print(escape(f"from {thin[0]} workers each worker takes less than one step per epoch: the data, not "
+                             "the model, limits those rows (give --samples for a larger dataset); the parameter "
+                             "server still pays one whole exchange per worker and epoch"))
+    if measured:
+        console.print(escape(f"measured in {run_dir} next to the model's prediction for the same setting (its global "
+                             "batch split over N workers, its window and link rate; steady-state epochs 2..E):"))
+        print_fitted(model.MEASURED_HEADERS, model.measured_rows(measured), console, left=("strategy", "scheme"),
+                     block_head=3, drop=("measured s/epoch", "predicted s/epoch"))
+        console.print(escape("measured/predicted under 1: the model is optimistic here (per-call framework costs, "
+                             "processes sharing cores)."))
+    console.print(escape("first-order model: no contention, stragglers, compute/communication overlap, per-call "
+                         "framework costs or topology; trust the shape of scaling, not absolute times (README, "
+                         "'distbench predict')"))
+    console.print(escape(f"wrote {png}"), soft_wrap=True)
 
 
 class _WorkerGroup(click.Group):

@@ -11,13 +11,15 @@ from distbench.strategies import registry
 
 def strategy_availability(cfg: ExperimentConfig, workers: int = 2) -> list[tuple[str, bool, str, str]]:
     """``(name, ok, reason, description)`` for every registered strategy, using each
-    strategy's real probe with ``workers`` workers."""
-    out = []
-    for name in registry.names():
-        s = registry.get(name)
-        a = s.is_available(cfg, workers)
-        out.append((name, a.ok, a.reason, s.description))
-    return out
+    strategy's real probe with ``workers`` workers; the probes run in parallel threads
+    (most wait on a subprocess or a package lookup), the result is in registry order."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    names = registry.names()
+    strategies = [registry.get(n) for n in names]
+    with ThreadPoolExecutor(max_workers=min(8, len(names) or 1)) as pool:
+        found = list(pool.map(lambda s: s.is_available(cfg, workers), strategies))
+    return [(n, a.ok, a.reason, s.description) for n, s, a in zip(names, strategies, found)]
 
 
 def engine_builds() -> list[str]:

@@ -24,11 +24,13 @@ pushes a delta and pulls the centre (2 x model_bytes), and the server's one link
 all N workers' traffic, so an exchange round costs N x 2 x model_bytes / bandwidth, plus
 one round trip (2 x latency: the commit and the pull; workers' latencies overlap)::
 
-    t_window = w x compute_s + N x 2 x model_bytes / bandwidth + 2 x latency
-    t_epoch  = (steps / w) x t_window
+    t_exchange = N x 2 x model_bytes / bandwidth + 2 x latency
+    t_epoch    = steps x compute_s + ceil(steps / w) x t_exchange
 
-(The last partial window is counted pro rata.) With ``N = 1`` the ring has nothing to
-exchange, while the server still costs one push and one pull per window.
+A worker commits its last window even when it is partial, so every epoch pays whole
+exchanges, at least one (with fewer steps per epoch than ``w`` the window no longer
+saves anything). With ``N = 1`` the ring has nothing to exchange, while the server still
+costs one push and one pull per window.
 
 Where the model stops being trustworthy (it is deliberately first-order):
 
@@ -75,7 +77,7 @@ class Prediction:
         compute_s: computation seconds of one step (as given).
         allreduce_comm_s: ring-allreduce seconds per step.
         allreduce_epoch_s: ring-allreduce seconds per epoch.
-        ps_comm_s: parameter-server exchange seconds per window.
+        ps_comm_s: parameter-server seconds of one exchange (once per window, whole windows).
         ps_epoch_s: parameter-server seconds per epoch.
         window: the PS communication window ``w`` (local steps per exchange).
         n_train: samples per epoch.
@@ -155,8 +157,14 @@ def predict(compute_s: float, model_bytes: float, n_train: int, per_worker_batch
         out.append(Prediction(
             workers=n, steps_per_epoch=steps, compute_s=compute_s, allreduce_comm_s=ar,
             allreduce_epoch_s=steps * (compute_s + ar), ps_comm_s=ps,
-            ps_epoch_s=(steps / window) * (window * compute_s + ps), window=window, n_train=n_train))
+            ps_epoch_s=steps * compute_s + exchanges(steps, window) * ps, window=window, n_train=n_train))
     return out
+
+
+def exchanges(steps: float, window: int) -> int:
+    """Parameter-server exchanges per worker per epoch: ``ceil(steps / window)``, at least
+    one (the last, partial window is committed too); ``steps`` may be fractional."""
+    return max(1, math.ceil(round(steps / window, 9)))
 
 
 # ---------------------------------------------------------------- model FLOPs
@@ -277,23 +285,128 @@ def _t(s: float) -> str:
     return f"{s * 1e6:.1f} us"
 
 
-def format_table(preds: Sequence[Prediction]) -> str:
-    """A plain-text table: per N the steps, the communication per step/window, the
-    epoch times and each scheme's speed-up (epoch time of the first row, normally
-    N = 1, over this row's)."""
+TABLE_HEADERS = ("workers", "steps/epoch", "allreduce comm/step", "allreduce epoch", "allreduce speed-up",
+                 "PS comm/window", "PS epoch", "PS speed-up")
+
+
+def table_rows(preds: Sequence[Prediction]) -> list[list[str]]:
+    """Rows (strings) matching :data:`TABLE_HEADERS`: per N the steps, the communication
+    per step/window, the epoch times and each scheme's speed-up (epoch time of the first
+    row, normally N = 1, over this row's)."""
     base_ar, base_ps = preds[0].allreduce_epoch_s, preds[0].ps_epoch_s
-    head = ("workers", "steps/epoch", "allreduce comm/step", "allreduce epoch", "allreduce speed-up",
-            "PS comm/window", "PS epoch", "PS speed-up")
-    rows = [head]
-    for p in preds:
-        rows.append((str(p.workers), f"{p.steps_per_epoch:.3g}", _t(p.allreduce_comm_s), _t(p.allreduce_epoch_s),
-                     f"{base_ar / p.allreduce_epoch_s:.1f}x",
-                     _t(p.ps_comm_s), _t(p.ps_epoch_s),
-                     f"{base_ps / p.ps_epoch_s:.1f}x"))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    return [[str(p.workers), f"{p.steps_per_epoch:.3g}", _t(p.allreduce_comm_s), _t(p.allreduce_epoch_s),
+             f"{base_ar / p.allreduce_epoch_s:.1f}x", _t(p.ps_comm_s), _t(p.ps_epoch_s),
+             f"{base_ps / p.ps_epoch_s:.1f}x"] for p in preds]
+
+
+def format_table(preds: Sequence[Prediction]) -> str:
+    """:func:`table_rows` as plain text, columns right-aligned, a rule under the headers."""
+    rows = [list(TABLE_HEADERS)] + table_rows(preds)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(TABLE_HEADERS))]
     lines = ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+# ------------------------------------------------------- measured vs predicted
+ALLREDUCE = ("mirrored", "multi_worker_mirrored", "horovod", "horovod_mpi")
+PS_FAMILIES = ("spark_ps:", "mpi_ps:")
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One measured configuration of the run next to the model's prediction for its setting.
+
+    Attributes:
+        strategy, workers: the configuration; ``window``: its PS window (None for allreduce).
+        bandwidth: the emulated link rate it ran on (tc units), or None.
+        scheme: ``"allreduce"`` or ``"PS"``.
+        measured_epoch_s, predicted_epoch_s: seconds per steady-state epoch (epochs 2..E).
+        measured_speedup, predicted_speedup: single's epoch time / this one's.
+    """
+
+    strategy: str
+    workers: int
+    window: int | None
+    bandwidth: str | None
+    scheme: str
+    measured_epoch_s: float
+    predicted_epoch_s: float
+    measured_speedup: float
+    predicted_speedup: float
+
+    @property
+    def ratio(self) -> float:
+        """Measured speed-up / predicted speed-up (1: the model is right; < 1: it is optimistic)."""
+        return self.measured_speedup / self.predicted_speedup
+
+
+def epoch_s(rec: dict[str, Any]) -> float | None:
+    """Seconds per steady-state epoch of a record: from the first to the last epoch-end
+    point of its curve over the epochs between them; ``train_s / epochs`` with one epoch."""
+    pts = sorted((p["epoch"], p["elapsed_s"]) for p in rec.get("curve") or []
+                 if p.get("epoch") and p.get("elapsed_s") is not None)
+    if len(pts) >= 2 and pts[-1][0] > pts[0][0]:
+        return (pts[-1][1] - pts[0][1]) / (pts[-1][0] - pts[0][0])
+    train, epochs = (rec.get("timings") or {}).get("train_s"), rec.get("epochs") or len(pts)
+    return train / epochs if train and epochs else None
+
+
+def measured_vs_predicted(run_dir: str | Path, inp: RunInputs, bandwidth_Bps: float,
+                          latency_s: float) -> list[Measured]:
+    """The run's ok allreduce and parameter-server configurations, each with the model's
+    prediction for its own setting: the run's global batch split over its N workers
+    (``compute_s`` = single's step time / N, ``n_train / global batch`` steps per worker),
+    its PS window, its emulated link rate when it had one (else ``bandwidth_Bps``).
+
+    Args:
+        run_dir: the run directory.
+        inp: :func:`inputs_from_run` of it.
+        bandwidth_Bps, latency_s: the links assumed where the run recorded no rate.
+
+    Returns:
+        one :class:`Measured` per (strategy, workers, window, bandwidth), in the run's
+        order; empty when the run has none or no steady-state single epoch time.
+    """
+    from distbench.cluster.spec import parse_rate
+
+    recs = read_jsonl(Path(run_dir) / "results.jsonl")
+    singles = [e for e in (epoch_s(r) for r in recs if r.get("strategy") == "single" and r.get("status") == "ok")
+               if e]
+    if not singles:
+        return []
+    single_meas = statistics.median(singles)
+    single_pred = inp.n_train / inp.global_batch * inp.step_s
+    groups: dict[tuple[Any, ...], list[float]] = {}
+    for r in recs:
+        name = str(r.get("strategy", ""))
+        e = epoch_s(r) if r.get("status") == "ok" else None
+        if e and (name in ALLREDUCE or name.startswith(PS_FAMILIES)):
+            window = (r.get("details") or {}).get("communication_window") if name not in ALLREDUCE else None
+            groups.setdefault((name, int(r["workers"]), window, r.get("bandwidth")), []).append(e)
+    out = []
+    for (name, n, window, rate), times in groups.items():
+        bits = parse_rate("bandwidth", rate) if rate else None
+        bw = bits / 8 if bits else bandwidth_Bps
+        b = max(1, inp.global_batch // n)
+        p = predict(inp.step_s * b / inp.global_batch, inp.model_bytes, inp.n_train, b, bw, latency_s, [n],
+                    window or 1)[0]
+        scheme = "allreduce" if name in ALLREDUCE else "PS"
+        pred = p.allreduce_epoch_s if scheme == "allreduce" else p.ps_epoch_s
+        meas = statistics.median(times)
+        out.append(Measured(name, n, window, rate, scheme, meas, pred, single_meas / meas, single_pred / pred))
+    return out
+
+
+MEASURED_HEADERS = ("strategy", "workers", "scheme", "measured s/epoch", "predicted s/epoch", "measured speed-up",
+                    "predicted speed-up", "measured/predicted")
+
+
+def measured_rows(rows: Sequence[Measured]) -> list[list[str]]:
+    """Rows (strings) matching :data:`MEASURED_HEADERS`."""
+    return [[m.strategy + (f" (window {m.window})" if m.window else "") + (f" ({m.bandwidth})" if m.bandwidth else ""),
+             str(m.workers), m.scheme, _t(m.measured_epoch_s), _t(m.predicted_epoch_s), f"{m.measured_speedup:.2f}x",
+             f"{m.predicted_speedup:.2f}x", f"{m.ratio:.2f}"] for m in rows]
 
 
 def plot(preds: Sequence[Prediction], path: str | Path, title: str = "") -> Path:

@@ -37,8 +37,34 @@ def test_resume_rules(tmp_path):
         prepare_run_dir(cfg, tmp_path / "r", resume=False)
     w = prepare_run_dir(config.override(cfg, run__workers=[4]), tmp_path / "r", resume=True)
     assert w.config.run.workers == [4]
-    with pytest.raises(ConfigError, match=r"\[training\] differs"):
+    with pytest.raises(ConfigError, match=r"training.epochs recorded 1, given 2; give the recorded values in "
+                                          r"CONFIG_FILE"):
         prepare_run_dir(config.override(cfg, training__epochs=2), tmp_path / "r", resume=True)
+    with pytest.raises(ConfigError, match=r"training.epochs recorded 1, given 2 by --epochs; drop --epochs"):
+        prepare_run_dir(config.override(cfg, training__epochs=2), tmp_path / "r", resume=True,
+                        flags={"training.epochs": "--epochs"})
+
+
+def test_resume_inherits_the_recorded_options(tmp_path):
+    from click.testing import CliRunner
+
+    from distbench.cli import main
+    from distbench.harness.runner import recorded_config
+
+    cfg = config.override(config.load(None), training__epochs=2, training__target_accuracy=0.5,
+                          run__strategies=["single", "mirrored"])
+    prepare_run_dir(cfg, tmp_path / "r", resume=False)
+    # `run --resume --strategies single --out r` starts from the recorded config: epochs and target stay
+    again = config.override(recorded_config(tmp_path / "r"), run__strategies=["single"])
+    w = prepare_run_dir(again, tmp_path / "r", resume=True, flags={})
+    assert (w.config.training.epochs, w.config.training.target_accuracy) == (2, 0.5)
+    assert w.config.run.strategies == ["single"]
+    # an explicitly changed workload option is refused, naming the flag
+    res = CliRunner().invoke(main, ["run", "--resume", "--epochs", "3", "--target-accuracy", "0.5",
+                                    "--out", str(tmp_path / "r")])
+    assert res.exit_code == 2, res.output
+    assert "training.epochs recorded 2, given 3 by --epochs; drop --epochs" in res.output
+    assert "target_accuracy" not in res.output  # given, but equal to the recorded value
 
 
 def test_failure_reason_names_the_jvm_cause_of_a_py4j_error():

@@ -5,7 +5,8 @@ from __future__ import annotations
 import csv
 
 from distbench.results.records import new_record
-from distbench.results.report import render_markdown, write_report
+from distbench.results.report import build, render_markdown, write_report
+from distbench.results.notes import warmup_note
 from distbench.results.stats import summarize
 
 
@@ -39,9 +40,10 @@ def test_summary_numbers():
 
 def test_markdown_and_csv(tmp_path):
     md = render_markdown(RECORDS)
-    assert ("| single | 1 | ok | 0.940 [0.930-0.950] | 12.00 [10.00-14.00] | 900 [800-1000] | "
+    assert ("| single | 1 | ok | 0.940 [0.930-0.950] | 12.00 [10.00-14.00] | 4.0 | 17.0 [15.0-19.0] | 900 [800-1000] | "
             "not reached (2/3 reached) | 1.00x | 1.00 | 1.00 |") in md
-    assert "| mirrored | 2 | 1/2 ok | 0.920 | 5.50 | 2000 | 3.00 | 2.18x | 1.09 | - |" in md
+    assert "| mirrored | 2 | 1/2 ok | 0.920 | 5.50 | 4.0 | 10.5 | 2000 | 3.00 | 2.18x | 1.09 | - |" in md
+    assert "kept out of speed-up and time to target" in md  # why start-up is not in any speed-up
     assert "`tpu_w2` (unavailable): no TPU found" in md
     assert "`mirrored_w2` (failed, ok): worker 1 failed with exit code 3" in md
     paths = write_report(RECORDS, tmp_path)
@@ -49,6 +51,7 @@ def test_markdown_and_csv(tmp_path):
     rows = list(csv.DictReader(open(paths[1])))
     assert [r["config_id"] for r in rows] == ["single_w1", "mirrored_w2", "tpu_w2"]
     assert float(rows[0]["acc_median"]) == 0.94 and rows[2]["status"] == "unavailable"
+    assert float(rows[0]["startup_s_median"]) == 4.0 and float(rows[0]["total_s_max"]) == 19.0
     assert rows[2]["reasons"].startswith("no TPU found")
 
 
@@ -71,7 +74,7 @@ def test_collapse_is_flagged_in_table_and_headline():
     assert (s[4].staleness_median, s[4].staleness_max) == (3, 5)
     md = render_markdown(recs)
     assert "| mpi_ps:downpour | 4 | ok, collapsed | 0.267 |" in md and md.count("| 3/5 |") == 1
-    assert "| single | 1 | ok | 0.950 | 10.00 | 1000 | 4.00 | 1.00x | 1.00 | 1.00 | - |" in md
+    assert "| single | 1 | ok | 0.950 | 10.00 | 4.0 | 15.0 | 1000 | 4.00 | 1.00x | 1.00 | 1.00 | - |" in md
     assert ("Caution: mpi_ps:downpour (4 workers) collapsed, median test accuracy 0.267 (target 0.9), commit "
             "staleness median 3, max 5, while mpi_ps:downpour (2 workers) reached 0.969") in md
     assert "Caution: mpi_ps:downpour (8 workers) diverged" in md
@@ -80,3 +83,64 @@ def test_collapse_is_flagged_in_table_and_headline():
 def test_no_staleness_column_without_parameter_servers():
     md = render_markdown(RECORDS)
     assert "staleness" not in md and "Caution" not in md
+
+
+def _curve(acc, *times):
+    return [{"elapsed_s": t, "epoch": i + 1, "step": 10 * (i + 1), "test_loss": 0.5, "test_accuracy": acc}
+            for i, t in enumerate(times)]
+
+
+def _run(strategy, workers, acc, train_s, repeat=0):
+    return new_record("run", strategy, workers, repeat, "ok", final_test_accuracy=acc, target_accuracy=0.9,
+                      epochs=2, timings={"total_s": train_s + 20, "startup_s": 20, "train_s": train_s, "eval_s": 0},
+                      samples_per_s=1000 / train_s, time_to_target_s=None, curve=_curve(acc, train_s / 2, train_s))
+
+
+def test_headline_lists_every_tie_and_always_names_the_shortest_training():
+    # the run: four synchronous strategies at the same accuracy, none reaching 0.9
+    recs = [_run("single", 1, 0.867, 0.77), _run("mirrored", 2, 0.867, 0.44), _run("horovod", 2, 0.867, 0.86),
+            _run("multi_worker_mirrored", 2, 0.867, 1.01), _run("spark_ps:adag", 2, 0.586, 2.16)]
+    (h,) = build(recs).headlines
+    text = " ".join(h.sentences)
+    assert "No configuration reached the target test accuracy 0.9." in text
+    assert ("Most accurate: single (1 worker), median test accuracy 0.867, tied with mirrored (2 workers), "
+            "horovod (2 workers) and multi_worker_mirrored (2 workers), +28.1 points over spark_ps:adag") in text
+    assert "Shortest training time: mirrored (2 workers), 0.44 s (1.75x single), then single (1 worker) at 0.77 s" \
+        in text
+    assert text.count("from a single run") == 1  # the caveat once per group
+    assert [t.config_id for t in h.accurate.ties] == ["mirrored_w2", "horovod_w2", "multi_worker_mirrored_w2"]
+
+
+def test_headline_says_so_when_single_wins_and_when_all_tie():
+    recs = [_run("single", 1, 0.9, 0.5), _run("horovod", 2, 0.9, 0.8), _run("mirrored", 2, 0.9, 0.6)]
+    text = " ".join(build(recs).headlines[0].sentences)
+    assert "Accuracy: all 3 configurations that ran tie at median test accuracy 0.900." in text
+    assert ("Shortest training time: single (1 worker), 0.50 s; no distributed configuration beat it here: the "
+            "quickest, mirrored (2 workers), took 0.60 s (0.83x single), so on this machine and workload train "
+            "with single") in text
+
+
+def test_warmup_note_when_the_first_epoch_dominates():
+    slow_start = [_run("single", 1, 0.9, 0.77)]
+    slow_start[0]["curve"] = _curve(0.9, 0.71, 0.77)
+    note = warmup_note(slow_start)
+    assert note.startswith("Warm-up: the first epoch of single (1 worker) took 0.71 s against 0.06 s for each later one, "
+                           "84% of its training time; with 2 epochs")
+    assert "about --epochs 98 would bring it under 10%" in note  # 0.65 s warm-up < 10% of 0.71 + 97 x 0.06 s
+    steady = [_run("single", 1, 0.9, 2.0)]
+    steady[0]["curve"] = _curve(0.9, 0.55, 1.05, 1.55, 2.0)
+    assert warmup_note(steady) is None
+    assert "one epoch" in warmup_note([{**steady[0], "epochs": 1}])
+
+
+def test_ps_notes_explain_a_trailing_row_and_commits_that_never_overlapped():
+    ps = _run("spark_ps:adag", 2, 0.586, 2.16)
+    ps["details"] = {"staleness": {"median": 0, "max": 0}}
+    recs = [_run("single", 1, 0.867, 0.77), _run("horovod", 2, 0.867, 0.86), ps]
+    notes = build(recs).notes
+    assert any(n.startswith("spark_ps:adag (2 workers) reached 0.586 against 0.867 for single (1 worker): ADAG "
+                            "divides each commit by its window") and "after 2 epochs" in n for n in notes)
+    assert any(n.startswith("Every commit of spark_ps:adag (2 workers) had staleness 0") for n in notes)
+    ps["details"] = {"staleness": {"median": 1, "max": 3}}
+    ps["final_test_accuracy"] = 0.85
+    assert not [n for n in build(recs).notes if "spark_ps" in n]  # close enough, and overlapping

@@ -61,12 +61,12 @@ def test_fixture_statistics(records):
 def test_markdown(outputs):
     out, _ = outputs
     md = (out / "report.md").read_text()
-    assert ("| single | 1 | A | ok | 0.920 [0.900-0.940] | 12.00 [10.00-14.00] | 900 [800-1000] | "
+    assert ("| single | 1 | A | ok | 0.920 [0.900-0.940] | 12.00 [10.00-14.00] | 2.0 | 15.0 [13.0-17.0] | 900 [800-1000] | "
             "12.00 [10.00-14.00] | 1.00x | 1.00 | 1.00 |") in md
-    assert ("| mirrored | 2 | A | ok | 0.920 [0.890-0.940] | 7.00 [5.00-9.00] | 1800 [1600-2000] | "
+    assert ("| mirrored | 2 | A | ok | 0.920 [0.890-0.940] | 7.00 [5.00-9.00] | 2.0 | 10.0 [8.0-12.0] | 1800 [1600-2000] | "
             "5.00 [3.00-6.00] (4/5 reached) | 1.71x | 0.86 | 1.20 |") in md
-    assert "| spark_ps:adag (window 5) | 2 | A | ok, below target | 0.850 | 4.00 | 3000 | not reached | 3.00x | 1.50 |" in md
-    assert "| mirrored | 2 | B | ok | 0.950 | 8.00 | 1250 | 4.00 | 2.50x | 1.25 | 1.54 |" in md
+    assert "| spark_ps:adag (window 5) | 2 | A | ok, below target | 0.850 | 4.00 | 2.0 | 7.0 | 3000 | not reached | 3.00x | 1.50 |" in md
+    assert "| mirrored | 2 | B | ok | 0.950 | 8.00 | 2.0 | 11.0 | 1250 | 4.00 | 2.50x | 1.25 | 1.54 |" in md
     assert "- **B**: host beta: 4 x Test CPU B, 16.0 GiB, 1 GPU: GPU 0: Fake GPU" in md
     assert "| single (1 worker) [hw A] | 3 | 0.920 ± 0.032 | 12.00 ± 3.20 | 900 ± 160 |" in md
     assert ("Hardware A: Fastest to 0.9 test accuracy: spark_ps:adag (2 workers, window 1), 2.00 s "

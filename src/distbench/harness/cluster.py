@@ -187,7 +187,6 @@ def mpi_ps_worker_main(run_dir: Path, optimizer: str, key: str | None, window: i
 
 # ----------------------------------------------------------------------- the commands
 @click.command("tf")
-@click.option("--run-dir", required=True, type=click.Path(file_okay=False), help="Run directory (shared by the tasks).")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False),
               help="Experiment TOML, used when DIR holds no workload yet.")
 @click.option("--join-timeout", type=float, default=None,
@@ -196,6 +195,7 @@ def mpi_ps_worker_main(run_dir: Path, optimizer: str, key: str | None, window: i
                    "never joined.")
 @click.option("--key", hidden=True, help="Record key (set by distbench run; omit on a cluster).")
 @config_mod.user_errors
+@config_mod.run_dir_param("Run directory (shared by the tasks).")
 def tf_command(run_dir: str, config_file: str | None, join_timeout: float | None, key: str | None) -> None:
     """One MultiWorkerMirroredStrategy task; run it on every host with that host's TF_CONFIG.
     The chief (worker 0) appends the record to RUN_DIR/results.jsonl. TF_CONFIG is checked
@@ -215,13 +215,13 @@ def tf_task_command(run_dir: str, config_file: str | None, key: str | None) -> N
 
 
 @click.command("mpi-ps")
-@click.option("--run-dir", required=True, type=click.Path(file_okay=False), help="Run directory (seen by every rank).")
 @click.option("--optimizer", required=True, help="downpour, adag, dynsgd, aeasgd, eamsgd, easgd or averaging.")
 @click.option("--window", type=int, help="Communication window (default: the config's, else the optimizer's).")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False),
               help="Experiment TOML, used when DIR holds no workload yet.")
 @click.option("--key", hidden=True, help="Record key (set by distbench run; omit on a cluster).")
 @config_mod.user_errors
+@config_mod.run_dir_param("Run directory (seen by every rank).")
 def mpi_ps_command(run_dir: str, optimizer: str, window: int | None, config_file: str | None,
                    key: str | None) -> None:
     """One rank of a parameter-server run over MPI; run under 'mpirun -np N+1' (rank 0 is

@@ -117,15 +117,14 @@ def record_cluster_run(out: TrainOutput, workload: Workload, info: Any) -> dict:
 
 
 @click.command("horovod")
-@click.option("--run-dir", required=True, type=click.Path(file_okay=False),
-              help="Run directory (rank 0 writes the workload, artifacts and results there).")
 @click.option("--key", help="Record key; set by 'distbench run' (omit on your own cluster).")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False),
               help="Experiment TOML for a cluster run (default: the embedded experiment).")
 @config_mod.user_errors
+@config_mod.run_dir_param("Run directory (rank 0 writes the workload, artifacts and results there).")
 def command(run_dir: str, key: str | None, config_file: str | None) -> None:
     """One Horovod rank; run it under horovodrun or mpirun, e.g.
-    'horovodrun -np 4 -H host1:2,host2:2 python -m distbench worker horovod --run-dir DIR
+    'horovodrun -np 4 -H host1:2,host2:2 python -m distbench worker horovod DIR
     --config cfg.toml'. Without --key, rank 0 evaluates and appends a record to
     DIR/results.jsonl."""
     sys.exit(worker_main(Path(run_dir), key, config_file))

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from distbench.text import clip
-from distbench.config import ConfigError, ExperimentConfig
+from distbench.config import ConfigError, ExperimentConfig, from_dict
 from distbench.harness.evaluate import Evaluator
 from distbench.harness.matrix import ConfigPoint, expand
 from distbench.results import provenance
@@ -45,12 +45,39 @@ def artifacts_dir(run_dir: Path, key: str) -> Path:
     return run_dir / "artifacts" / key
 
 
-def prepare_run_dir(cfg: ExperimentConfig, run_dir: Path, resume: bool) -> Workload:
+def recorded_config(run_dir: Path) -> ExperimentConfig:
+    """The config recorded in ``run_dir`` (keys added since then hold their defaults).
+
+    Raises:
+        ConfigError: no readable config file there, or one this version cannot read.
+    """
+    path = run_dir / CONFIG_FILE
+    try:
+        raw = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"--resume: cannot read {str(path)!r} ({e}); expected a run directory made by "
+                          "'distbench run'") from None
+    try:
+        return from_dict(raw)
+    except ConfigError as e:
+        raise ConfigError(f"--resume: the config recorded in {str(path)!r} cannot be read by this version ({e}); "
+                          "pass the run's TOML file as CONFIG_FILE") from None
+
+
+def prepare_run_dir(cfg: ExperimentConfig, run_dir: Path, resume: bool,
+                    flags: dict[str, str] | None = None) -> Workload:
     """Create the workload in a new run directory, or load it for ``--resume``.
+
+    Args:
+        cfg: the sweep's config.
+        run_dir: the run directory.
+        resume: continue the run in ``run_dir``.
+        flags: ``section.key`` -> the command-line flag that set it (named in errors).
 
     Raises:
         ConfigError: results already exist without ``--resume``; or on resume the
-            data/model/training settings differ from the recorded ones.
+            data/model/training settings differ from the recorded ones (naming each
+            setting, its recorded and given value and the flag that changed it).
     """
     has_workload = (run_dir / WORKLOAD_DIR).exists()
     if has_workload and not resume:
@@ -75,9 +102,15 @@ def prepare_run_dir(cfg: ExperimentConfig, run_dir: Path, resume: bool) -> Workl
     for sec in WORKLOAD_SECTIONS:
         old = {**defaults[sec], **raw.get(sec, {})}
         if old != new[sec]:
-            diff = {k: (old.get(k), v) for k, v in new[sec].items() if old.get(k) != v}
-            raise ConfigError(f"--resume: [{sec}] differs from the run in {run_dir} (recorded vs given: {diff}); "
-                              "the workload must stay identical: drop the changed options or use a new --out")
+            keys = [k for k, v in new[sec].items() if old.get(k) != v]
+            diff = "; ".join(f"{sec}.{k} recorded {old.get(k)!r}, given {new[sec][k]!r}"
+                             + (f" by {(flags or {})[f'{sec}.{k}']}" if f"{sec}.{k}" in (flags or {}) else "")
+                             for k in keys)
+            named = [(flags or {})[f"{sec}.{k}"] for k in keys if f"{sec}.{k}" in (flags or {})]
+            fix = (f"drop {' and '.join(named)} (the recorded values are used)" if named else
+                   "give the recorded values in CONFIG_FILE, or leave CONFIG_FILE out to use the recorded config")
+            raise ConfigError(f"--resume: the workload must stay identical to the run in {run_dir}, but {diff}; "
+                              f"{fix}, or use a new --out")
     (run_dir / CONFIG_FILE).write_text(json.dumps(new, indent=2))  # new sweep settings (run/ps/spark)
     return Workload.load(run_dir)
 

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import jinja2
 
-from distbench.results.report import (fmt_mean_ci, fmt_spread, fmt_staleness, fmt_ttt, has_staleness,
-                                      provenance_lines)
+from distbench.results.report import (STARTUP_NOTE, fmt_mean_ci, fmt_spread, fmt_staleness, fmt_ttt,
+                                      has_staleness, provenance_lines)
 
 if TYPE_CHECKING:
     from distbench.results.plots import Plot
@@ -100,6 +100,6 @@ def render_html(data: "ReportData", plots: Sequence["Plot"], title: str = "distb
     provenance = [{**g, "lines": provenance_lines(g["provenance"])} for g in data.provenance]
     return _environment().get_template(TEMPLATE).render(
         title=title, d=data, rows=rows, stale=has_staleness(data.summaries), figures=figures, failures=failures,
-        provenance=provenance,
+        provenance=provenance, repeated=any(s.ok > 1 for s in data.summaries), startup_note=STARTUP_NOTE,
         selftest_js=SELFTEST_JS, csp_hash=csp_hash,
     )

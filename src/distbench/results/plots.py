@@ -364,10 +364,14 @@ def plot_staleness(data: "ReportData") -> Plot | None:
     fig.supxlabel("staleness τ (server updates since the worker's last pull)", fontsize=11)
     fig.supylabel("fraction of commits (log scale)", fontsize=11)
     fig.tight_layout()
+    idle = [s.label for s, h in ps if s.workers > 1 and set(h) == {0}]
     return Plot("staleness", "Staleness histograms",
                 "Distribution of the staleness of each commit to the parameter server, summed over repeats: "
                 "τ = updates the server applied between the worker's pull and its commit. Log scale, so "
-                "rare stale commits stay visible.", _png(fig))
+                "rare stale commits stay visible." + (
+                    f" Every commit of {', '.join(idle)} has τ = 0: no other worker committed between a worker's "
+                    "pull and its commit, so the replicas barely overlapped in time and that row's speed is not "
+                    "parallelism." if idle else ""), _png(fig))
 
 
 PLOTTERS: list[Callable[["ReportData"], Plot | None]] = [

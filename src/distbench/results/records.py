@@ -110,3 +110,26 @@ def time_to_target(curve: list[dict[str, Any]], target: float) -> float | None:
         if p["test_accuracy"] is not None and p["test_accuracy"] >= target:
             return float(p["elapsed_s"])
     return None
+
+
+def retarget(records: list[dict[str, Any]], target: float) -> list[dict[str, Any]]:
+    """Copies of ``records`` scored against another target accuracy: ``target_accuracy``
+    set to ``target`` and each ok record's ``time_to_target_s`` recomputed from its curve
+    (:func:`time_to_target`); the records themselves are not changed.
+
+    Args:
+        records: run records.
+        target: test accuracy in (0, 1].
+
+    Raises:
+        ValueError: ``target`` outside (0, 1].
+    """
+    if not 0.0 < target <= 1.0:
+        raise ValueError(f"--target-accuracy {target}: expected a test accuracy in (0, 1], e.g. 0.85")
+    out = []
+    for r in records:
+        r = {**r, "target_accuracy": target}
+        if r.get("status") == "ok":
+            r["time_to_target_s"] = time_to_target(r.get("curve") or [], target)
+        out.append(r)
+    return out

@@ -17,14 +17,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from distbench.results.notes import ps_notes, warmup_note
 from distbench.results.stats import (ConfigSummary, Leader, Spread, describe_workload, fastest_to_target,
+                                     fastest_training,
                                      hardware_labels, most_accurate, record_groups, summarize, workload_labels)
 
 FORMATS = ("md", "html", "csv", "json")
 
 COLUMNS = ["strategy", "workers", "status", "test acc (median [min-max])", "train s (median [min-max])",
-           "samples/s (median [min-max])", "time to target s (MLPerf)", "speed-up", "scaling eff.",
-           "temporal eff."]
+           "start-up s", "total s", "samples/s (median [min-max])", "time to target s (MLPerf)", "speed-up",
+           "scaling eff.", "temporal eff."]
 
 HARDWARE_COLUMN = "hardware"
 WORKLOAD_COLUMN = "workload"
@@ -35,6 +37,14 @@ SHORT_COLUMNS = {  # compact headers for the terminal table
     "samples/s (median [min-max])": "samples/s", "time to target s (MLPerf)": "to target s",
     "scaling eff.": "eff.", "temporal eff.": "temporal", STALENESS_COLUMN: "stale",
 }
+
+#: Terminal-table columns (short headers) left out first when the table is too wide.
+NARROW_DROP = ("temporal", "eff.", "samples/s", "stale", "total s", "start-up s", HARDWARE_COLUMN, WORKLOAD_COLUMN)
+
+STARTUP_NOTE = ("Start-up (spawn to the first training step: launching processes, importing the framework, "
+                "starting a cluster) and total seconds are shown but kept out of speed-up and time to target: "
+                "they are a fixed cost per run that does not grow with the epochs, so on a short run they would "
+                "measure mostly the launcher.")
 
 
 def parse_formats(text: str | Iterable[str]) -> tuple[str, ...]:
@@ -138,7 +148,8 @@ def table_rows(summaries: list[ConfigSummary], target: float | None = None) -> l
     for s in summaries:
         name = s.strategy + (f" (window {s.window})" if s.window else "") + (f" ({s.bandwidth})" if s.bandwidth else "")
         row = [name, str(s.workers), fmt_status(s), fmt_spread(s.accuracy), fmt_spread(s.train_s, 2),
-               fmt_spread(s.samples_per_s, 0), fmt_ttt(s), _x(s.speedup), _f(s.scaling_efficiency),
+               fmt_spread(s.startup_s, 1), fmt_spread(s.total_s, 1), fmt_spread(s.samples_per_s, 0), fmt_ttt(s),
+               _x(s.speedup), _f(s.scaling_efficiency),
                _f(s.temporal_efficiency)] + ([fmt_staleness(s)] if stale else [])
         extra = ([s.hardware] if multi else []) + ([s.workload] if multi_wl else [])
         rows.append(row[:2] + extra + row[2:])
@@ -168,13 +179,14 @@ class WorkloadInfo:
 @dataclass
 class Headline:
     """The summary for one comparable group (hardware x workload): fastest configuration to
-    the target and most accurate one."""
+    the target, most accurate one (with its ties) and shortest training time."""
 
     hardware: HardwareInfo
     workload: WorkloadInfo
     fastest: Leader | None
     accurate: Leader | None
     sentences: list[str] = field(default_factory=list)
+    quickest: Leader | None = None  # shortest training time, whatever the accuracy
 
 
 @dataclass
@@ -244,18 +256,56 @@ def _headline(hw: HardwareInfo, wl: WorkloadInfo, subset: list[ConfigSummary], t
     elif target is not None and any(s.ok for s in subset):
         h.sentences.append(f"{prefix}No configuration reached the target test accuracy {target}.")
     if acc is not None:
-        text = f"{prefix}Most accurate: {acc.summary.label}, median test accuracy {acc.value:.3f}"
-        if acc.runner_up is not None and acc.runner_up_value is not None:
-            margin = 100 * (acc.value - acc.runner_up_value)
-            text += (f", tied with {acc.runner_up.label}" if margin < 0.05 else
-                     f", {margin:+.1f} points over {acc.runner_up.label} ({acc.runner_up_value:.3f})")
-            text += _noise_note(acc)
-        h.sentences.append(text + ".")
+        h.sentences.append(prefix + _accuracy_sentence(acc, subset))
+    quick = fastest_training(subset)
+    h.quickest = quick
+    if quick is not None and quick.runner_up is not None:
+        h.sentences.append(prefix + _training_sentence(quick))
+    once = _SINGLE_RUN_NOTE  # said once per group, after the first sentence that needs it
+    for i, text in enumerate(h.sentences):
+        if once in text and any(once in t for t in h.sentences[:i]):
+            h.sentences[i] = text.replace(once, "")
     named = {lead.summary.strategy for lead in (fast, acc) if lead is not None}
     for s in subset:
         if "collapsed" in s.flags or "diverged" in s.flags:
             h.sentences.append(prefix + _collapse_sentence(s, subset, target, s.strategy in named))
     return h
+
+
+def _names(summaries: Sequence[ConfigSummary]) -> str:
+    """``a``, ``a and b``, ``a, b and c`` of the summaries' labels."""
+    labels = [s.label for s in summaries]
+    return labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
+
+
+def _accuracy_sentence(acc: Leader, subset: Sequence[ConfigSummary]) -> str:
+    """The most-accurate sentence: the leader and every configuration tied with it, then the
+    margin over the next one."""
+    if acc.ties and acc.runner_up is None:
+        return (f"Accuracy: all {len(acc.ties) + 1} configurations that ran tie at median test accuracy "
+                f"{acc.value:.3f}.")
+    text = f"Most accurate: {acc.summary.label}, median test accuracy {acc.value:.3f}"
+    if acc.ties:
+        text += f", tied with {_names(acc.ties)}"
+    if acc.runner_up is not None and acc.runner_up_value is not None:
+        text += f", {100 * (acc.value - acc.runner_up_value):+.1f} points over {acc.runner_up.label} " \
+                f"({acc.runner_up_value:.3f})"
+        text += _noise_note(acc)
+    return text + "."
+
+
+def _training_sentence(quick: Leader) -> str:
+    """Shortest training time, and the plain conclusion when ``single`` has it."""
+    s = quick.summary
+    if s.strategy == "single" and quick.runner_up is not None:
+        other = quick.runner_up
+        versus = f" ({other.speedup:.2f}x single)" if other.speedup is not None else ""
+        return (f"Shortest training time: {s.label}, {quick.value:.2f} s; no distributed configuration beat it "
+                f"here: the quickest, {other.label}, took {quick.runner_up_value:.2f} s{versus}, so on this "
+                f"machine and workload train with single{_noise_note(quick)}.")
+    versus = f" ({s.speedup:.2f}x single)" if s.speedup is not None else ""
+    return (f"Shortest training time: {s.label}, {quick.value:.2f} s{versus}, then {quick.runner_up.label} "
+            f"at {quick.runner_up_value:.2f} s{_noise_note(quick)}.")
 
 
 def _collapse_sentence(s: ConfigSummary, subset: Sequence[ConfigSummary], target: float | None,
@@ -277,10 +327,13 @@ def _collapse_sentence(s: ConfigSummary, subset: Sequence[ConfigSummary], target
     return text + "."
 
 
+_SINGLE_RUN_NOTE = "; from a single run, so run-to-run noise is unknown: use --repeats 3 or more before choosing"
+
+
 def _noise_note(lead: Any) -> str:
     """The caveat after a leader sentence: one run gives no spread; overlapping ranges mean noise."""
     if min(lead.summary.ok, lead.runner_up.ok) < 2:
-        return "; from a single run, so run-to-run noise is unknown: use --repeats 3 or more before choosing"
+        return _SINGLE_RUN_NOTE
     if lead.overlaps:
         return "; their ranges over repeats overlap, so the margin is within run-to-run noise"
     return ""
@@ -311,6 +364,8 @@ def build(records: list[dict[str, Any]]) -> ReportData:
     if multi[1]:
         notes.append("The merged runs used different workloads (column 'workload'); their rows are kept apart "
                      "and compared only with `single` of the same workload.")
+    warm = warmup_note(records)
+    notes += ([warm] if warm else []) + ps_notes(summaries)
     prov_groups: "OrderedDict[tuple[str, str], dict[str, Any]]" = OrderedDict()
     for r, (hw, _) in zip(records, groups):
         g = prov_groups.setdefault((str(r.get("run_id", "?")), hw), {
@@ -362,7 +417,8 @@ def render_markdown(records: list[dict[str, Any]], title: str = "distbench repor
               "(same hardware, same epochs and global batch); scaling eff. = speed-up / workers; "
               "temporal eff. = Hermans' ratio of areas under accuracy-vs-time versus `single` (> 1: "
               "more accuracy sooner). Time to target: MLPerf rule (mean of the runs, dropping the fastest "
-              "and slowest with 5 or more; a run that never reaches the target counts as slowest).", ""]
+              "and slowest with 5 or more; a run that never reaches the target counts as slowest). "
+              + STARTUP_NOTE, ""]
     cols = table_columns(d.summaries)
     lines.append("| " + " | ".join(cols) + " |")
     lines.append("|" + "---|" * len(cols))
@@ -402,7 +458,8 @@ CSV_FIELDS = ["config_id", "strategy", "workers", "window", "hardware", "workloa
               "loss_median", "loss_min", "loss_max",
               "train_s_median", "train_s_min", "train_s_max", "train_s_mean", "train_s_ci95",
               "samples_per_s_median", "samples_per_s_min", "samples_per_s_max", "samples_per_s_mean",
-              "samples_per_s_ci95",
+              "samples_per_s_ci95", "startup_s_median", "startup_s_min", "startup_s_max", "total_s_median",
+              "total_s_min", "total_s_max",
               "time_to_target_s_mlperf", "time_to_target_s_median", "time_to_target_s_min",
               "time_to_target_s_max", "reached_target",
               "speedup", "scaling_efficiency", "temporal_efficiency", "staleness_median", "staleness_max",
@@ -422,6 +479,7 @@ def summary_dict(s: ConfigSummary) -> dict[str, Any]:
         "status": s.status, "statuses": s.statuses, "reasons": s.reasons,
         "test_accuracy": _spread_dict(s.accuracy), "test_loss": _spread_dict(s.loss),
         "train_s": _spread_dict(s.train_s), "samples_per_s": _spread_dict(s.samples_per_s),
+        "startup_s": _spread_dict(s.startup_s), "total_s": _spread_dict(s.total_s),
         "time_to_target_s": {"mlperf": s.ttt.value, "runs": s.ttt.runs, "reached": s.ttt.reached,
                              "averaged": s.ttt.kept, "not_reached": s.ttt.not_reached,
                              **{k: v for k, v in _spread_dict(s.time_to_target_s).items() if k != "n"}},
@@ -445,6 +503,8 @@ def write_csv(records: list[dict[str, Any]], path: Path, data: ReportData | None
             row += [s.loss.median, s.loss.min, s.loss.max]
             for sp in (s.train_s, s.samples_per_s):
                 row += [sp.median, sp.min, sp.max, sp.mean, sp.ci95]
+            row += [s.startup_s.median, s.startup_s.min, s.startup_s.max, s.total_s.median, s.total_s.min,
+                    s.total_s.max]
             row += [s.ttt.value, s.time_to_target_s.median, s.time_to_target_s.min, s.time_to_target_s.max,
                     s.reached_target, s.speedup, s.scaling_efficiency, s.temporal_efficiency,
                     s.staleness_median, s.staleness_max, " ".join(f.replace(" ", "_") for f in s.flags),
@@ -460,7 +520,8 @@ def summary_json(data: ReportData) -> dict[str, Any]:
             return None
         return {"config_id": lead.summary.config_id, "label": lead.summary.label, "value": lead.value,
                 "runner_up": lead.runner_up.config_id if lead.runner_up else None,
-                "runner_up_value": lead.runner_up_value, "within_spread": lead.overlaps}
+                "runner_up_value": lead.runner_up_value, "within_spread": lead.overlaps,
+                "ties": [t.config_id for t in lead.ties]}
 
     from distbench import __version__
     return {
@@ -470,6 +531,7 @@ def summary_json(data: ReportData) -> dict[str, Any]:
         "workloads": {w.label: w.description for w in data.workloads},
         "headline": [{"hardware": h.hardware.letter, "workload": h.workload.label,
                       "fastest_to_target": leader(h.fastest), "most_accurate": leader(h.accurate),
+                      "shortest_training": leader(h.quickest),
                       "text": h.sentences} for h in data.headlines],
         "configurations": [summary_dict(s) for s in data.summaries],
     }

@@ -239,6 +239,9 @@ class ConfigSummary:
         statuses: status of each record; ``reasons``: distinct reasons of non-ok ones.
         accuracy, loss: final test accuracy (fraction) and loss over ok repeats.
         train_s: training time (seconds) over ok repeats.
+        startup_s: start-up seconds (process spawn to the first training step: launch,
+            framework and cluster initialisation) over ok repeats; not in any speed-up.
+        total_s: seconds from spawn to the end of training over ok repeats.
         samples_per_s: throughput (samples per second, all replicas) over ok repeats.
         time_to_target_s: spread of the time to target (seconds) of the repeats that
             reached it; ``reached_target``: how many did.
@@ -293,6 +296,8 @@ class ConfigSummary:
     staleness_median: float | None = None
     staleness_max: int | None = None
     flags: list[str] = field(default_factory=list)
+    startup_s: Spread = field(default_factory=lambda: Spread.of([]))
+    total_s: Spread = field(default_factory=lambda: Spread.of([]))
     records: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
     @property
@@ -414,6 +419,8 @@ def summarize(records: list[dict[str, Any]]) -> list[ConfigSummary]:
             hardware=hw_labels[hw], hardware_key=hw, workload=wl_labels[wk], workload_key=wk, records=rs,
             staleness_median=statistics.median(stale_med) if stale_med else None,
             staleness_max=int(max(stale_max)) if stale_max else None,
+            startup_s=Spread.of([(r.get("timings") or {}).get("startup_s") for r in ok]),
+            total_s=Spread.of([(r.get("timings") or {}).get("total_s") for r in ok]),
         ))
     hw_order = {k: i for i, k in enumerate(hw_labels)}
     wl_order = {k: i for i, k in enumerate(wl_labels)}
@@ -498,6 +505,8 @@ class Leader:
         runner_up_value: the runner-up's value.
         overlaps: True when the two configurations' min-max ranges over repeats overlap,
             i.e. the margin is within the run-to-run spread.
+        ties: the other configurations whose value equals the leader's within the
+            criterion's tolerance, best first; ``runner_up`` is then the best one after them.
     """
 
     summary: ConfigSummary
@@ -505,17 +514,21 @@ class Leader:
     runner_up: ConfigSummary | None = None
     runner_up_value: float | None = None
     overlaps: bool = False
+    ties: list[ConfigSummary] = field(default_factory=list)
 
 
 def _leader(ranked: Sequence[ConfigSummary], value: Callable[[ConfigSummary], float],
-            spread: Callable[[ConfigSummary], Spread]) -> Leader | None:
-    """The first of ``ranked`` (best first) with the runner-up and whether their spreads overlap."""
+            spread: Callable[[ConfigSummary], Spread], tie: float = 0.0) -> Leader | None:
+    """The first of ``ranked`` (best first), the others within ``tie`` of its value (ties),
+    the runner-up after them and whether the leader's and runner-up's spreads overlap."""
     if not ranked:
         return None
     best = ranked[0]
     lead = Leader(best, value(best))
-    if len(ranked) > 1:
-        nxt = ranked[1]
+    lead.ties = [s for s in ranked[1:] if abs(value(s) - lead.value) < tie]
+    rest = [s for s in ranked[1:] if s not in lead.ties]
+    if rest:
+        nxt = rest[0]
         lead.runner_up, lead.runner_up_value = nxt, value(nxt)
         lead.overlaps = _overlap(spread(best), spread(nxt))
     return lead
@@ -528,14 +541,26 @@ def fastest_to_target(summaries: Sequence[ConfigSummary]) -> Leader | None:
     return _leader(sorted((s for s in summaries if ttt(s) is not None), key=ttt), ttt, lambda s: s.time_to_target_s)
 
 
+ACCURACY_TIE = 0.0005  # median accuracies closer than this (equal at three decimals) tie
+
+
 def most_accurate(summaries: Sequence[ConfigSummary]) -> Leader | None:
-    """The configuration with the highest median final test accuracy; ``None`` if no ok run."""
+    """The configuration with the highest median final test accuracy, with every other one
+    within :data:`ACCURACY_TIE` of it as ties; ``None`` if no ok run."""
     acc = lambda s: s.accuracy.median  # noqa: E731
     return _leader(sorted((s for s in summaries if acc(s) is not None), key=lambda s: -acc(s)), acc,
-                   lambda s: s.accuracy)
+                   lambda s: s.accuracy, tie=ACCURACY_TIE)
+
+
+def fastest_training(summaries: Sequence[ConfigSummary]) -> Leader | None:
+    """The configuration with the shortest median training time (whatever accuracy it
+    reached); ``None`` if no ok run has one."""
+    t = lambda s: s.train_s.median  # noqa: E731
+    return _leader(sorted((s for s in summaries if t(s)), key=t), t, lambda s: s.train_s)
 
 
 def _overlap(a: Spread, b: Spread) -> bool:
     if None in (a.min, a.max, b.min, b.max):
         return False
     return a.min <= b.max and b.min <= a.max  # type: ignore[operator]
+

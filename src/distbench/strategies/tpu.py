@@ -32,6 +32,37 @@ except Exception as e:
 """
 
 
+#: Environment variables through which TPUClusterResolver finds a TPU (Cloud TPU, GKE, Colab).
+TPU_ENV = ("TPU_NAME", "KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS", "COLAB_TPU_ADDR", "TPU_WORKER_HOSTNAMES",
+           "TPU_ACCELERATOR_TYPE")
+
+
+def tpu_signs(root: str = "/") -> list[str]:
+    """What could let ``TPUClusterResolver()`` find a TPU here, read without TensorFlow: a
+    set :data:`TPU_ENV` variable, a TPU device (``/dev/accel*``, ``/dev/vfio/<n>``), or a
+    Google Compute Engine machine (its metadata server names Cloud TPUs).
+
+    Args:
+        root: the file-system root to look under (tests).
+
+    Returns:
+        the signs found (empty: the resolver has nothing to connect to).
+    """
+    from pathlib import Path
+
+    signs = [v for v in TPU_ENV if os.environ.get(v)]
+    dev = Path(root) / "dev"
+    signs += [str(p) for p in sorted(dev.glob("accel*"))]
+    signs += [str(p) for p in sorted((dev / "vfio").glob("[0-9]*"))]
+    try:
+        product = (Path(root) / "sys/class/dmi/id/product_name").read_text()
+    except OSError:
+        product = ""
+    if "Google" in product:
+        signs.append("Google Compute Engine")
+    return signs
+
+
 def probe_tpu(timeout_s: float = 120.0) -> Availability:
     """Run ``TPUClusterResolver()`` in a fresh interpreter (TensorFlow state cannot be
     reset in this one) and report whether it found a TPU, with its message if not."""
@@ -58,7 +89,13 @@ class TPU(Strategy):
     uses_network = False
 
     def is_available(self, config: ExperimentConfig, workers: int) -> Availability:
-        """TensorFlow's own probe (:func:`probe_tpu`), in a subprocess."""
+        """TensorFlow's own probe (:func:`probe_tpu`, in a subprocess) where :func:`tpu_signs`
+        finds anything it could connect to; else unavailable at once, saying what was
+        checked (importing TensorFlow to be told the same takes 5-20 s)."""
+        if not tpu_signs():
+            return Availability(False, "no TPU found: TPUClusterResolver has nothing to connect to here (no "
+                                       f"{', '.join(TPU_ENV)} set, no /dev/accel* or /dev/vfio device, not a "
+                                       "Google Compute Engine machine)")
         return probe_tpu()
 
     def launch(self, ctx: LaunchContext) -> TrainOutput:

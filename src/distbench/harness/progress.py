@@ -1,0 +1,97 @@
+"""What a running sweep shows: each configuration's phase, read from its logs, and an ETA.
+
+The phase comes from the lines every training loop writes (``epoch k/E done``) in the
+configuration's log and its per-process logs (``logs/<key>.log`` and ``logs/<key>/``). The ETA adds, over the
+configurations still to run, the wall time already measured for the same strategy family
+in this sweep, else a typical start-up for the family (:data:`STARTUP_SEED_S`) plus the
+training time measured so far.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from pathlib import Path
+from typing import Iterable
+
+#: Typical seconds from spawn to the first training step per strategy family, measured on a
+#: 2-core machine with the digits workload (records' ``startup_s``); only a seed: once one
+#: configuration of a family finished, its measured wall time is used instead.
+STARTUP_SEED_S = {"single": 15.0, "mirrored": 15.0, "tpu": 10.0, "multi_worker_mirrored": 30.0, "tf_ps": 20.0,
+                  "horovod": 45.0, "horovod_mpi": 25.0, "spark_ps": 110.0, "mpi_ps": 30.0}
+DEFAULT_STARTUP_S = 30.0  # a plugin's family
+
+EPOCH_DONE = re.compile(r"epoch (\d+)/(\d+) done")
+KEY_STRATEGY = re.compile(r"^(.*?)_w\d+")  # a key's strategy part (``:`` spelt ``-``)
+
+#: What a family starts before its first epoch.
+STARTING = {"spark_ps": "starting Spark", "horovod": "starting horovodrun", "horovod_mpi": "starting mpirun",
+            "mpi_ps": "starting mpirun", "multi_worker_mirrored": "starting TensorFlow workers",
+            "tf_ps": "starting TensorFlow workers"}
+_TAIL_BYTES = 32_768
+
+
+def family(strategy: str) -> str:
+    """``spark_ps`` for ``spark_ps:adag``; a plain name is its own family."""
+    return strategy.split(":", 1)[0]
+
+
+def display_name(key: str) -> str:
+    """A record key or config id as users spell the strategy: ``spark_ps-adag_w2_r0`` ->
+    ``spark_ps:adag_w2_r0`` (ids write ``:`` as ``-`` to stay safe in file names)."""
+    head, sep, rest = key.partition("-")
+    return f"{head}:{rest}" if sep and head in STARTUP_SEED_S else key
+
+
+def _tail(path: Path) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, 2)
+            f.seek(max(0, f.tell() - _TAIL_BYTES))
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def phase(log_dir: Path, key: str) -> str:
+    """The phase of the running configuration ``key``, from the tails of its logs under
+    ``log_dir``: ``training, epoch k/E`` (the slowest process's next epoch),
+    ``evaluating`` once every epoch is done, else the family's start-up phase
+    (:data:`STARTING`, e.g. ``starting Spark``; else ``starting``)."""
+    files = [log_dir / f"{key}.log"] + sorted(p for p in (log_dir / key).rglob("*") if p.is_file()) \
+        if (log_dir / key).is_dir() else [log_dir / f"{key}.log"]
+    texts = [_tail(p) for p in files]
+    done = [(int(m[-1][0]), int(m[-1][1])) for t in texts for m in [EPOCH_DONE.findall(t)] if m]
+    if done:
+        k, total = min(done)
+        return "evaluating" if k >= total else f"training, epoch {k + 1}/{total}"
+    m = KEY_STRATEGY.match(key)
+    fam = family(display_name(m.group(1))) if m else ""
+    return STARTING.get(fam, "starting")
+
+
+def eta_s(todo: Iterable[str], finished: Iterable[tuple[str, float, float | None]]) -> float:
+    """Seconds the configurations in ``todo`` (their strategy names) should take.
+
+    Args:
+        todo: strategy of each configuration still to run (the running one included).
+        finished: ``(strategy, wall seconds, start-up seconds or None)`` of each
+            configuration finished in this sweep.
+
+    Returns:
+        the sum, per configuration, of the median wall time of its family in ``finished``,
+        else its family's :data:`STARTUP_SEED_S` plus the median time after start-up of all
+        finished configurations (0 before the first).
+    """
+    by_family: dict[str, list[float]] = {}
+    after_startup: list[float] = []
+    for strategy, wall, startup in finished:
+        by_family.setdefault(family(strategy), []).append(wall)
+        if startup is not None:
+            after_startup.append(max(0.0, wall - startup))
+    rest = statistics.median(after_startup) if after_startup else 0.0
+    total = 0.0
+    for strategy in todo:
+        walls = by_family.get(family(strategy))
+        total += statistics.median(walls) if walls else STARTUP_SEED_S.get(family(strategy), DEFAULT_STARTUP_S) + rest
+    return total

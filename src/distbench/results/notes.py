@@ -1,0 +1,113 @@
+"""Notes under a report's headline about whether its numbers can be read as they stand:
+first-epoch warm-up that dominates a short run (:func:`warmup_note`), and parameter-server
+rows that trail the synchronous strategies or whose replicas barely overlapped
+(:func:`ps_notes`)."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Any, Sequence
+
+from distbench.results.stats import ConfigSummary, _points
+
+
+WARMUP_SHARE = 0.2  # share of the training time above which the first-epoch warm-up is reported
+
+
+def warmup_share(record: dict[str, Any]) -> tuple[float, float, float] | None:
+    """How much of a record's training time is first-epoch warm-up.
+
+    The first epoch carries one-off costs (graph tracing, the first collective's set-up,
+    connecting to a parameter server); later epochs do not. The warm-up is the first
+    epoch's time minus the median time of the later epochs, read from the record's curve
+    (one point per epoch, ``elapsed_s`` since training start).
+
+    Args:
+        record: an ok record with a curve of at least two epochs.
+
+    Returns:
+        ``(share, first_s, later_s)``: warm-up / training time (fraction), the first
+        epoch's seconds and the median later epoch's seconds; ``None`` with fewer than two
+        points or no training time.
+    """
+    pts = [t for t, _ in _points(record.get("curve") or [])]
+    train = (record.get("timings") or {}).get("train_s") or (pts[-1] if pts else None)
+    if len(pts) < 2 or not train:
+        return None
+    later = statistics.median(b - a for a, b in zip(pts, pts[1:]))
+    return max(0.0, pts[0] - later) / train, pts[0], later
+
+
+def warmup_note(records: Sequence[dict[str, Any]], epochs_share: float = 0.1) -> str | None:
+    """A sentence when the epochs are too few for the first-epoch warm-up to wash out.
+
+    Args:
+        records: the records of one report.
+        epochs_share: warm-up share the suggested epoch count would bring it under.
+
+    Returns:
+        ``None`` when every ok record's warm-up is under :data:`WARMUP_SHARE` of its
+        training time; else a sentence naming the worst configuration, its first and later
+        epoch times and an epoch count that would bring the warm-up under ``epochs_share``.
+        Runs of one epoch cannot separate warm-up and get their own sentence.
+    """
+    ok = [r for r in records if r.get("status") == "ok"]
+    if ok and all(r.get("epochs") == 1 for r in ok):
+        return ("Each run trained one epoch, so its time includes the one-off warm-up (graph tracing, first "
+                "collective set-up) that later epochs do not pay: speed-ups may compare warm-up, not training; "
+                "run more epochs (--epochs 5 or more).")
+    worst = max(((w, r) for r in ok for w in [warmup_share(r)] if w is not None), key=lambda x: x[0][0],
+                default=None)
+    if worst is None or worst[0][0] < WARMUP_SHARE:
+        return None
+    (share, first, later), r = worst
+    excess = first - later
+    need = (math.ceil(1 + (excess / epochs_share - first) / later) if later > 0 else None)
+    suggestion = f" (about --epochs {need} would bring it under {epochs_share:.0%})" if need else ""
+    who = f"{r.get('strategy')} ({r.get('workers')} worker{'s' if r.get('workers') != 1 else ''})"
+    return (f"Warm-up: the first epoch of {who} took {first:.2f} s against {later:.2f} s for "
+            f"each later one, {share:.0%} of its training time; with {r.get('epochs')} epochs the speed-ups "
+            f"compare mostly this one-off cost (graph tracing, first collective or server connection), not "
+            f"steady-state training: run more epochs{suggestion}.")
+
+
+#: Why a parameter-server optimizer may trail the synchronous strategies after few epochs.
+PS_LAG_WHY = {
+    "adag": "ADAG divides each commit by its window (the centre moves by the accumulated delta / window, about "
+            "one local step per window of samples)",
+    "downpour": "DOWNPOUR folds every worker's whole delta into the centre, each stale by the others' commits",
+    "dynsgd": "DynSGD scales each commit down by 1 / (staleness + 1)",
+    "aeasgd": "the elastic force moves the centre only a fraction alpha towards each worker per window",
+    "eamsgd": "the elastic force moves the centre only a fraction alpha towards each worker per window",
+    "easgd": "the elastic force moves the centre only a fraction alpha towards the workers per round",
+    "averaging": "the centre is the workers' mean once per window, so each replica trains on its shard alone "
+                 "in between",
+}
+PS_LAG_POINTS = 0.10  # accuracy (fraction) a PS row must trail the best synchronous one by to get a hint
+ASYNC_OPTIMIZERS = ("downpour", "adag", "dynsgd", "aeasgd", "eamsgd")
+
+
+def ps_notes(summaries: Sequence[ConfigSummary]) -> list[str]:
+    """Hints on parameter-server rows: why one trails the synchronous strategies of the same
+    hardware and workload by more than :data:`PS_LAG_POINTS` (:data:`PS_LAG_WHY`), and that
+    an asynchronous one whose commits all had staleness 0 ran its replicas barely
+    overlapping (so its speed is not parallelism)."""
+    notes = []
+    for s in summaries:
+        family, _, opt = s.strategy.partition(":")
+        if family not in ("spark_ps", "mpi_ps") or s.accuracy.median is None:
+            continue
+        sync = [o for o in summaries if (o.hardware_key, o.workload_key) == (s.hardware_key, s.workload_key)
+                and o.accuracy.median is not None and ":" not in o.strategy and o.strategy != "tf_ps"]
+        best = max(sync, key=lambda o: o.accuracy.median, default=None)  # type: ignore[arg-type,return-value]
+        if best is not None and best.accuracy.median - s.accuracy.median > PS_LAG_POINTS and opt in PS_LAG_WHY:
+            epochs = next((r.get("epochs") for r in s.records if r.get("epochs")), None)
+            notes.append(f"{s.label} reached {s.accuracy.median:.3f} against {best.accuracy.median:.3f} for "
+                         f"{best.label}: {PS_LAG_WHY[opt]}; " + (f"after {epochs} epochs " if epochs else "") +
+                         "it may need more epochs (or a smaller window) to catch up.")
+        if opt in ASYNC_OPTIMIZERS and s.workers > 1 and s.staleness_max == 0:
+            notes.append(f"Every commit of {s.label} had staleness 0: no other worker committed between a "
+                         "worker's pull and its commit, so its replicas barely overlapped in time and its speed "
+                         "is not parallelism.")
+    return notes

@@ -1,0 +1,45 @@
+"""Sweep progress: phases read from logs, ETA seeded per strategy family, names as users spell them."""
+
+from __future__ import annotations
+
+import pytest
+
+from distbench.harness import progress as P
+
+
+def test_display_name_spells_strategies_as_the_cli_does():
+    assert P.display_name("spark_ps-adag_w2_r0") == "spark_ps:adag_w2_r0"
+    assert P.display_name("mpi_ps-downpour_w4_bw100mbit_r1") == "mpi_ps:downpour_w4_bw100mbit_r1"
+    assert P.display_name("multi_worker_mirrored_w2_r0") == "multi_worker_mirrored_w2_r0"
+    assert P.display_name("my-plugin_w2_r0") == "my-plugin_w2_r0"  # not a family: left alone
+
+
+def test_phase_from_the_logs(tmp_path):
+    key = "spark_ps-adag_w2_r0"
+    assert P.phase(tmp_path, key) == "starting Spark"  # no log yet: the family's start-up
+    assert P.phase(tmp_path, "single_w1_r0") == "starting"
+    assert P.phase(tmp_path, "mpi_ps-adag_w2_bw100mbit_r0") == "starting mpirun"
+    log = tmp_path / f"{key}.log"
+    log.write_text("Using Spark's default log4j profile\n" + "worker 0 (pid 1, attempt 0): epoch 1/3 done: 20 steps\n"
+                   "worker 0 (pid 1, attempt 0): epoch 2/3 done: 40 steps\n"
+                   "worker 1 (pid 2, attempt 0): epoch 1/3 done: 20 steps\n")
+    assert P.phase(tmp_path, key) == "training, epoch 2/3"  # the slowest worker's next epoch
+    # per-process logs under logs/<key>/ (horovodrun's ranks)
+    hk = "horovod_w2_r0"
+    (tmp_path / hk / "rank.0").mkdir(parents=True)
+    assert P.phase(tmp_path, hk) == "starting horovodrun"
+    (tmp_path / hk / "rank.0" / "stdout").write_text("epoch 1/2 done\nepoch 2/2 done\n")
+    assert P.phase(tmp_path, hk) == "evaluating"
+
+
+def test_eta_is_seeded_per_family_then_measured():
+    seed = P.STARTUP_SEED_S
+    assert P.eta_s(["single", "spark_ps:adag"], []) == pytest.approx(seed["single"] + seed["spark_ps"])
+    # after single finished in 26 s (19 s start-up): the others add its 7 s after start-up to their seeds
+    finished = [("single", 26.0, 19.0)]
+    assert P.eta_s(["horovod", "spark_ps:adag", "spark_ps:downpour"], finished) == pytest.approx(
+        seed["horovod"] + 7 + 2 * (seed["spark_ps"] + 7))
+    # once a Spark configuration finished, its measured wall time replaces the seed for the family
+    finished.append(("spark_ps:adag", 121.0, 117.0))
+    assert P.eta_s(["spark_ps:downpour", "my_plugin"], finished) == pytest.approx(
+        121.0 + P.DEFAULT_STARTUP_S + 5.5)

@@ -1,0 +1,76 @@
+"""Terminal tables within a given width: whole, without minor columns, or one block per row."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from distbench.results.terminal import fit_table, print_fitted
+
+HEADERS = ["strategy", "workers", "status", "test acc", "train s", "to target s", "speed-up", "samples/s",
+           "temporal"]
+ROWS = [["single", "1", "ok", "0.906", "0.17", "0.16", "1.00x", "22588", "1.00"],
+        ["spark_ps:downpour (100mbit)", "2", "ok, below target", "0.594", "0.61", "not reached", "0.28x", "6317",
+         "-"],
+        ["spark_ps:adag (100mbit)", "2", "ok", "0.594", "0.61", "not reached", "0.28x", "6317", "0.23"]]
+
+
+def _render(renderable, width):
+    buf = io.StringIO()
+    Console(file=buf, width=width, color_system=None).print(renderable)
+    return buf.getvalue()
+
+
+def test_wide_table_is_whole():
+    table, dropped = fit_table(HEADERS, ROWS, 200, drop=["temporal", "samples/s"])
+    out = _render(table, 200)
+    assert dropped == [] and "temporal" in out and "22588" in out
+
+
+def test_medium_width_drops_minor_columns_and_keeps_names_whole():
+    whole = max(len(line) for line in _render(fit_table(HEADERS, ROWS, 500)[0], 500).splitlines())
+    width = whole - len("samples/s") - 3  # too narrow for the whole table and for the one without 'temporal'
+    table, dropped = fit_table(HEADERS, ROWS, width, drop=["temporal", "samples/s"])
+    out = _render(table, width)
+    assert dropped == ["temporal", "samples/s"]
+    assert max(len(line) for line in out.splitlines()) <= width
+    for name in ("spark_ps:downpour (100mbit)", "spark_ps:adag (100mbit)", "not reached", "ok, below target"):
+        assert name in out  # never truncated or wrapped
+    assert "…" not in out
+
+
+def test_narrow_width_gives_one_block_per_row():
+    width = 60
+    blocks, dropped = fit_table(HEADERS, ROWS, width, drop=["temporal", "samples/s"])
+    out = _render(blocks, width)
+    lines = out.splitlines()
+    assert dropped == [] and max(len(line) for line in lines) <= width
+    assert lines[0] == "single  workers 1  ok"
+    assert "spark_ps:downpour (100mbit)  workers 2  ok, below target" in lines
+    assert "to target s not reached" in out and "samples/s 6317" in out
+    assert "temporal -" not in out  # unmeasured cells are left out of blocks
+
+
+def test_pipe_respects_columns(monkeypatch):
+    buf = io.StringIO()
+    monkeypatch.setenv("COLUMNS", "70")
+    console, _ = print_fitted(HEADERS, ROWS, Console(file=buf))
+    assert console.width == 70 and max(len(line) for line in buf.getvalue().splitlines()) <= 70
+    monkeypatch.delenv("COLUMNS")
+    buf = io.StringIO()
+    print_fitted(HEADERS, ROWS, Console(file=buf))
+    assert "temporal" in buf.getvalue()  # piped without COLUMNS: the whole table, as wide as it needs
+
+
+def test_list_fits_80_columns_and_names_the_families():
+    from click.testing import CliRunner
+
+    from distbench.cli import main
+
+    res = CliRunner().invoke(main, ["list"], env={"COLUMNS": "80"})
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert any(line.split()[:1] == ["spark_ps:adag"] for line in lines)  # names whole, first on their line
+    assert any(line.startswith("  spark_ps ") and "all 7" in line for line in lines)
