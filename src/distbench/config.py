@@ -272,6 +272,32 @@ class SparkConfig:
     share_session: bool = True
 
 
+RATE_FORM = re.compile(r"([0-9]+(?:\.[0-9]+)?)(bit|kbit|mbit|gbit)", re.IGNORECASE)
+RATE_UNITS = {"bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9}
+UNLIMITED = "unlimited"
+
+
+def parse_rate(key: str, rate: str) -> int | None:
+    """A link rate in bits per second, ``None`` for ``"unlimited"``.
+
+    Args:
+        key: the config key or flag, for the message.
+        rate: tc's form, a positive number and ``bit``, ``kbit``, ``mbit`` or ``gbit``
+            (decimal units, as tc reads them: 1mbit = 10^6 bit/s), or ``"unlimited"``.
+
+    Raises:
+        ConfigError: anything else, or a rate below 1 bit/s.
+    """
+    if rate == UNLIMITED:
+        return None
+    m = RATE_FORM.fullmatch(rate.strip())
+    bits = round(float(m.group(1)) * RATE_UNITS[m.group(2).lower()]) if m else 0
+    if bits < 1:
+        raise ConfigError(f"{key} = {rate!r}: expected a link rate in tc's units (a positive number and bit, kbit, "
+                          'mbit or gbit), e.g. "100mbit" or "1gbit", or "unlimited"')
+    return bits
+
+
 @dataclass
 class EmulateConfig:
     """An emulated cluster on this machine (``[cluster] emulate = {...}``): one Linux

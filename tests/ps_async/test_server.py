@@ -70,7 +70,7 @@ class RawPeer:
             self.handshake(secret)
 
     def send(self, frames):
-        self.sock.send_multipart([bytes(P._buf(f)) for f in frames])
+        self.sock.send_multipart([bytes(P.frame_view(f)) for f in frames])
 
     def request(self, msg=None, frames=None, timeout_s=3.0):
         if msg is not None:
@@ -211,7 +211,7 @@ def test_worker_id_out_of_range(make_server):
 def _commit_frames(peer, tensors, seq=0, clock=0):
     msg = P.Message(P.MsgType.COMMIT, worker_id=peer.wid, token=peer.token, seq=seq,
                     clock=clock, req_id=7, tensors=tensors)
-    return [bytes(P._buf(f)) for f in P.encode(msg)]
+    return [bytes(P.frame_view(f)) for f in P.encode(msg)]
 
 
 def _bad_cases(peer):

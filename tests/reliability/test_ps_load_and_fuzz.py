@@ -106,7 +106,7 @@ def _make(draw: st.DrawFn, kind: str, token: bytes, wid: int) -> list[bytes]:
     good = P.encode(P.Message(P.MsgType.COMMIT, worker_id=wid, seq=draw(st.integers(0, 3)), clock=0,
                               token=token, tensors=[np.ones(s, np.float32) for s in TEMPLATE_SHAPES]))
     hdr = bytearray(good[0])
-    body = [bytes(P._buf(f)) for f in good[1:]]
+    body = [bytes(P.frame_view(f)) for f in good[1:]]
     if kind == "random":
         return [draw(st.binary(max_size=200)) for _ in range(draw(st.integers(1, 4)))]
     if kind == "truncated":
@@ -120,27 +120,27 @@ def _make(draw: st.DrawFn, kind: str, token: bytes, wid: int) -> list[bytes]:
     if kind == "shape":
         bad = P.encode(P.Message(P.MsgType.COMMIT, worker_id=wid, token=token,
                                  tensors=[np.ones((5, 7), np.float32), np.ones(10, np.float32)]))
-        return [bytes(P._buf(f)) for f in bad]
+        return [bytes(P.frame_view(f)) for f in bad]
     if kind == "dtype":
         bad = P.encode(P.Message(P.MsgType.COMMIT, worker_id=wid, token=token,
                                  tensors=[np.ones(s, np.float64) for s in TEMPLATE_SHAPES]))
-        return [bytes(P._buf(f)) for f in bad]
+        return [bytes(P.frame_view(f)) for f in bad]
     if kind == "nan":
         t = [np.ones(s, np.float32) for s in TEMPLATE_SHAPES]
         t[draw(st.integers(0, 1))].flat[0] = draw(st.sampled_from([np.nan, np.inf, -np.inf]))
         bad = P.encode(P.Message(P.MsgType.COMMIT, worker_id=wid, token=token, tensors=t))
-        return [bytes(P._buf(f)) for f in bad]
+        return [bytes(P.frame_view(f)) for f in bad]
     if kind == "replay":  # a commit with a sequence number the fuzzer's peer already used
         return [bytes(hdr)] + body
     if kind == "unauth":
         bad = P.encode(P.Message(P.MsgType.COMMIT, worker_id=wid, token=bytes(16),
                                  tensors=[np.ones(s, np.float32) for s in TEMPLATE_SHAPES]))
-        return [bytes(P._buf(f)) for f in bad]
+        return [bytes(P.frame_view(f)) for f in bad]
     if kind == "badtoken":
         bad = P.encode(P.Message(P.MsgType.PULL, worker_id=(wid + 1) % 2, token=token))
-        return [bytes(P._buf(f)) for f in bad]
+        return [bytes(P.frame_view(f)) for f in bad]
     bad = P.encode(P.Message(P.MsgType.PULL_REPLY, worker_id=wid, token=token))
-    return [bytes(P._buf(f)) for f in bad]
+    return [bytes(P.frame_view(f)) for f in bad]
 
 
 def test_hostile_frames_are_all_rejected(request):

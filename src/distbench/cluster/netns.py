@@ -30,6 +30,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterator
 
+from distbench.procinfo import current_namespace  # noqa: F401 - part of this module's API
+
 PREFIX = "dbn-"
 STATE_DIR_ENV = "DISTBENCH_NETNS_STATE_DIR"
 RATE_ONLY = "only the link rate is emulated (tc tbf); latency and loss are not (no netem)"
@@ -240,26 +242,6 @@ def existing_links() -> list[str]:
     out = run(["ip", "-o", "link", "show"], check=False).stdout
     names = (m.group(1) for m in re.finditer(r"^\d+:\s+([^:@\s]+)", out, re.MULTILINE))
     return [n for n in names if n.startswith(PREFIX)]
-
-
-def current_namespace(pid: int | str = "self") -> str:
-    """The network namespace process ``pid`` (default this one) runs in, for records: its
-    ``ip netns`` name (an emulated host's ``dbn-<id>-<k>``), ``root`` for the namespace of
-    process 1 (the machine's own), else ``net:[<inode>]``; ``?`` when ``/proc`` does not
-    tell (no such process)."""
-    try:
-        ino = os.stat(f"/proc/{pid}/ns/net").st_ino
-    except OSError:
-        return "?"
-    with contextlib.suppress(OSError):
-        if os.stat("/proc/1/ns/net").st_ino == ino:
-            return "root"
-    with contextlib.suppress(OSError):
-        for p in sorted(Path("/run/netns").iterdir()):
-            with contextlib.suppress(OSError):
-                if p.stat().st_ino == ino:
-                    return p.name
-    return f"net:[{ino}]"
 
 
 def namespace_pids(ns: str) -> list[int]:

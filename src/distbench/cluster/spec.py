@@ -11,14 +11,11 @@ import ipaddress
 import re
 from dataclasses import dataclass
 
-from distbench.config import ClusterConfig, ConfigError
+from distbench.config import UNLIMITED, ClusterConfig, ConfigError, parse_rate  # noqa: F401 - rates are parsed with the config
 
 HOST_FORM = re.compile(r"([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?):([0-9]+)")
 """``host:slots``: a host name or IPv4 address, a colon, a slot count."""
-RATE_FORM = re.compile(r"([0-9]+(?:\.[0-9]+)?)(bit|kbit|mbit|gbit)", re.IGNORECASE)
 """A link rate in tc's units (decimal: 1kbit = 1000 bit/s), e.g. ``100mbit``."""
-RATE_UNITS = {"bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9}
-UNLIMITED = "unlimited"
 LAUNCHERS = ("ssh",)
 MAX_EMULATED_HOSTS = 64  # interface names hold two digits of the host index
 
@@ -71,27 +68,6 @@ def parse_hosts(hosts: list[str], key: str = "cluster.hosts") -> list[Host]:
                               f'host once with all its slots, e.g. "{h.name}:{out[first].slots + h.slots}"')
         out.append(h)
     return out
-
-
-def parse_rate(key: str, rate: str) -> int | None:
-    """A link rate in bits per second, ``None`` for ``"unlimited"``.
-
-    Args:
-        key: the config key or flag, for the message.
-        rate: tc's form, a positive number and ``bit``, ``kbit``, ``mbit`` or ``gbit``
-            (decimal units, as tc reads them: 1mbit = 10^6 bit/s), or ``"unlimited"``.
-
-    Raises:
-        ConfigError: anything else, or a rate below 1 bit/s.
-    """
-    if rate == UNLIMITED:
-        return None
-    m = RATE_FORM.fullmatch(rate.strip())
-    bits = round(float(m.group(1)) * RATE_UNITS[m.group(2).lower()]) if m else 0
-    if bits < 1:
-        raise ConfigError(f"{key} = {rate!r}: expected a link rate in tc's units (a positive number and bit, kbit, "
-                          'mbit or gbit), e.g. "100mbit" or "1gbit", or "unlimited"')
-    return bits
 
 
 def rates(cluster: ClusterConfig) -> list[str]:

@@ -31,7 +31,7 @@ from distbench.harness.matrix import ConfigPoint
 from distbench.harness.runner import artifacts_dir, ok_record
 from distbench.results import provenance
 from distbench.results.store import append_record
-from distbench.launch import process
+from distbench.launch import commands, process
 from distbench.launch.tfconfig import JOIN_TIMEOUT_ENV, join_failure, parse_tf_config, silent_peers
 from distbench.strategies import registry
 from distbench.workload import CONFIG_FILE, WORKLOAD_DIR, Workload
@@ -99,9 +99,7 @@ def tf_worker_main(run_dir: Path, key: str | None, config_file: str | None, join
     wait_s = join_timeout(join_timeout_s)
     if not (run_dir / CONFIG_FILE).exists():
         config_mod.load(config_file)  # a bad config fails here, before TensorFlow starts
-    argv = [sys.executable, "-m", "distbench", "worker", "tf-task", "--run-dir", str(run_dir)]
-    argv += ["--config", config_file] if config_file else []
-    argv += ["--key", key] if key else []
+    argv = commands.worker_argv("tf-task", run_dir, ("--config", config_file), ("--key", key))
     env = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}  # the child gets the validated task
     env.update({TASK_ENV: task.to_json(), "DISTBENCH_SPAWN_UNIX": os.environ.get("DISTBENCH_SPAWN_UNIX",
                                                                                    repr(time.time()))})

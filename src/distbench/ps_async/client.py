@@ -179,7 +179,7 @@ class PSClient:
                            hdr.req_id, self._req)
                 continue
             if hdr.type == P.MsgType.ERROR:
-                text = bytes(P._buf(got[1])).decode("utf-8", "replace") if len(got) > 1 else "?"
+                text = bytes(P.frame_view(got[1])).decode("utf-8", "replace") if len(got) > 1 else "?"
                 kind = text.split(":", 1)[0] if ":" in text else "server"
                 raise PSError(f"server rejected {msg.type.name} from worker {self.worker_id}: "
                               f"{text}", kind)

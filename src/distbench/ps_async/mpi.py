@@ -52,7 +52,7 @@ def _comm() -> Any:
 
 def send_frames(comm: Any, frames: list, dest: int, meta_tag: int, data_tag: int) -> int:
     """Send one message's frames to ``dest``; returns the bytes sent (frames only)."""
-    bufs = [np.frombuffer(P._buf(f), dtype=np.uint8) for f in frames]
+    bufs = [np.frombuffer(P.frame_view(f), dtype=np.uint8) for f in frames]
     if len(bufs) > META_LEN - 1:
         raise P.ProtocolError("count", f"{len(bufs)} frames, at most {META_LEN - 1}")
     meta = np.zeros(META_LEN, dtype=np.int64)

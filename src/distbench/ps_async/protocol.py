@@ -305,7 +305,7 @@ def encode(msg: Message) -> list:
 
 
 # --------------------------------------------------------------------------- decode
-def _buf(frame: Frame) -> memoryview:
+def frame_view(frame: Frame) -> memoryview:
     if hasattr(frame, "buffer"):  # zmq.Frame
         return frame.buffer
     if isinstance(frame, np.ndarray):
@@ -325,7 +325,7 @@ def decode_header(frame: Frame) -> Header:
         ProtocolError: truncated/oversized header, bad magic/version/type,
             unknown dtype code, too many tensors or dims.
     """
-    mv = _buf(frame)
+    mv = frame_view(frame)
     n = len(mv)
     if n < FIXED_HEADER_BYTES:
         raise ProtocolError("truncated", f"header frame has {n} bytes, the fixed header "
@@ -400,7 +400,7 @@ def decode(frames: Sequence[Frame], expected: Template | Mapping[MsgType, Templa
     """
     if not frames:
         raise ProtocolError("truncated", "empty message: no header frame")
-    sizes = [len(_buf(f)) for f in frames]
+    sizes = [len(frame_view(f)) for f in frames]
     total = sum(sizes)
     if max_bytes is not None and total > max_bytes:
         raise ProtocolError("size", f"message of {total} bytes in {len(frames)} frames exceeds "
@@ -435,7 +435,7 @@ def decode(frames: Sequence[Frame], expected: Template | Mapping[MsgType, Templa
             kind = "truncated" if size < want else "size"
             raise ProtocolError(kind, f"{h.type.name}: tensor {i} frame has {size} bytes, "
                                       f"expected {want} for shape {shape} {dt.name}")
-        arr = np.frombuffer(_buf(f), dtype=dt).reshape(shape)
+        arr = np.frombuffer(frame_view(f), dtype=dt).reshape(shape)
         if check_finite and not all_finite(arr):
             raise ProtocolError("nonfinite", f"{h.type.name}: tensor {i} (shape {shape}) "
                                              "contains NaN or inf; expected finite values")
@@ -447,7 +447,7 @@ def decode(frames: Sequence[Frame], expected: Template | Mapping[MsgType, Templa
 # --------------------------------------------------------------------------- single buffer
 def join_frames(frames: Sequence[Frame]) -> bytes:
     """Concatenate frames into one byte string (for one-buffer transports such as MPI)."""
-    return b"".join(_buf(f) for f in frames)
+    return b"".join(frame_view(f) for f in frames)
 
 
 def split_frames(buf: Frame, max_bytes: int | None = None) -> list:
@@ -456,7 +456,7 @@ def split_frames(buf: Frame, max_bytes: int | None = None) -> list:
     Raises:
         ProtocolError: size over ``max_bytes``, truncated or trailing bytes.
     """
-    mv = _buf(buf)
+    mv = frame_view(buf)
     if max_bytes is not None and len(mv) > max_bytes:
         raise ProtocolError("size", f"message of {len(mv)} bytes exceeds the limit of "
                                     f"{max_bytes} bytes")

@@ -26,7 +26,7 @@ import numpy as np
 
 from distbench.config import DataConfig, ModelConfig, TrainingConfig
 from distbench.models.output import LossSpec
-from distbench.cluster.netns import current_namespace
+from distbench.procinfo import current_namespace
 
 
 @dataclass

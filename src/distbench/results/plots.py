@@ -261,8 +261,7 @@ def plot_window_sweep(data: "ReportData") -> Plot | None:
 
 def _rate_bits(rate: str) -> float | None:
     """A tc rate (``100mbit``, ``1gbit``) in bits/s; None for ``unlimited`` or an unknown form."""
-    from distbench.cluster.spec import parse_rate
-    from distbench.config import ConfigError
+    from distbench.config import ConfigError, parse_rate
 
     try:
         return parse_rate("bandwidth", rate)

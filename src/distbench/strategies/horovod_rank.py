@@ -30,7 +30,7 @@ import numpy as np
 from distbench.config import ConfigError
 from distbench.training import TrainOutput
 from distbench.workload import Workload
-from distbench.cluster.netns import current_namespace
+from distbench.procinfo import current_namespace
 
 PLAIN_TAPE_ENV = "DISTBENCH_HOROVOD_PLAIN_TAPE"
 

@@ -38,7 +38,7 @@ from distbench.training import TrainOutput
 from distbench.training.output import TrainingFailed
 from distbench.training.loop import threads_per_process
 from distbench.workload import Workload, weights_sha256
-from distbench.cluster.netns import current_namespace
+from distbench.procinfo import current_namespace
 
 HASH_FILE = "weights_sha256_worker{}.txt"
 NETNS_FILE = "netns_worker{}.txt"

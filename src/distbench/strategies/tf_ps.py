@@ -50,7 +50,7 @@ from distbench.strategies.registry import register
 from distbench.training import TrainOutput
 from distbench.training.loop import TrainLoop
 from distbench.training.output import write_child_result
-from distbench.cluster.netns import current_namespace
+from distbench.procinfo import current_namespace
 
 COORDINATOR_INTER_OP = 16
 WORKER_PORT = 23456  # worker k listens on WORKER_PORT + k on its own host
