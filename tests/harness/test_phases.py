@@ -37,3 +37,7 @@ def test_the_sweep_line_sums_phases_and_names_the_rest():
     assert line.startswith("sweep: 2 configuration(s) in 20.0 s: training 3.0 s (15%), engine start-up 5.0 s (25%)")
     assert "evaluation 1.0 s (5%)" in line and line.endswith("other 11.0 s (55%: the sweep's own start, "
                                                              "between configurations)")
+
+
+def test_a_sweep_with_nothing_to_run_says_so():
+    assert time_breakdown([], 4.1) == "sweep: nothing to run (every configuration was already recorded); 4.1 s"

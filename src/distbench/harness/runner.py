@@ -210,6 +210,8 @@ def time_breakdown(records: list[dict[str, Any]], wall_s: float) -> str:
         t = r.get("timings") or {}
         for k in sums:
             sums[k] += float((t.get("phases") or {}).get(k) or (t.get(k) if k in ("train_s", "eval_s") else 0) or 0)
+    if not records:
+        return f"sweep: nothing to run (every configuration was already recorded); {wall_s:.1f} s"
     wall = max(wall_s, 1e-9)
     parts = [f"{word} {sums[k]:.1f} s ({100 * sums[k] / wall:.0f}%)" for k, word in PHASE_WORDS if sums[k] >= 0.05]
     rest = wall_s - sum(sums.values())
