@@ -150,8 +150,9 @@ def test_a_subnet_in_use_is_refused_naming_the_user(cluster):
 
 
 def start_owner(subnet: str) -> tuple[subprocess.Popen[str], str]:
+    # default SIGINT in the owner: a backgrounded 'make test' hands its children SIGINT ignored
     p = subprocess.Popen([sys.executable, str(HERE / "owner_proc.py"), subnet], stdout=subprocess.PIPE, text=True,
-                         env=child_env())
+                         env=child_env(), preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     cid = p.stdout.readline().strip()
     assert cid, "the owner process did not build its cluster"
     return p, cid
