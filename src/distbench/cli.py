@@ -399,8 +399,12 @@ def worker() -> None:
 @click.option("--strategy", required=True)
 @click.option("--workers", required=True, type=int)
 @click.option("--window", type=int)
-def worker_config(run_dir: str, key: str, strategy: str, workers: int, window: int | None) -> None:
+@click.option("--scenario", help="Straggler scenario as JSON (set by 'distbench run').")
+@user_errors
+def worker_config(run_dir: str, key: str, strategy: str, workers: int, window: int | None,
+                  scenario: str | None) -> None:
     """Run one configuration (started by 'distbench run' in a fresh process)."""
     from distbench.harness.runner import child_main
+    from distbench.scenario import Scenario
 
-    sys.exit(child_main(Path(run_dir), key, strategy, workers, window))
+    sys.exit(child_main(Path(run_dir), key, strategy, workers, window, Scenario.from_arg(scenario)))

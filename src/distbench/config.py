@@ -1,7 +1,8 @@
 """Experiment configuration: TOML -> validated dataclasses, with clear errors.
 
 A config file has the sections ``[data]``, ``[model]``, ``[training]``, ``[run]``,
-``[ps]`` and ``[spark]``; every key is optional and falls back to the default below
+``[ps]``, ``[spark]``, ``[tf]`` and ``[scenario]`` (straggler scenarios,
+:mod:`distbench.scenario`); every key is optional and falls back to the default below
 (the embedded default experiment: digits, a small MLP, every strategy available here,
 2 workers). Unknown sections or keys and values of the wrong type or out of range
 raise :class:`ConfigError`, whose message names the key, the value received and what
@@ -20,6 +21,8 @@ import types
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, get_args, get_origin, get_type_hints
+
+from distbench.scenario import ScenarioConfig, build_scenario, check_scenario
 
 
 class ConfigError(ValueError):
@@ -248,6 +251,7 @@ class ExperimentConfig:
     ps: PSConfig = field(default_factory=PSConfig)
     spark: SparkConfig = field(default_factory=SparkConfig)
     tf: TFConfig = field(default_factory=TFConfig)
+    scenario: ScenarioConfig = field(default_factory=ScenarioConfig)
 
     def to_dict(self) -> dict[str, Any]:
         """Return the config as plain JSON-able dicts."""
@@ -415,6 +419,7 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
     from distbench.ps_async.spark_spec import check_spark_config  # it imports this module
 
     check_spark_config(cfg.spark.master, cfg.spark.conf)
+    check_scenario(cfg)
     return cfg
 
 
@@ -459,6 +464,7 @@ SECTIONS = {
     "ps": PSConfig,
     "spark": SparkConfig,
     "tf": TFConfig,
+    "scenario": ScenarioConfig,
 }
 
 
@@ -481,7 +487,8 @@ def from_dict(raw: dict[str, Any]) -> ExperimentConfig:
             raise ConfigError(
                 f"unknown section [{section}]; allowed sections: {', '.join(SECTIONS)}"
             )
-        parts[section] = _build(section, SECTIONS[section], value)
+        parts[section] = (build_scenario(value) if section == "scenario"
+                          else _build(section, SECTIONS[section], value))
     return validate(ExperimentConfig(**parts))
 
 

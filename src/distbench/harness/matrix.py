@@ -6,22 +6,25 @@ from dataclasses import dataclass
 
 from distbench.config import ExperimentConfig
 from distbench.results.records import config_id, record_key
+from distbench.scenario import Scenario
 from distbench.strategies import registry
 
 
 @dataclass(frozen=True)
 class ConfigPoint:
-    """One (strategy, workers, repeat) to run."""
+    """One (strategy, workers, repeat) to run, with the communication window of a window
+    sweep and the straggler scenario of a scenario sweep (``None``: not swept)."""
 
     strategy: str
     workers: int
     repeat: int
     window: int | None = None
+    scenario: Scenario | None = None
 
     @property
     def config_id(self) -> str:
         """See :func:`distbench.results.records.config_id`."""
-        return config_id(self.strategy, self.workers, self.window)
+        return config_id(self.strategy, self.workers, self.window, self.scenario)
 
     @property
     def key(self) -> str:
@@ -59,15 +62,18 @@ def expand(cfg: ExperimentConfig) -> list[ConfigPoint]:
     Strategies with a fixed replica count (``single``) run once per repeat with
     ``workers=1`` whatever ``run.workers`` says. Strategies that take a communication
     window (the parameter-server ones) run once per entry of ``ps.windows`` when it is
-    set (a window sweep).
+    set (a window sweep). Strategies with more than one replica run once per straggler
+    scenario of ``[scenario]`` when it sets any (``single`` once, unslowed: the reference).
     """
     points: list[ConfigPoint] = []
     for name in strategy_names(cfg):
         strat = registry.get(name)
         counts = [1] if strat.replicas(2) == 1 else cfg.run.workers
         windows: list[int | None] = list(cfg.ps.windows) if cfg.ps.windows and strat.takes_window else [None]
+        scenarios: list[Scenario | None] = [None] if counts == [1] else (cfg.scenario.points() or [None])
         for w in dict.fromkeys(counts):
             for win in windows:
-                for r in range(cfg.run.repeats):
-                    points.append(ConfigPoint(name, w, r, win))
+                for sc in scenarios:
+                    for r in range(cfg.run.repeats):
+                        points.append(ConfigPoint(name, w, r, win, sc))
     return points

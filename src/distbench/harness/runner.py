@@ -27,6 +27,7 @@ from distbench.harness.matrix import ConfigPoint, expand
 from distbench.results import provenance
 from distbench.results.records import Status, new_record
 from distbench.results.store import append_record, read_records
+from distbench.scenario import Scenario
 from distbench.launch import commands, process
 from distbench.strategies import registry
 from distbench.strategies.base import LaunchContext, StrategyUnavailable
@@ -114,7 +115,7 @@ def make_record(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[
     if replicas is None:
         replicas = registry.get(point.strategy).replicas(point.workers)
     base = base_fields(workload, point, replicas)
-    return new_record(run_id, point.strategy, point.workers, point.repeat, status, point.window,
+    return new_record(run_id, point.strategy, point.workers, point.repeat, status, point.window, point.scenario,
                       **{**base, "provenance": prov, **fields})
 
 
@@ -139,7 +140,7 @@ def run_point(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[st
     log = run_dir / "logs" / f"{point.key}.log"
     spawn = time.time()
     argv, env = commands.config_child_command(run_dir, point.key, point.strategy, point.workers, spawn,
-                                               window=point.window)
+                                               window=point.window, scenario=point.scenario)
     group = process.run_processes([process.ProcSpec(point.key, argv, env, log)], cfg.run.timeout_s)
     tail = process.log_tail(log)
     if group.timed_out:
@@ -273,7 +274,8 @@ def failure_reason(e: BaseException) -> str:
     return clip(f"{head} ({cause})", 500)
 
 
-def child_main(run_dir: Path, key: str, strategy: str, workers: int, window: int | None = None) -> int:
+def child_main(run_dir: Path, key: str, strategy: str, workers: int, window: int | None = None,
+               scenario: Scenario | None = None) -> int:
     """Entry of the per-configuration child process (``distbench worker config``).
 
     Trains with the strategy and saves its :class:`TrainOutput`; on
@@ -286,7 +288,7 @@ def child_main(run_dir: Path, key: str, strategy: str, workers: int, window: int
     try:
         workload = Workload.load(run_dir)
         ctx = LaunchContext(workload, run_dir, key, workers, art, run_dir / "logs" / key,
-                            workload.config.run.timeout_s, window)
+                            workload.config.run.timeout_s, window, scenario)
         write_child_result(art, Status.OK, registry.get(strategy).launch(ctx))
         return 0
     except StrategyUnavailable as e:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from distbench.config import ExperimentConfig
+from distbench.scenario import Scenario
 from distbench.training import TrainOutput
 from distbench.training.loop import threads_per_process
 from distbench.workload import Workload
@@ -48,6 +49,10 @@ class LaunchContext:
         log_dir: directory for per-process logs of this configuration.
         timeout_s: seconds left for this configuration (for nested launchers).
         window: communication window of a window sweep (None = the config's/default).
+        scenario: the straggler :class:`~distbench.scenario.Scenario` of a scenario sweep
+            (None = none); a strategy hands it to every replica's loop core
+            (:class:`~distbench.training.loop.TrainLoop`), or raises
+            :class:`StrategyUnavailable` if its replicas' steps cannot be delayed.
     """
 
     workload: Workload
@@ -58,6 +63,7 @@ class LaunchContext:
     log_dir: Path
     timeout_s: float
     window: int | None = None
+    scenario: Scenario | None = None
 
     @property
     def config(self) -> ExperimentConfig:

@@ -55,11 +55,12 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from distbench.config import ExperimentConfig
 from distbench.launch import process
 from distbench.launch.commands import (horovodrun_command, launcher_env, localhost_hosts, mpirun_command,
-                                       start_timeout, worker_argv)
+                                       scenario_arg, start_timeout, worker_argv)
 from distbench.launch.ranks import (PROGRESS_ENV, STALL_CHECK_ENV, STALL_SHUTDOWN_ENV, HorovodJobError, RankWatch,
                                     engine_error, failure_error, new_progress_board,
                                     stall_env)
@@ -74,9 +75,11 @@ from distbench.training import TrainOutput
 
 
 def worker_command(python: str, run_dir: Path, key: str | None = None,
-                   config_file: str | None = None) -> list[str]:
-    """argv of one rank: ``PYTHON -m distbench worker horovod --run-dir DIR [--key K] [--config F]``."""
-    return worker_argv("horovod", run_dir, ("--key", key), ("--config", config_file), python=python)
+                   config_file: str | None = None, scenario: Any = None) -> list[str]:
+    """argv of one rank: ``PYTHON -m distbench worker horovod --run-dir DIR [--key K] [--config F]
+    [--scenario JSON]`` (a straggler :class:`~distbench.scenario.Scenario`)."""
+    return worker_argv("horovod", run_dir, ("--key", key), ("--config", config_file),
+                       ("--scenario", scenario_arg(scenario)), python=python)
 
 
 # ------------------------------------------------------------------- availability
@@ -382,7 +385,7 @@ class HorovodStrategy(Strategy):
                 ran out; ``failed_process`` names the rank at fault.
         """
         python = sys.executable
-        program = worker_command(python, ctx.run_dir, ctx.key)
+        program = worker_command(python, ctx.run_dir, ctx.key, scenario=ctx.scenario)
         out_dir = ctx.log_dir
         if out_dir.exists():
             shutil.rmtree(out_dir)

@@ -44,7 +44,8 @@ HASH_FILE = "weights_sha256_worker{}.txt"
 
 def worker_commands(run_dir: Path, key: str, ports: list[int], threads: int, collective: str = "ring",
                     base_env: dict[str, str] | None = None, host: str = "127.0.0.1",
-                    join_timeout_s: float | None = None) -> list[tuple[list[str], dict[str, str]]]:
+                    join_timeout_s: float | None = None,
+                    scenario: Any = None) -> list[tuple[list[str], dict[str, str]]]:
     """argv and env of each MultiWorkerMirroredStrategy worker process.
 
     Args:
@@ -54,12 +55,13 @@ def worker_commands(run_dir: Path, key: str, ports: list[int], threads: int, col
         collective: ``ring`` | ``nccl`` | ``auto`` (the strategy is built before the config is read).
         join_timeout_s: seconds each worker may wait for the cluster to form
             (``DISTBENCH_JOIN_TIMEOUT_S``; None: the ``worker tf`` default).
+        scenario: the straggler :class:`~distbench.scenario.Scenario` (``--scenario``), or None.
     """
     cluster = {"worker": [f"{host}:{p}" for p in ports]}
     extra = {} if join_timeout_s is None else {JOIN_TIMEOUT_ENV: f"{join_timeout_s:g}"}
     out = []
     for i in range(len(ports)):
-        argv = worker_argv("tf", run_dir, ("--key", key))
+        argv = worker_argv("tf", run_dir, ("--key", key), ("--scenario", commands.scenario_arg(scenario)))
         env = commands.child_env({"TF_CONFIG": tf_config(cluster, "worker", i), "DISTBENCH_THREADS": str(threads),
                                    "DISTBENCH_COLLECTIVE": collective, **extra}, base_env)
         out.append((argv, env))
@@ -81,7 +83,8 @@ def threads_for(workers: int) -> int:
     return threads_per_process(int(os.environ.get("DISTBENCH_THREADS", "0")), workers)
 
 
-def train_worker(task: TFTask, load_workload: Callable[[], Workload], artifacts_dir: Path | None) -> TrainOutput:
+def train_worker(task: TFTask, load_workload: Callable[[], Workload], artifacts_dir: Path | None,
+                 scenario: Any = None) -> TrainOutput:
     """Body of one worker process: build the strategy for ``task`` (which joins the
     cluster), then load the workload with ``load_workload()`` (after the strategy:
     collective ops must be configured before any other TensorFlow op) and train.
@@ -90,6 +93,7 @@ def train_worker(task: TFTask, load_workload: Callable[[], Workload], artifacts_
     to join (TensorFlow imported), and joined (every task of the cluster is up).
     Every worker writes its final weights' SHA-256 to ``artifacts_dir``; the chief
     (rank 0) also saves the :class:`TrainOutput` there (when ``artifacts_dir`` is set).
+    A straggler ``scenario`` delays the steps of the worker it names (replica = task index).
 
     Raises:
         ValueError: ``DISTBENCH_COLLECTIVE`` differs from the run's ``tf.collective``.
@@ -112,7 +116,7 @@ def train_worker(task: TFTask, load_workload: Callable[[], Workload], artifacts_
     if workload.config.tf.collective != collective:
         raise ValueError(f"DISTBENCH_COLLECTIVE={collective!r} but the run's config says tf.collective = "
                          f"{workload.config.tf.collective!r}; start the workers with matching settings")
-    out = train_with_strategy(strategy, workload)
+    out = train_with_strategy(strategy, workload, scenario)
     sha = weights_sha256(out.final_weights)
     out.extra.update(threads, collective=collective, workers=n, cluster=task.cluster,
                      devices=[d.name for d in tf.config.list_logical_devices("CPU")])
@@ -139,7 +143,7 @@ class MultiWorkerMirrored(Strategy):
         """Start N worker processes, wait, check every worker ended with the same weights."""
         n = ctx.workers
         cmds = worker_commands(ctx.run_dir, ctx.key, free_ports(n), ctx.threads_per_process(n),
-                               ctx.config.tf.collective, join_timeout_s=ctx.timeout_s / 2)
+                               ctx.config.tf.collective, join_timeout_s=ctx.timeout_s / 2, scenario=ctx.scenario)
         specs = [process.ProcSpec(f"worker {i}", argv, env, ctx.log_dir / f"worker{i}.log")
                  for i, (argv, env) in enumerate(cmds)]
         res = process.run_processes(specs, ctx.timeout_s)

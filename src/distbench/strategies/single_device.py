@@ -34,6 +34,6 @@ class SingleDevice(Strategy):
 
         gpus = tf.config.list_physical_devices("GPU")
         device = "/gpu:0" if gpus else "/cpu:0"
-        out = train_with_strategy(tf.distribute.OneDeviceStrategy(device), ctx.workload)
+        out = train_with_strategy(tf.distribute.OneDeviceStrategy(device), ctx.workload, ctx.scenario)
         out.extra.update(threads, devices=[device])
         return out

@@ -57,7 +57,7 @@ def train_on_spark(spark: Any, ctx: LaunchContext, optimizer: str) -> TrainOutpu
                              non_trainable=wl.non_trainable_indices()).start()
     try:
         spec = replica_spec(wl, n, optimizer, params, server.address, secret, ctx.threads_per_process(n),
-                            exchange_timeout(ctx.timeout_s))
+                            exchange_timeout(ctx.timeout_s), ctx.scenario)
         df = engine.shard_frame(spark, n)
         monitor = CentreMonitor(server, updates_expected(spec), cfg.training.epochs).start()
         try:

@@ -45,7 +45,7 @@ from distbench.launch.commands import free_ports, worker_argv
 from distbench.launch.tfconfig import parse_tf_config, tf_config
 from distbench.results.records import Status
 from distbench.config import ExperimentConfig
-from distbench.strategies.base import Availability, LaunchContext, Strategy
+from distbench.strategies.base import Availability, LaunchContext, Strategy, StrategyUnavailable
 from distbench.strategies.registry import register
 from distbench.training import TrainOutput
 from distbench.training.loop import TrainLoop
@@ -177,7 +177,17 @@ class TFParameterServer(Strategy):
         return Availability(True)
 
     def launch(self, ctx: LaunchContext) -> TrainOutput:
-        """Start the servers, train from this process as the coordinator, stop the servers."""
+        """Start the servers, train from this process as the coordinator, stop the servers.
+
+        Raises:
+            StrategyUnavailable: a straggler scenario that delays steps: the steps run inside
+                the worker tasks' TensorFlow servers, scheduled as graph functions by the
+                coordinator, where the loop core's host-side step delay cannot run.
+        """
+        if ctx.scenario is not None and ctx.scenario.active:
+            raise StrategyUnavailable(
+                "tf_ps does not support straggler scenarios: its steps run inside the worker tasks' TensorFlow "
+                "servers (functions scheduled by the coordinator), where distbench's host-side step delay cannot run")
         cfg, n = ctx.config, ctx.workers
         cluster = cluster_spec(free_ports(1 + n + cfg.tf.ps_tasks), n, cfg.tf.ps_tasks)
         specs = [process.ProcSpec(name, argv, env, ctx.log_dir / f"{name.replace(' ', '')}.log")
