@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import os
 import re
 import sys
@@ -493,10 +494,13 @@ def from_dict(raw: dict[str, Any]) -> ExperimentConfig:
 
 
 def load(path: str | os.PathLike[str] | None) -> ExperimentConfig:
-    """Read a TOML config file (``None`` = the embedded default) and validate it.
+    """Read a TOML config file (``None`` = the embedded default) and validate it. A ``.json``
+    file is read as JSON with the same sections: a run directory's ``config.json`` (what
+    that run used), so ``distbench run DIR/config.json --out DIR --resume --repeats 3``
+    continues a run exactly as it was configured.
 
     Raises:
-        ConfigError: unreadable file, TOML syntax error, or invalid content.
+        ConfigError: unreadable file, TOML (or JSON) syntax error, or invalid content.
     """
     if path is None:
         return validate(ExperimentConfig())
@@ -507,6 +511,14 @@ def load(path: str | os.PathLike[str] | None) -> ExperimentConfig:
         raise ConfigError(f"cannot read config file {str(p)!r}: {e.strerror or e}") from None
     except UnicodeDecodeError:
         raise ConfigError(f"config file {str(p)!r} is not UTF-8 text") from None
+    if p.suffix.lower() == ".json":
+        try:
+            raw = json.loads(text)
+        except ValueError as e:
+            raise ConfigError(f"config file {str(p)!r} is not valid JSON: {e}") from None
+        if not isinstance(raw, dict):
+            raise ConfigError(f"config file {str(p)!r}: expected a JSON object of sections, got {type(raw).__name__}")
+        return from_dict(raw)
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

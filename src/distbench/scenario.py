@@ -48,7 +48,8 @@ class Scenario:
     @property
     def suffix(self) -> str:
         """The ``config_id`` suffix: ``_slow2x`` (worker 1), ``_slow2x_worker0`` (another
-        worker), then ``_jit0.3`` with jitter."""
+        worker), then ``_jit0.3`` with jitter. ``_slow1x`` is the sweep's baseline: every
+        replica's step is timed by the same mechanism, with no delay."""
         out = ""
         if self.worker is not None:
             out += f"_slow{self.slowdown:g}x" + (f"_worker{self.worker}" if self.worker != 1 else "")

@@ -181,7 +181,7 @@ def mpi_ps_worker_main(run_dir: Path, optimizer: str, key: str | None, window: i
     if key is not None:
         out.save(artifacts_dir(run_dir, key))
         return 0
-    point = ConfigPoint(f"mpi_ps:{optimizer}", comm.Get_size() - 1, 0, window, scenario)
+    point = ConfigPoint(f"mpi_ps:{optimizer}", comm.Get_size() - 1, 0, window, scenario=scenario)
     prov = provenance.collect(workload.config.training.seed)
     prov["launcher"] = "mpirun (user)"
     append_record(run_dir, ok_record(workload, point, run_dir.name, prov, out, Evaluator(workload),

@@ -24,7 +24,7 @@ class ConfigPoint:
     @property
     def config_id(self) -> str:
         """See :func:`distbench.results.records.config_id`."""
-        return config_id(self.strategy, self.workers, self.window, self.scenario)
+        return config_id(self.strategy, self.workers, self.window, scenario=self.scenario)
 
     @property
     def key(self) -> str:
@@ -75,5 +75,5 @@ def expand(cfg: ExperimentConfig) -> list[ConfigPoint]:
             for win in windows:
                 for sc in scenarios:
                     for r in range(cfg.run.repeats):
-                        points.append(ConfigPoint(name, w, r, win, sc))
+                        points.append(ConfigPoint(name, w, r, win, scenario=sc))
     return points

@@ -115,7 +115,8 @@ def make_record(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[
     if replicas is None:
         replicas = registry.get(point.strategy).replicas(point.workers)
     base = base_fields(workload, point, replicas)
-    return new_record(run_id, point.strategy, point.workers, point.repeat, status, point.window, point.scenario,
+    return new_record(run_id, point.strategy, point.workers, point.repeat, status, point.window,
+                      scenario=point.scenario,
                       **{**base, "provenance": prov, **fields})
 
 
@@ -288,7 +289,7 @@ def child_main(run_dir: Path, key: str, strategy: str, workers: int, window: int
     try:
         workload = Workload.load(run_dir)
         ctx = LaunchContext(workload, run_dir, key, workers, art, run_dir / "logs" / key,
-                            workload.config.run.timeout_s, window, scenario)
+                            workload.config.run.timeout_s, window, scenario=scenario)
         write_child_result(art, Status.OK, registry.get(strategy).launch(ctx))
         return 0
     except StrategyUnavailable as e:

@@ -41,7 +41,7 @@ REQUIRED_KEYS = (
 TIMING_KEYS = ("total_s", "startup_s", "train_s", "eval_s")
 
 
-def config_id(strategy: str, workers: int, window: int | None = None, scenario: Any = None) -> str:
+def config_id(strategy: str, workers: int, window: int | None = None, *, scenario: Any = None) -> str:
     """Identifier of a configuration, safe in file names: ``spark_ps:adag`` with 2
     workers -> ``spark_ps-adag_w2``; with a swept communication window 5 ->
     ``spark_ps-adag_w2_win5``; under a straggler scenario (a
@@ -56,7 +56,7 @@ def record_key(cid: str, repeat: int) -> str:
 
 
 def new_record(run_id: str, strategy: str, workers: int, repeat: int, status: Status | str,
-               window: int | None = None, scenario: Any = None, **fields: Any) -> dict[str, Any]:
+               window: int | None = None, *, scenario: Any = None, **fields: Any) -> dict[str, Any]:
     """A record with every required key; ``fields`` override the defaults. Every record of
     distbench is made here (the harness feeds it from ``harness/runner.py:make_record``).
 
@@ -73,7 +73,7 @@ def new_record(run_id: str, strategy: str, workers: int, repeat: int, status: St
         raise ValueError(f"status {status!r} is not one of {STATUSES}") from None
     rec: dict[str, Any] = {
         "run_id": run_id,
-        "config_id": config_id(strategy, workers, window, scenario),
+        "config_id": config_id(strategy, workers, window, scenario=scenario),
         "communication_window": window,
         "scenario": scenario.to_dict() if scenario is not None else None,
         "strategy": strategy,

@@ -88,6 +88,12 @@ class Strategy(abc.ABC):
         scales_learning_rate: the strategy applies ``training.lr_scaling`` (lr x replicas,
             for synchronous data parallelism with one global batch); False for the
             asynchronous parameter servers, whose replicas each step with the base rate.
+        synchronous: every optimizer step (or exchange round) waits for every replica, so a
+            slow replica slows them all (all-reduce, barrier rounds); False for the
+            asynchronous parameter servers, whose replicas commit and pull independently.
+        needs: the operational cost in one sentence: what must be installed and running to
+            use the strategy on a real cluster (shown by the report's recommendation and by
+            ``distbench advise``).
         worker_entries: the ``distbench worker NAME`` entry points of this strategy:
             NAME -> ``"module:attribute"`` of a click command, imported only when it runs
             (so an entry may live in the harness, which evaluates and records).
@@ -98,6 +104,8 @@ class Strategy(abc.ABC):
     family: ClassVar[str] = ""
     takes_window: ClassVar[bool] = False
     scales_learning_rate: ClassVar[bool] = True
+    synchronous: ClassVar[bool] = True
+    needs: ClassVar[str] = ""
     worker_entries: ClassVar[dict[str, str]] = {}
 
     def is_available(self, config: ExperimentConfig, workers: int) -> Availability:

@@ -356,6 +356,8 @@ class HorovodStrategy(Strategy):
 
     family = "horovod"
     controller = "gloo"
+    needs = ("Horovod built against the installed TensorFlow on every host (cmake, a C++ compiler), and "
+             "horovodrun with passwordless ssh between the hosts")
     worker_entries = {"horovod": "distbench.harness.horovod_app:command"}
     run_rank = staticmethod(run_worker)
     configured_threads = staticmethod(configured_threads)
@@ -440,3 +442,5 @@ class HorovodMPI(HorovodStrategy):
     name = "horovod_mpi"
     description = "Horovod ring-allreduce, mpirun (Open MPI controller), one rank per worker"
     controller = "mpi"
+    needs = ("Horovod built with MPI support against the installed TensorFlow, and Open MPI on every host, "
+             "started by mpirun with passwordless ssh between the hosts")

@@ -282,6 +282,10 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload, scenario: Any = Non
     last_loss = float(hvd.allreduce(loss, op=hvd.Average, name="distbench_last_train_loss"))
     final = [np.asarray(w, dtype=np.float32) for w in model.get_weights()]
     hashes = allgather_text(hvd, weights_sha256(final), "distbench_weights_sha256")
+    delays: dict[str, Any] = {}
+    if scenario is not None:  # every rank has the scenario: the collective is called by all or none
+        for text in allgather_text(hvd, json.dumps(res.step_delays), "distbench_step_delays"):
+            delays.update(json.loads(text))
     grad_bytes = sum(int(np.prod(v.shape)) * np.dtype(v.dtype).itemsize for v in tvars)
     ring_share = 2 * (size - 1) / size * grad_bytes  # bytes each rank sends (and receives) per step
     extra = {
@@ -302,6 +306,7 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload, scenario: Any = Non
         "steps_per_epoch": steps_per_epoch,
         "trace_s": res.trace_s,
         "per_replica_batch_size": local_batch,
+        **({"step_delays": delays} if delays else {}),
     }
     return TrainOutput(final, res.snapshots, train_s, res.first_step_unix, steps, steps * G, size, extra)
 

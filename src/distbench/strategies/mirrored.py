@@ -21,6 +21,7 @@ class Mirrored(Strategy):
     name = "mirrored"
     description = "tf.distribute.MirroredStrategy (GPUs, or N logical CPU devices without GPUs)"
     family = "tf.distribute"
+    needs = "TensorFlow only, but one machine: its GPUs are the replicas (no multi-host training)"
 
     def launch(self, ctx: LaunchContext) -> TrainOutput:
         """Set up the devices, train with the shared loop in this process."""

@@ -116,6 +116,8 @@ class MPIPS(Strategy):
     """
 
     family = "parameter-server"
+    needs = ("Open MPI and mpi4py on every host, started by mpirun (N+1 ranks: rank 0 is the parameter server) "
+             "with passwordless ssh between the hosts")
     takes_window = True
     scales_learning_rate = False
     optimizer: ClassVar[str] = ""
@@ -156,6 +158,6 @@ class MPIPS(Strategy):
 
 
 register_family("mpi_ps", [type(f"MPIPS_{o}", (MPIPS,), {
-    "name": f"mpi_ps:{o}", "optimizer": o, "__module__": __name__,
+    "name": f"mpi_ps:{o}", "optimizer": o, "__module__": __name__, "synchronous": spec.kind == "sync",
     "description": f"{DISPLAY[o]} ({spec.kind}) over MPI (mpi4py): server on rank 0, replicas on ranks 1..N"})
     for o, spec in OPTIMIZERS.items()])

@@ -25,6 +25,7 @@ limit; :mod:`distbench.harness.cluster`).
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any, Callable
@@ -40,6 +41,7 @@ from distbench.training.loop import threads_per_process
 from distbench.workload import Workload, weights_sha256
 
 HASH_FILE = "weights_sha256_worker{}.txt"
+DELAY_FILE = "step_delay_worker{}.json"  # a straggler scenario's step delays of one worker
 
 
 def worker_commands(run_dir: Path, key: str, ports: list[int], threads: int, collective: str = "ring",
@@ -123,6 +125,8 @@ def train_worker(task: TFTask, load_workload: Callable[[], Workload], artifacts_
     if artifacts_dir is not None:
         artifacts_dir.mkdir(parents=True, exist_ok=True)
         (artifacts_dir / HASH_FILE.format(task.rank)).write_text(sha)
+        if out.extra.get("step_delays"):  # this worker's replica only: the launcher merges them
+            (artifacts_dir / DELAY_FILE.format(task.rank)).write_text(json.dumps(out.extra["step_delays"]))
         if task.rank == 0:
             out.save(artifacts_dir)
     return out
@@ -135,6 +139,8 @@ class MultiWorkerMirrored(Strategy):
     name = "multi_worker_mirrored"
     description = "tf.distribute.MultiWorkerMirroredStrategy: N processes, collective all-reduce (TF_CONFIG)"
     family = "tf.distribute"
+    needs = ("TensorFlow on every host and a TF_CONFIG per worker (the cluster's addresses and the task's index), "
+             "every worker started by you or a scheduler, a port open between every pair of workers")
     worker_entries = {"tf": "distbench.harness.cluster:tf_command",
                       "tf-task": "distbench.harness.cluster:tf_task_command"}
     train_task = staticmethod(train_worker)
@@ -155,4 +161,7 @@ class MultiWorkerMirrored(Strategy):
         hashes = [(ctx.artifacts_dir / HASH_FILE.format(i)).read_text() for i in range(n)]
         out.extra["worker_weight_sha256"] = hashes
         out.extra["replicas_in_sync_check"] = "passed" if len(set(hashes)) == 1 else "failed"
+        delays = [ctx.artifacts_dir / DELAY_FILE.format(i) for i in range(n)]
+        if ctx.scenario is not None and all(p.exists() for p in delays):
+            out.extra["step_delays"] = {k: v for p in delays for k, v in json.loads(p.read_text()).items()}
         return out

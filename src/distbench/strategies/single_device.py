@@ -19,6 +19,7 @@ class SingleDevice(Strategy):
     name = "single"
     description = "single-device baseline (OneDeviceStrategy: GPU 0 if present, else CPU)"
     family = "baseline"
+    needs = "TensorFlow only; one device, no cluster"
 
     def replicas(self, workers: int) -> int:
         """Always one replica, whatever ``workers`` is."""

@@ -86,6 +86,8 @@ class SparkPS(Strategy):
     """
 
     family = "parameter-server"
+    needs = ("a Spark cluster (standalone, YARN or Kubernetes) with Java 17+, PySpark and TensorFlow on every "
+             "executor, and the driver (which runs the parameter server) reachable from the executors")
     takes_window = True
     scales_learning_rate = False
     optimizer: ClassVar[str] = ""
@@ -126,5 +128,5 @@ class SparkPS(Strategy):
 
 
 register_family("spark_ps", [type(f"SparkPS_{o}", (SparkPS,), {
-    "name": f"spark_ps:{o}", "optimizer": o, "__module__": __name__,
+    "name": f"spark_ps:{o}", "optimizer": o, "__module__": __name__, "synchronous": spec.kind == "sync",
     "description": f"{DISPLAY[o]} ({spec.kind}) on Spark: {spec.paper}"}) for o, spec in OPTIMIZERS.items()])

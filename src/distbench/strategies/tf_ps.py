@@ -163,6 +163,9 @@ class TFParameterServer(Strategy):
     name = "tf_ps"
     description = "tf.distribute.ParameterServerStrategy + ClusterCoordinator (async, N workers, P ps tasks)"
     family = "parameter-server"
+    synchronous = False
+    needs = ("TensorFlow on every host, a TF_CONFIG per task (chief, workers, ps tasks), the workers' and ps "
+             "tasks' TensorFlow servers kept running, and a coordinator process")
     scales_learning_rate = False
     worker_entries = {"tf-server": "distbench.strategies.tf_ps:server_command"}
 
@@ -180,11 +183,12 @@ class TFParameterServer(Strategy):
         """Start the servers, train from this process as the coordinator, stop the servers.
 
         Raises:
-            StrategyUnavailable: a straggler scenario that delays steps: the steps run inside
-                the worker tasks' TensorFlow servers, scheduled as graph functions by the
-                coordinator, where the loop core's host-side step delay cannot run.
+            StrategyUnavailable: under a straggler scenario: the steps run inside the worker
+                tasks' TensorFlow servers, scheduled as graph functions by the coordinator, where
+                the loop core's host-side step timing and delay (a Python function registered in
+                the coordinator's process) cannot run.
         """
-        if ctx.scenario is not None and ctx.scenario.active:
+        if ctx.scenario is not None:
             raise StrategyUnavailable(
                 "tf_ps does not support straggler scenarios: its steps run inside the worker tasks' TensorFlow "
                 "servers (functions scheduled by the coordinator), where distbench's host-side step delay cannot run")

@@ -55,6 +55,7 @@ class TPU(Strategy):
     name = "tpu"
     description = "tf.distribute.TPUStrategy (needs a reachable TPU)"
     family = "tf.distribute"
+    needs = "a Cloud TPU (a TPU VM or a TPU reachable by TPUClusterResolver); the steps must be TPU-compilable"
 
     def is_available(self, config: ExperimentConfig, workers: int) -> Availability:
         """TensorFlow's own probe (:func:`probe_tpu`), in a subprocess."""
@@ -64,10 +65,10 @@ class TPU(Strategy):
         """Resolve and initialise the TPU, then train with the shared loop.
 
         Raises:
-            StrategyUnavailable: no TPU; or a straggler scenario that delays steps (its
-                delay is a host-side sleep, which a TPU step cannot run).
+            StrategyUnavailable: no TPU; or a straggler scenario (its step timing and delay
+                are a host-side Python function, which a TPU step cannot run).
         """
-        if ctx.scenario is not None and ctx.scenario.active:
+        if ctx.scenario is not None:
             raise StrategyUnavailable("tpu does not support straggler scenarios: the step delay is a host-side "
                                       "sleep (tf.numpy_function), which cannot run inside a TPU step")
         import tensorflow as tf

@@ -133,16 +133,23 @@ class StepDelay:
     :meth:`start`, :meth:`finish` and :meth:`tape` add graph ops (``tf.numpy_function``)
     to a step ``tf.function`` only when the delay is active; an inactive delay returns its
     inputs unchanged, so a run without a scenario traces exactly the graph it always did.
+    Under a scenario every replica's delay is active, the unslowed ones with a zero delay:
+    every replica then traces the same graph (Horovod matches the tensors it all-reduces
+    across ranks by their op names, which an extra op on one rank only would change), and
+    the sweep's ``slowdown = 1`` baseline pays the same timing ops as its slowed points.
 
     Args:
         slowdown: factor on this replica's step time (>= 1).
         jitter_cv: the step time's coefficient of variation from jitter, in [0, 1).
         seed: seed of the jitter's generator (``numpy.random.default_rng``).
+        enabled: add the timing ops (default: only when ``slowdown > 1`` or ``jitter_cv > 0``).
     """
 
-    def __init__(self, slowdown: float = 1.0, jitter_cv: float = 0.0, seed: Any = 0) -> None:
+    def __init__(self, slowdown: float = 1.0, jitter_cv: float = 0.0, seed: Any = 0,
+                 enabled: bool | None = None) -> None:
         self.slowdown = float(slowdown)
         self.jitter_cv = float(jitter_cv)
+        self.enabled = (self.slowdown > 1 or self.jitter_cv > 0) if enabled is None else bool(enabled)
         self._rng = np.random.default_rng(seed)
         self._t0: float | None = None
         self._lock = threading.Lock()
@@ -153,16 +160,18 @@ class StepDelay:
     @classmethod
     def for_replica(cls, scenario: Any, replica: int | None) -> "StepDelay":
         """The delay of replica ``replica`` under ``scenario`` (a :class:`~distbench.scenario.Scenario`
-        or ``None``): the slowdown if it is the scenario's slow worker, the jitter for every replica."""
+        or ``None``: inactive): the slowdown if it is the scenario's slow worker, the jitter for
+        every replica; active on every replica (see the class docstring)."""
         if scenario is None:
             return cls()
         r = replica or 0
-        return cls(scenario.slowdown if scenario.worker == r else 1.0, scenario.jitter_cv, (scenario.jitter_seed, r))
+        return cls(scenario.slowdown if scenario.worker == r else 1.0, scenario.jitter_cv, (scenario.jitter_seed, r),
+                   enabled=True)
 
     @property
     def active(self) -> bool:
-        """True when this replica's steps are delayed."""
-        return self.slowdown > 1 or self.jitter_cv > 0
+        """True when this replica's steps are timed (and delayed when the slowdown or jitter says so)."""
+        return self.enabled
 
     def delay_for(self, compute_s: float) -> float:
         """Seconds to sleep after a step whose compute took ``compute_s`` seconds (draws the jitter)."""
