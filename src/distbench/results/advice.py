@@ -396,7 +396,10 @@ def _target_sentences(target: Target, run_dir: str | None, cands: Sequence[Confi
     gb = inp.global_batch
     sent = []
     for s in cands:
-        fam = registry.family_of(s.strategy)
+        try:
+            fam = registry.strategy_class(s.strategy).family
+        except Exception:  # a record of a strategy not registered here
+            fam = ""
         kind = "none" if s.strategy == "single" else "ps" if fam == "parameter-server" else "allreduce"
         b = max(1, gb // max(1, s.workers))
         win = next(((r.get("details") or {}).get("communication_window") for r in s.records
