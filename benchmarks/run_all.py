@@ -20,7 +20,10 @@ is being written):
 - ``parquet_memory.py``: a ~3 GB Parquet training set under six strategies, each
   process's peak resident memory against the data size;
 - ``resnet_synthetic.py``: synthetic ResNet-50 images/s per strategy next to a plain
-  Horovod synthetic loop.
+  Horovod synthetic loop;
+- ``emulated_links.py``: ring allreduce and a parameter server on an emulated 2-host
+  cluster at 100 Mbit/s vs unshaped links, measured slow-down vs ``distbench predict``'s
+  (needs root; says so and writes nothing otherwise).
 
 Usage::
 
@@ -42,7 +45,7 @@ import _common as C  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 SCRIPTS = ["harness_overhead", "elephas_peer", "ps_throughput", "allreduce", "step_time", "parquet_memory",
-           "resnet_synthetic"]
+           "resnet_synthetic", "emulated_links"]
 TITLE = "# Benchmarks"
 INTRO = ("Table of record for distbench's performance: each section below is written by one script in "
          "`benchmarks/` (`make bench` runs them all through `benchmarks/run_all.py`; each script can be "

@@ -8,6 +8,8 @@
 #   Java 17   (java)             openjdk-17-jre-headless      DISTBENCH_SKIP_JAVA=1
 #   Chromium  (/usr/bin/chromium) chromium                    DISTBENCH_SKIP_CHROMIUM=1
 #   C++ build tools (g++, make)  g++ make                     DISTBENCH_SKIP_CXX=1
+#   iproute2  (ip, tc)           iproute2                     DISTBENCH_SKIP_NETNS=1
+#     (the emulated cluster: network namespaces and shaped links; used only as root)
 #     (needed only to build Horovod: scripts/build_horovod.sh)
 # DISTBENCH_SKIP_SYSTEM_SETUP=1 skips everything.
 #
@@ -47,6 +49,7 @@ want DISTBENCH_SKIP_JAVA     command -v java       -- openjdk-17-jre-headless
 want DISTBENCH_SKIP_CHROMIUM test -x /usr/bin/chromium -- chromium
 want DISTBENCH_SKIP_CXX      command -v g++        -- g++
 want DISTBENCH_SKIP_CXX      command -v make       -- make
+want DISTBENCH_SKIP_NETNS    command -v tc         -- iproute2
 
 if [[ ${#missing[@]} -eq 0 ]]; then
     say "all present, nothing to install"

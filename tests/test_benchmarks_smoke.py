@@ -102,3 +102,17 @@ def test_resnet_synthetic_quick(tmp_path, request):
     run_quick("resnet_synthetic.py", out, timeout=1200)
     s = section(out, "resnet_synthetic")
     assert "| distbench `horovod` | 2 |" in s and "| Horovod synthetic loop | 2 |" in s
+
+
+def test_emulated_links_quick(tmp_path, request):
+    if not request.config.getoption("--long"):
+        pytest.skip("about 100 s (4 configurations on an emulated cluster): runs with --long and in make bench")
+    from distbench.cluster import netns
+
+    ok, why = netns.available()
+    if not ok:
+        pytest.skip(why)
+    out = tmp_path / "B.md"
+    run_quick("emulated_links.py", out, timeout=900)
+    s = section(out, "emulated_links")
+    assert "| `horovod` | 1gbit |" in s and "| `mpi_ps:adag` | unlimited |" in s

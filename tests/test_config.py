@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from distbench import config
@@ -115,3 +117,11 @@ def test_presets_and_flags_win():
         config.apply_preset(config.load(None), name)  # every preset is valid
     with pytest.raises(ConfigError, match="unknown preset 'fast'; expected one of local-validation"):
         config.apply_preset(config.load(None), "fast")
+
+
+@pytest.mark.parametrize("path", sorted(Path(__file__).resolve().parents[1].joinpath("examples").glob("*.toml")),
+                         ids=lambda p: p.name)
+def test_every_example_config_loads(path):
+    """Each shipped example is a valid config (the README points users at them)."""
+    cfg = config.load(path)
+    assert cfg.run.strategies

@@ -47,6 +47,7 @@ def test_config_ids_and_records_carry_the_scenario():
     assert config_id("horovod", 2, scenario=Scenario(1, 2.5)) == "horovod_w2_slow2.5x"
     assert config_id("mpi_ps:adag", 4, 5, scenario=Scenario(0, 4.0, 0.3, 1)) == "mpi_ps-adag_w4_win5_slow4x_worker0_jit0.3"
     assert config_id("horovod", 2) == "horovod_w2"
+    assert config_id("horovod", 2, None, "100mbit", scenario=Scenario(1, 2.0)) == "horovod_w2_bw100mbit_slow2x"
     rec = new_record("r", "horovod", 2, 0, "ok", scenario=Scenario(1, 2.0))
     assert rec["scenario"] == {"worker": 1, "slowdown": 2.0, "jitter_cv": 0.0, "jitter_seed": 0}
     assert new_record("r", "horovod", 2, 0, "ok")["scenario"] is None
@@ -66,6 +67,14 @@ def test_the_sweep_runs_multi_worker_strategies_once_per_scenario_and_single_onc
     hv = [p.config_id for p in points if p.strategy == "horovod"]
     assert hv == [f"horovod_w{w}_slow{s}x" for w in (2, 4) for s in (1, 2, 4) for _ in range(2)]
     assert len(points) == 2 + 2 * (2 * 3 * 2)
+
+
+def test_scenarios_and_emulated_link_rates_sweep_side_by_side(tmp_path):
+    cfg = _cfg(tmp_path, '[run]\nstrategies = ["single", "horovod"]\nworkers = [2]\n'
+                         '[cluster]\nemulate = { hosts = 2, slots = 1, bandwidth = ["100mbit", "1gbit"] }\n'
+                         "[scenario]\nslowdowns = [1, 4]\n")
+    assert [p.config_id for p in expand(cfg)] == ["single_w1"] + [
+        f"horovod_w2_bw{bw}_slow{s}x" for bw in ("100mbit", "1gbit") for s in (1, 4)]
 
 
 @pytest.mark.parametrize("scenario, needle", [

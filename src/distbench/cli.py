@@ -1,4 +1,5 @@
-"""The ``distbench`` command line (click): ``run``, ``report``, ``advise``, ``env``, ``list``, ``worker``.
+"""The ``distbench`` command line (click): ``run``, ``report``, ``advise``, ``env``, ``list``, ``cluster``,
+``worker``.
 
 Bad input (config, flags, data files) exits with status 2 and one line naming what was
 received and what is allowed; no traceback.
@@ -21,6 +22,7 @@ import click
 
 from distbench import __version__
 from distbench import config as config_mod
+from distbench.cluster.cli import cluster_group
 from distbench.config import ConfigError, user_errors
 
 
@@ -78,7 +80,7 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
     """Run the sweep in CONFIG_FILE (default: the embedded digits experiment), print the
     comparison table, and write report.md and summary.csv into the run directory."""
     from distbench.harness.matrix import expand
-    from distbench.harness.runner import prepare_run_dir, run_sweep
+    from distbench.harness.runner import check_cluster_ready, prepare_run_dir, run_sweep
 
     cfg = config_mod.load(config_file)
     if preset:
@@ -93,10 +95,11 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
     run_dir = Path(cfg.run.out or f"runs/{time.strftime('%Y%m%d-%H%M%S')}")
     if resume and not run_dir.exists():
         raise ConfigError(f"--resume given but the run directory {str(run_dir)!r} does not exist; pass --out DIR")
+    expand(cfg)  # unknown strategies are reported before anything is written
+    check_cluster_ready(cfg)  # so is a cluster that cannot run the sweep
     from distbench.harness.evaluate import hide_accelerators
 
     hide_accelerators()  # import TensorFlow here quietly, off the GPUs the children use
-    expand(cfg)  # unknown strategies are reported before anything is written
     workload = prepare_run_dir(cfg, run_dir, resume)  # bad data files are reported here, before any progress
     # SIGTERM (a scheduler or CI cancelling us) is handled like Ctrl-C: children are killed,
     # finished records stay, and the run can be resumed.
@@ -260,11 +263,19 @@ def advise(run_dir: str, target: str | None, as_json: bool) -> None:
 @main.command("env")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 @click.option("--workers", type=int, default=2, show_default=True, help="Worker count to probe for.")
+@click.option("--cluster", "cluster_config", type=click.Path(dir_okay=False),
+              help="Instead: check every host of this config's [cluster] (reachable, same versions, free port); "
+                   "exit 1 on a problem.")
 @user_errors
-def env_cmd(as_json: bool, workers: int) -> None:
-    """Print this machine's provenance and whether each strategy can run here, and why not."""
+def env_cmd(as_json: bool, workers: int, cluster_config: str | None) -> None:
+    """Print this machine's provenance and whether each strategy can run here, and why not
+    (with --cluster: check the cluster's hosts)."""
     from distbench.env import report as env_report
 
+    if cluster_config:
+        from distbench.cluster.cli import env_cluster
+
+        sys.exit(env_cluster(cluster_config, as_json, timeout_s=30.0))
     if workers < 1:
         raise ConfigError(f"--workers {workers}: expected a worker count >= 1")
     info = env_report(config_mod.load(None), workers)
@@ -409,6 +420,9 @@ class _WorkerGroup(click.Group):
             return None
         module, _, attr = ref.partition(":")
         return getattr(importlib.import_module(module), attr)
+
+
+main.add_command(cluster_group)
 
 
 @main.group(cls=_WorkerGroup)

@@ -1,7 +1,7 @@
 """Experiment configuration: TOML -> validated dataclasses, with clear errors.
 
 A config file has the sections ``[data]``, ``[model]``, ``[training]``, ``[run]``,
-``[ps]``, ``[spark]``, ``[tf]`` and ``[scenario]`` (straggler scenarios,
+``[ps]``, ``[tf]``, ``[spark]``, ``[cluster]`` and ``[scenario]`` (straggler scenarios,
 :mod:`distbench.scenario`); every key is optional and falls back to the default below
 (the embedded default experiment: digits, a small MLP, every strategy available here,
 2 workers). Unknown sections or keys and values of the wrong type or out of range
@@ -242,6 +242,58 @@ class SparkConfig:
 
 
 @dataclass
+class EmulateConfig:
+    """An emulated cluster on this machine (``[cluster] emulate = {...}``): one Linux
+    network namespace per host, joined by a bridge, each link rate-limited
+    (:mod:`distbench.cluster.emulated`; needs root).
+
+    Attributes:
+        hosts: emulated hosts (network namespaces), >= 1.
+        slots: processes per host, >= 1.
+        bandwidth: each host's link rate in tc units (``"100mbit"``, ``"1gbit"``,
+            ``"500kbit"``, ``"64000bit"``) or ``"unlimited"``; a list sweeps the rates.
+        subnet: private IPv4 network of the emulated hosts (the bridge takes the first
+            address, host k the (k+2)-th); must not overlap a route or address of this machine.
+    """
+
+    hosts: int = 2
+    slots: int = 1
+    bandwidth: str | list[str] = "unlimited"
+    subnet: str = "10.231.0.0/24"
+
+
+@dataclass
+class ClusterConfig:
+    """Where the workers run: this machine (the default), real hosts over ssh, or an
+    emulated cluster (checked by :func:`distbench.cluster.spec.check_cluster`).
+
+    Attributes:
+        hosts: real hosts as ``"host:slots"``, e.g. ``["node1:2", "node2:2"]``; empty =
+            this machine only.
+        launcher: how processes start on the hosts: ``ssh`` (the only one for real hosts).
+        ssh_port: the hosts' ssh port.
+        python: the interpreter on the hosts ("" = this one, ``sys.executable``).
+        workdir: the working directory on the hosts ("" = the current directory).
+        emulate: an emulated cluster instead of ``hosts`` (:class:`EmulateConfig`);
+            ``None`` = none.
+    """
+
+    hosts: list[str] = field(default_factory=list)
+    launcher: str = "ssh"
+    ssh_port: int = 22
+    python: str = ""
+    workdir: str = ""
+    emulate: EmulateConfig | None = None
+
+    def total_slots(self) -> int:
+        """Processes the cluster holds: the sum of the hosts' slots, or emulated hosts x
+        slots; 0 when no cluster is configured (this machine only)."""
+        from distbench.cluster.spec import total_slots  # it imports this module
+
+        return total_slots(self)
+
+
+@dataclass
 class ExperimentConfig:
     """A whole experiment: data, model, training, sweep and engine settings."""
 
@@ -253,6 +305,7 @@ class ExperimentConfig:
     spark: SparkConfig = field(default_factory=SparkConfig)
     tf: TFConfig = field(default_factory=TFConfig)
     scenario: ScenarioConfig = field(default_factory=ScenarioConfig)
+    cluster: ClusterConfig = field(default_factory=ClusterConfig)
 
     def to_dict(self) -> dict[str, Any]:
         """Return the config as plain JSON-able dicts."""
@@ -262,7 +315,9 @@ class ExperimentConfig:
 def _type_name(tp: Any) -> str:
     origin = get_origin(tp)
     if origin is types.UnionType:
-        return " or ".join(_type_name(a) for a in get_args(tp))
+        return " or ".join(_type_name(a) for a in get_args(tp) if a is not types.NoneType)
+    if dataclasses.is_dataclass(tp):
+        return "table with the keys " + ", ".join(f.name for f in dataclasses.fields(tp))
     if origin is list:
         return f"list of {_type_name(get_args(tp)[0])}"
     if origin is dict:
@@ -273,7 +328,16 @@ def _type_name(tp: Any) -> str:
 def _coerce(key: str, value: Any, tp: Any) -> Any:
     """Check ``value`` against type ``tp``; ints are accepted where floats are."""
     origin = get_origin(tp)
+    if dataclasses.is_dataclass(tp):  # a nested table, e.g. cluster.emulate
+        if not isinstance(value, dict):
+            raise ConfigError(f"{key} = {value!r}: expected a {_type_name(tp)}")
+        return _build(key, tp, value)
     if origin is types.UnionType:
+        if value is None and types.NoneType in get_args(tp):  # an unset optional table (JSON null)
+            return None
+        table = next((a for a in get_args(tp) if dataclasses.is_dataclass(a)), None)
+        if table is not None and isinstance(value, dict):
+            return _build(key, table, value)
         for arm in get_args(tp):
             try:
                 return _coerce(key, value, arm)
@@ -421,6 +485,9 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
 
     check_spark_config(cfg.spark.master, cfg.spark.conf)
     check_scenario(cfg)
+    from distbench.cluster.spec import check_cluster  # it imports this module
+
+    check_cluster(cfg.cluster, r.workers)
     return cfg
 
 
@@ -466,6 +533,7 @@ SECTIONS = {
     "spark": SparkConfig,
     "tf": TFConfig,
     "scenario": ScenarioConfig,
+    "cluster": ClusterConfig,
 }
 
 

@@ -191,3 +191,29 @@ def test_cli_merge_compare_and_errors(tmp_path):
 
     cp = distbench("report", "--compare", str(RUN_A), str(RUN_B))
     assert cp.returncode == 0 and "different hardware" in cp.stdout and "only in BASE" in cp.stdout
+
+
+def test_a_bandwidth_sweep_is_plotted_and_named_in_the_table(tmp_path, records):
+    """Records of an emulated-cluster sweep (two link rates of one strategy) get the
+    bandwidth_sweep figure and their rate in the table; one rate alone draws nothing."""
+    import copy
+
+    from distbench.results.plots import plot_bandwidth_sweep
+    from distbench.results.report import build
+
+    base = [r for r in records if r["config_id"] == "mirrored_w2" and r["run_id"] == "fixture-a"]
+    swept = []
+    for rate, slow in (("100mbit", 3.0), ("unlimited", 1.0)):
+        for r in base:
+            r = copy.deepcopy(r)
+            r.update(bandwidth=rate, config_id=f"mirrored_w2_bw{rate}")
+            r["timings"]["train_s"] *= slow
+            swept.append(r)
+    single = [r for r in records if r["config_id"] == "single_w1" and r["run_id"] == "fixture-a"]
+    paths = write_report(single + swept, tmp_path)
+    md = (tmp_path / "report.md").read_text()
+    assert "| mirrored (100mbit) | 2 |" in md and "| mirrored (unlimited) | 2 |" in md
+    assert "](plots/bandwidth_sweep.png)" in md and paths
+    assert (tmp_path / "plots" / "bandwidth_sweep.png").read_bytes().startswith(PNG_MAGIC)
+    one_rate = [r for r in swept if r["bandwidth"] == "100mbit"]
+    assert plot_bandwidth_sweep(build(single + one_rate)) is None

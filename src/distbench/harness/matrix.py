@@ -12,19 +12,21 @@ from distbench.strategies import registry
 
 @dataclass(frozen=True)
 class ConfigPoint:
-    """One (strategy, workers, repeat) to run, with the communication window of a window
-    sweep and the straggler scenario of a scenario sweep (``None``: not swept)."""
+    """One (strategy, workers, repeat) to run, with its communication window (a window
+    sweep), its link rate (an emulated cluster's bandwidth) and its straggler scenario (a
+    scenario sweep); ``None`` where not swept."""
 
     strategy: str
     workers: int
     repeat: int
     window: int | None = None
+    bandwidth: str | None = None
     scenario: Scenario | None = None
 
     @property
     def config_id(self) -> str:
         """See :func:`distbench.results.records.config_id`."""
-        return config_id(self.strategy, self.workers, self.window, scenario=self.scenario)
+        return config_id(self.strategy, self.workers, self.window, self.bandwidth, scenario=self.scenario)
 
     @property
     def key(self) -> str:
@@ -62,18 +64,28 @@ def expand(cfg: ExperimentConfig) -> list[ConfigPoint]:
     Strategies with a fixed replica count (``single``) run once per repeat with
     ``workers=1`` whatever ``run.workers`` says. Strategies that take a communication
     window (the parameter-server ones) run once per entry of ``ps.windows`` when it is
-    set (a window sweep). Strategies with more than one replica run once per straggler
-    scenario of ``[scenario]`` when it sets any (``single`` once, unslowed: the reference).
+    set (a window sweep). On an emulated cluster, strategies whose processes talk over the
+    network (:attr:`~distbench.strategies.base.Strategy.uses_network`) run once per link rate
+    of ``cluster.emulate.bandwidth``; the others run on the launching host, once. Strategies
+    with more than one replica run once per straggler scenario of ``[scenario]`` when it
+    sets any (``single`` once, unslowed: the reference).
     """
+    rates: list[str | None] = [None]
+    if cfg.cluster.emulate is not None:
+        from distbench.cluster.spec import rates as link_rates
+
+        rates = list(link_rates(cfg.cluster))
     points: list[ConfigPoint] = []
     for name in strategy_names(cfg):
         strat = registry.get(name)
         counts = [1] if strat.replicas(2) == 1 else cfg.run.workers
         windows: list[int | None] = list(cfg.ps.windows) if cfg.ps.windows and strat.takes_window else [None]
+        bandwidths = rates if strat.uses_network else [None]
         scenarios: list[Scenario | None] = [None] if counts == [1] else (cfg.scenario.points() or [None])
         for w in dict.fromkeys(counts):
             for win in windows:
-                for sc in scenarios:
-                    for r in range(cfg.run.repeats):
-                        points.append(ConfigPoint(name, w, r, win, scenario=sc))
+                for bw in bandwidths:
+                    for sc in scenarios:
+                        for r in range(cfg.run.repeats):
+                            points.append(ConfigPoint(name, w, r, win, bw, scenario=sc))
     return points

@@ -12,13 +12,15 @@ evaluates it (:mod:`distbench.harness.evaluate`) and writes the record.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import shutil
 import time
 import traceback
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from distbench.text import clip
 from distbench.config import ConfigError, ExperimentConfig
@@ -28,6 +30,7 @@ from distbench.results import provenance
 from distbench.results.records import Status, new_record
 from distbench.results.store import append_record, read_records
 from distbench.scenario import Scenario
+from distbench.cluster.placement import CLUSTER_ID_ENV, Placement
 from distbench.launch import commands, process
 from distbench.strategies import registry
 from distbench.strategies.base import LaunchContext, StrategyUnavailable
@@ -116,8 +119,7 @@ def make_record(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[
         replicas = registry.get(point.strategy).replicas(point.workers)
     base = base_fields(workload, point, replicas)
     return new_record(run_id, point.strategy, point.workers, point.repeat, status, point.window,
-                      scenario=point.scenario,
-                      **{**base, "provenance": prov, **fields})
+                      point.bandwidth, scenario=point.scenario, **{**base, "provenance": prov, **fields})
 
 
 def _no_timings(total_s: float | None) -> dict[str, float | None]:
@@ -186,8 +188,59 @@ def ok_record(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[st
         timings={"total_s": total_s, "startup_s": max(0.0, out.first_step_unix - spawn_unix),
                  "train_s": out.train_s, "eval_s": scored.pop("eval_s")},
         samples_per_s=out.samples / out.train_s if out.train_s > 0 else None,
-        steps=out.steps, samples=out.samples, details=extra, **scored, **fields,
+        steps=out.steps, samples=out.samples, details=extra,
+        hosts=extra.get("cluster_hosts") or [prov.get("hostname")], **scored, **fields,
     )
+
+
+HOST_CHECK_S = 20.0
+"""Bound on checking every host of a ``[cluster] hosts`` list before a sweep (seconds)."""
+
+
+def check_cluster_ready(cfg: ExperimentConfig) -> None:
+    """Before anything is written: an emulated cluster can be built here; every real host
+    answers (within :data:`HOST_CHECK_S`) with the same distbench, TensorFlow, Keras and
+    Horovod as this machine, as ``distbench env --cluster`` checks.
+
+    Raises:
+        ConfigError: one line per problem, each naming its host (unreachable, no answer in
+            time, a different version, a port in use), or why no cluster can be emulated.
+    """
+    if cfg.cluster.emulate is not None:
+        from distbench.cluster.emulated import require_available
+
+        require_available()
+    elif cfg.cluster.hosts:
+        from distbench.cluster.hostcheck import check_cluster_hosts
+
+        _, checks = check_cluster_hosts(cfg, HOST_CHECK_S)
+        problems = [p for c in checks for p in c.problems]
+        if problems:
+            raise ConfigError(f"[cluster] hosts not ready: {'; '.join(problems)} (see 'distbench env --cluster "
+                              "CONFIG')")
+
+
+@contextlib.contextmanager
+def emulated_cluster(cfg: ExperimentConfig) -> Iterator[Any]:
+    """The sweep's emulated cluster (``[cluster] emulate``), created for the sweep and torn
+    down after it (also on an error or a signal; a SIGKILLed sweep's leftovers go with the
+    next one or ``distbench cluster down``); its id reaches the configurations' processes
+    through :data:`~distbench.cluster.placement.CLUSTER_ID_ENV`. ``None`` without ``emulate``.
+
+    Raises:
+        ConfigError: the cluster could not be built (:func:`check_cluster_ready` said it can).
+    """
+    if cfg.cluster.emulate is None:
+        yield None
+        return
+    from distbench.cluster.emulated import EmulatedCluster
+
+    with EmulatedCluster.from_config(cfg.cluster) as cluster:
+        os.environ[CLUSTER_ID_ENV] = cluster.id  # inherited by every configuration's process
+        try:
+            yield cluster
+        finally:
+            os.environ.pop(CLUSTER_ID_ENV, None)
 
 
 Execute = Callable[[Workload, ConfigPoint, str, dict[str, Any], Callable[[], Evaluator]], dict[str, Any]]
@@ -216,10 +269,13 @@ def run_sweep(cfg: ExperimentConfig, run_dir: Path, resume: bool = False,
         Every record of the run directory (earlier and new).
 
     Raises:
-        ConfigError: see :func:`prepare_run_dir`; unknown strategies.
+        ConfigError: see :func:`prepare_run_dir` and :func:`check_cluster_ready`; unknown
+            strategies.
     """
     points = expand(cfg)  # validates strategy names before anything is written
-    workload = workload or prepare_run_dir(cfg, run_dir, resume)
+    if workload is None:  # (else the caller checked and prepared)
+        check_cluster_ready(cfg)
+        workload = prepare_run_dir(cfg, run_dir, resume)
     run_id = run_dir.name
     prov = provenance.collect(cfg.training.seed)
     if launcher:
@@ -234,13 +290,16 @@ def run_sweep(cfg: ExperimentConfig, run_dir: Path, resume: bool = False,
             cached.append(Evaluator(workload))
         return cached[0]
 
-    for i, point in enumerate(todo):
-        if on_progress:
-            on_progress(point.key, i, len(todo), None)
-        rec = (execute or run_point)(workload, point, run_id, prov, evaluator)
-        append_record(run_dir, rec)
-        if on_progress:
-            on_progress(point.key, i + 1, len(todo), rec)
+    with emulated_cluster(cfg) as cluster:
+        for i, point in enumerate(todo):
+            if on_progress:
+                on_progress(point.key, i, len(todo), None)
+            if cluster is not None and point.bandwidth:
+                cluster.set_bandwidth(point.bandwidth)
+            rec = (execute or run_point)(workload, point, run_id, prov, evaluator)
+            append_record(run_dir, rec)
+            if on_progress:
+                on_progress(point.key, i + 1, len(todo), rec)
     return read_records(run_dir)
 
 
@@ -289,7 +348,8 @@ def child_main(run_dir: Path, key: str, strategy: str, workers: int, window: int
     try:
         workload = Workload.load(run_dir)
         ctx = LaunchContext(workload, run_dir, key, workers, art, run_dir / "logs" / key,
-                            workload.config.run.timeout_s, window, scenario=scenario)
+                            workload.config.run.timeout_s, window, scenario=scenario,
+                            placement=Placement.from_config(workload.config.cluster))
         write_child_result(art, Status.OK, registry.get(strategy).launch(ctx))
         return 0
     except StrategyUnavailable as e:

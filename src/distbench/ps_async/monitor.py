@@ -104,6 +104,8 @@ def centre_output(spec: Any, results: list[dict[str, Any]], snapshots: list[tupl
         "per_worker_train_s": [r["end_unix"] - r["start_unix"] for r in results],
         **({"step_delays": {r["worker"]: r["step_delay"] for r in results if r.get("step_delay")}}
            if any(r.get("step_delay") for r in results) else {}),
+        "per_worker_netns": [r.get("netns") for r in results],
+        "per_worker_hosts": [r.get("host") for r in results],
         "applied_commit_keys": stats.get("applied_commit_keys"),
         "threads_per_replica": spec.threads, "per_replica_batch_size": spec.per_replica_batch,
         **extra,

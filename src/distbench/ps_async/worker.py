@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import os
+import socket
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -26,6 +27,7 @@ import numpy as np
 from distbench.config import DataConfig, ModelConfig, TrainingConfig
 from distbench.models.output import LossSpec
 from distbench.scenario import Scenario
+from distbench.cluster.netns import current_namespace
 
 
 @dataclass
@@ -213,8 +215,8 @@ def train_replica(spec: ReplicaSpec, worker_id: int, split: Any = None,
         client.close()
     return {"worker": worker_id, "steps": count["steps"], "exchanges": count["exchanges"],
             "start_unix": res.start_unix, "end_unix": res.end_unix, "staleness": list(session.staleness),
-            "attempt": attempt, "trace_s": loop.trace_s,
-            **({"step_delay": delay.summary()} if delay.active else {})}
+            "attempt": attempt, "trace_s": loop.trace_s, "netns": current_namespace(),
+            "host": socket.gethostname(), **({"step_delay": delay.summary()} if delay.active else {})}
 
 
 def params_from_config(cfg: Any, optimizer: str, window: int | None = None) -> dict[str, Any]:
@@ -249,6 +251,8 @@ def replica_spec(workload: Any, num_workers: int, optimizer: str, params: dict[s
                        workload.config.training, num_workers, workload.steps_per_epoch(), optimizer, params,
                        address, secret, threads=threads, timeout_s=timeout_s, loss=workload.loss_spec(),
                        non_trainable=workload.non_trainable_indices(), scenario=scenario)
+
+
 
 
 def _overrides(spec: ReplicaSpec) -> dict[str, Any]:

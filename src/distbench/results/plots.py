@@ -54,8 +54,8 @@ class Plot:
         return f"{PLOT_DIR}/{self.name}.png"
 
 
-PLOT_NAMES = ("accuracy_vs_time", "time_and_accuracy", "throughput_vs_workers", "window_sweep", "straggler_sweep",
-              "staleness")
+PLOT_NAMES = ("accuracy_vs_time", "time_and_accuracy", "throughput_vs_workers", "window_sweep", "bandwidth_sweep",
+              "straggler_sweep", "staleness")
 
 
 def _png(fig: Figure) -> bytes:
@@ -181,7 +181,8 @@ def plot_throughput_vs_workers(data: "ReportData") -> Plot | None:
         return None
     groups: "OrderedDict[tuple[str, Any, str], list[ConfigSummary]]" = OrderedDict()
     for s in ok:
-        groups.setdefault((s.strategy, s.window, data.tag(s)), []).append(s)
+        groups.setdefault((s.strategy, s.window, data.tag(s) + (f", {s.bandwidth} links" if s.bandwidth else "")),
+                          []).append(s)
     fig = Figure(figsize=(11, 5.5))
     ax = fig.subplots()
     cmap = matplotlib.colormaps["tab10" if len(groups) <= 10 else "tab20"]
@@ -257,6 +258,71 @@ def plot_window_sweep(data: "ReportData") -> Plot | None:
     return Plot("window_sweep", "Window sweep",
                 "Median final test accuracy (left) and training time (right) per communication window, "
                 "with min-max over repeats; the dashed line is the single-device baseline.", _png(fig))
+
+
+def _rate_bits(rate: str) -> float | None:
+    """A tc rate (``100mbit``, ``1gbit``) in bits/s; None for ``unlimited`` or an unknown form."""
+    from distbench.cluster.spec import parse_rate
+    from distbench.config import ConfigError
+
+    try:
+        return parse_rate("bandwidth", rate)
+    except ConfigError:  # a hand-edited record: drawn where unlimited links are
+        return None
+
+
+def plot_bandwidth_sweep(data: "ReportData") -> Plot | None:
+    """Time to the target accuracy and throughput versus the emulated link rate, one line
+    per strategy and worker count (``unlimited`` links drawn right of the fastest rate);
+    ``single`` (which runs on one host, no links) as a dashed reference."""
+    swept = [s for s in data.summaries if s.ok and s.bandwidth]
+    groups: "OrderedDict[tuple[str, int, str], list[ConfigSummary]]" = OrderedDict()
+    for s in swept:
+        groups.setdefault((s.strategy, s.workers, data.tag(s)), []).append(s)
+    if not any(len({s.bandwidth for s in g}) > 1 for g in groups.values()):
+        return None
+    rates = {b: _rate_bits(b) for b in {s.bandwidth for s in swept}}  # type: ignore[misc]
+    finite = sorted(v for v in rates.values() if v)
+    top = (finite[-1] * 4) if finite else 1e9
+    x_of = {b: (v if v else top) for b, v in rates.items()}
+    fig = Figure(figsize=(11, 4.8))
+    ax_t, ax_s = fig.subplots(1, 2)
+    cmap = matplotlib.colormaps["tab10" if len(groups) <= 10 else "tab20"]
+    for i, ((strategy, workers, tag), ss) in enumerate(groups.items()):
+        ss = sorted(ss, key=lambda s: x_of[s.bandwidth])  # type: ignore[index]
+        c = cmap(i % cmap.N)
+        name = f"{strategy} ({workers} workers)" + tag
+        for ax, get in ((ax_t, lambda s: s.time_to_target_s), (ax_s, lambda s: s.samples_per_s)):
+            pts = [(x_of[s.bandwidth], get(s)) for s in ss if get(s).median is not None]  # type: ignore[index]
+            if pts:
+                ax.errorbar([x for x, _ in pts], [p.median for _, p in pts],
+                            yerr=[[p.median - p.min for _, p in pts], [p.max - p.median for _, p in pts]],
+                            marker="o", color=c, capsize=3, lw=1.8, label=name)
+    for s in data.summaries:
+        if s.strategy == "single" and s.ok and not s.bandwidth:
+            if s.time_to_target_s.median is not None:
+                ax_t.axhline(s.time_to_target_s.median, color="0.3", ls="--", lw=1.1, label="single (one host)")
+            if s.samples_per_s.median is not None:
+                ax_s.axhline(s.samples_per_s.median, color="0.3", ls="--", lw=1.1, label="single (one host)")
+    ticks = sorted(set(x_of.values()))
+    labels = {x: b for b, x in x_of.items()}
+    for ax in (ax_t, ax_s):
+        ax.set_xscale("log")
+        ax.set_xticks(ticks, [labels[x] for x in ticks])
+        ax.minorticks_off()
+        ax.set_xlabel("link rate per host (tc tbf)")
+        ax.set_ylim(bottom=0)
+    ax_t.set_ylabel("time to target accuracy (s)")
+    ax_t.set_title("Time to accuracy vs link rate")
+    ax_s.set_ylabel("throughput (samples/s, all replicas)")
+    ax_s.set_title("Throughput vs link rate")
+    ax_s.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
+    fig.subplots_adjust(wspace=0.3)
+    return Plot("bandwidth_sweep", "Bandwidth sweep",
+                "Median time to the target accuracy (left; configurations that never reached it are left out) "
+                "and training throughput (right) per emulated link rate, with min-max over repeats. Only the rate "
+                "is emulated, not latency; the dashed line is the single-device baseline on the launching host.",
+                _png(fig))
 
 
 def plot_straggler_sweep(data: "ReportData") -> Plot | None:
@@ -357,7 +423,7 @@ def plot_staleness(data: "ReportData") -> Plot | None:
 
 PLOTTERS: list[Callable[["ReportData"], Plot | None]] = [
     plot_accuracy_vs_time, plot_time_and_accuracy, plot_throughput_vs_workers, plot_window_sweep,
-    plot_straggler_sweep, plot_staleness,
+    plot_bandwidth_sweep, plot_straggler_sweep, plot_staleness,
 ]
 
 

@@ -144,7 +144,7 @@ def table_rows(summaries: list[ConfigSummary], target: float | None = None) -> l
     swept = has_scenarios(summaries)
     rows = []
     for s in summaries:
-        name = s.strategy + (f" (window {s.window})" if s.window else "")
+        name = s.strategy + (f" (window {s.window})" if s.window else "") + (f" ({s.bandwidth})" if s.bandwidth else "")
         row = [name, str(s.workers), fmt_status(s), fmt_spread(s.accuracy), fmt_spread(s.train_s, 2),
                fmt_spread(s.samples_per_s, 0), fmt_ttt(s), _x(s.speedup), _f(s.scaling_efficiency),
                _f(s.temporal_efficiency)] + ([fmt_staleness(s)] if stale else [])

@@ -233,6 +233,8 @@ class ConfigSummary:
     Attributes:
         config_id, strategy, workers, window: the configuration (``window``: swept
             communication window, ``None`` outside window sweeps).
+        bandwidth: the emulated link rate of a bandwidth sweep (tc units, e.g. ``"100mbit"``,
+            or ``"unlimited"``); ``None`` off an emulated cluster and for single-process strategies.
         repeats: number of records; ``ok``: how many are ``ok``.
         statuses: status of each record; ``reasons``: distinct reasons of non-ok ones.
         accuracy, loss: final test accuracy (fraction) and loss over ok repeats.
@@ -280,6 +282,7 @@ class ConfigSummary:
     time_to_target_s: Spread
     reached_target: int
     window: int | None = None
+    bandwidth: str | None = None
     speedup: float | None = None
     scaling_efficiency: float | None = None
     ttt: TimeToTarget = field(default_factory=lambda: TimeToTarget(None, 0, 0, 0))
@@ -325,6 +328,8 @@ class ConfigSummary:
         parts = [f"{self.workers} worker{'s' if self.workers != 1 else ''}"]
         if self.window:
             parts.append(f"window {self.window}")
+        if self.bandwidth:
+            parts.append(f"{self.bandwidth} links")
         if self.straggler:
             parts.append(self.straggler)
         return f"{self.strategy} ({', '.join(parts)})"
@@ -427,7 +432,8 @@ def summarize(records: list[dict[str, Any]]) -> list[ConfigSummary]:
             time_to_target_s=Spread.of(ttts),
             reached_target=sum(1 for t in ttts if t is not None),
             ttt=mlperf_time_to_target(ttts),
-            window=rs[0].get("communication_window"), scenario=rs[0].get("scenario"),
+            window=rs[0].get("communication_window"), bandwidth=rs[0].get("bandwidth"),
+            scenario=rs[0].get("scenario"),
             hardware=hw_labels[hw], hardware_key=hw, workload=wl_labels[wk], workload_key=wk, records=rs,
             staleness_median=statistics.median(stale_med) if stale_med else None,
             staleness_max=int(max(stale_max)) if stale_max else None,

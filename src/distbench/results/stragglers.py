@@ -2,9 +2,9 @@
 
 A scenario sweep (``[scenario]``) runs every multi-worker configuration once per straggler
 scenario; the ``slowdown = 1`` point is the baseline (every replica timed by the same
-mechanism, no delay). For each (strategy, workers, window, jitter, hardware, workload) this
-module lines the sweep's points up against that baseline and states what the theory says
-they should show:
+mechanism, no delay). For each (strategy, workers, window, link rate, jitter, hardware,
+workload) this module lines the sweep's points up against that baseline and states what the
+theory says they should show:
 
 - a synchronous step (all-reduce, barrier round) waits for the slowest replica, so the
   training time of a synchronous strategy grows by the delay injected into the slow worker
@@ -68,7 +68,8 @@ class StragglerLine:
         synchronous: the strategy's steps wait for every replica
             (:attr:`~distbench.strategies.base.Strategy.synchronous`; ``None`` if unknown).
         points: by increasing slowdown, the first being the baseline when it was measured.
-        tag: what tells lines of the same strategy and workers apart (window, jitter), ``""``.
+        tag: what tells lines of the same strategy and workers apart (window, link rate,
+            jitter), ``""``.
     """
 
     strategy: str
@@ -117,17 +118,18 @@ def straggler_lines(summaries: Sequence[ConfigSummary]) -> list[StragglerLine]:
     slowdown (see the module docstring); lines with a single point are left out.
 
     Returns:
-        one :class:`StragglerLine` per (strategy, workers, window, jitter, hardware,
-        workload) with at least two slowdowns, in first-seen order.
+        one :class:`StragglerLine` per (strategy, workers, window, link rate, jitter,
+        hardware, workload) with at least two slowdowns, in first-seen order.
     """
     groups: "OrderedDict[tuple[Any, ...], list[ConfigSummary]]" = OrderedDict()
     for s in summaries:
         if s.scenario is None or not s.ok:
             continue
         jit = s.scenario.get("jitter_cv") or 0
-        groups.setdefault((s.strategy, s.workers, s.window, jit, s.hardware_key, s.workload_key), []).append(s)
+        key = (s.strategy, s.workers, s.window, s.bandwidth, jit, s.hardware_key, s.workload_key)
+        groups.setdefault(key, []).append(s)
     lines = []
-    for (strategy, workers, window, jit, _, _), ss in groups.items():
+    for (strategy, workers, window, bandwidth, jit, _, _), ss in groups.items():
         ss = sorted(ss, key=lambda s: s.slowdown or 1.0)
         if len({s.slowdown for s in ss}) < 2:
             continue
@@ -140,7 +142,8 @@ def straggler_lines(summaries: Sequence[ConfigSummary]) -> list[StragglerLine]:
             ttg = (s.ttt.value - base.ttt.value
                    if base is not None and None not in (s.ttt.value, base.ttt.value) else None)
             points.append(StragglerPoint(s, s.slowdown or 1.0, statistics.median(inj) if inj else None, tg, ttg))
-        tag = (f", window {window}" if window else "") + (f", jitter {jit:g}" if jit else "")
+        tag = ((f", window {window}" if window else "") + (f", {bandwidth} links" if bandwidth else "")
+               + (f", jitter {jit:g}" if jit else ""))
         lines.append(StragglerLine(strategy, workers, _synchronous(strategy), points, tag))
     return lines
 

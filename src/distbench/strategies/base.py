@@ -11,10 +11,11 @@ a fresh child process per configuration. ``launch`` trains in that process
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from distbench.cluster.placement import Placement
 from distbench.config import ExperimentConfig
 from distbench.scenario import Scenario
 from distbench.training import TrainOutput
@@ -53,6 +54,8 @@ class LaunchContext:
             (None = none); a strategy hands it to every replica's loop core
             (:class:`~distbench.training.loop.TrainLoop`), or raises
             :class:`StrategyUnavailable` if its replicas' steps cannot be delayed.
+        placement: where the worker processes run (:class:`~distbench.cluster.placement.Placement`:
+            this machine, real hosts or an emulated cluster).
     """
 
     workload: Workload
@@ -64,6 +67,7 @@ class LaunchContext:
     timeout_s: float
     window: int | None = None
     scenario: Scenario | None = None
+    placement: Placement = field(default_factory=Placement)
 
     @property
     def config(self) -> ExperimentConfig:
@@ -94,6 +98,10 @@ class Strategy(abc.ABC):
         needs: the operational cost in one sentence: what must be installed and running to
             use the strategy on a real cluster (shown by the report's recommendation and by
             ``distbench advise``).
+        uses_network: the strategy's processes talk over the network (several processes):
+            on a cluster they are placed on its hosts, and an emulated cluster's link rates
+            are a sweep dimension for it; False for the single-process strategies, which
+            run on the launching host.
         worker_entries: the ``distbench worker NAME`` entry points of this strategy:
             NAME -> ``"module:attribute"`` of a click command, imported only when it runs
             (so an entry may live in the harness, which evaluates and records).
@@ -106,6 +114,7 @@ class Strategy(abc.ABC):
     scales_learning_rate: ClassVar[bool] = True
     synchronous: ClassVar[bool] = True
     needs: ClassVar[str] = ""
+    uses_network: ClassVar[bool] = True
     worker_entries: ClassVar[dict[str, str]] = {}
 
     def is_available(self, config: ExperimentConfig, workers: int) -> Availability:

@@ -59,7 +59,7 @@ from typing import Any
 
 from distbench.config import ExperimentConfig
 from distbench.launch import process
-from distbench.launch.commands import (horovodrun_command, launcher_env, localhost_hosts, mpirun_command,
+from distbench.launch.commands import (horovodrun_command, launcher_env, mpirun_command,
                                        scenario_arg, start_timeout, worker_argv)
 from distbench.launch.ranks import (PROGRESS_ENV, STALL_CHECK_ENV, STALL_SHUTDOWN_ENV, HorovodJobError, RankWatch,
                                     engine_error, failure_error, new_progress_board,
@@ -386,13 +386,14 @@ class HorovodStrategy(Strategy):
             HorovodJobError: a rank or the launcher failed, a rank stalled, or the time
                 ran out; ``failed_process`` names the rank at fault.
         """
+        pl = ctx.placement
         python = sys.executable
-        program = worker_command(python, ctx.run_dir, ctx.key, scenario=ctx.scenario)
+        program = worker_command(pl.python, ctx.run_dir, ctx.key, scenario=ctx.scenario)
         out_dir = ctx.log_dir
         if out_dir.exists():
             shutil.rmtree(out_dir)
         out_dir.mkdir(parents=True)
-        hosts = localhost_hosts(ctx.workers)
+        hosts = pl.hosts_arg(ctx.workers)
         board = new_progress_board(out_dir / "progress.int64", ctx.workers)
         base = {**os.environ, PROGRESS_ENV: str(board)}
         for k, v in stall_env(ctx.timeout_s).items():  # a user's own HOROVOD_STALL_* settings win
@@ -401,10 +402,13 @@ class HorovodStrategy(Strategy):
             exe = find_horovodrun() or "horovodrun"
             argv, env = horovodrun_command(ctx.workers, hosts, program, out_dir, start_timeout(ctx.timeout_s),
                                            python, base_env=base, horovodrun=exe)
+            extra, env = pl.horovodrun_args(env)
+            argv = argv[:1] + extra + argv[1:]
             name = "horovodrun"
         else:
             argv, env = mpirun_command(ctx.workers, hosts, program, out_dir, python, base_env=base,
                                        mpirun=shutil.which("mpirun") or "mpirun")
+            argv = argv[:1] + pl.mpirun_args() + argv[1:]
             name = "mpirun"
         log = out_dir / f"{name}.log"
         limits = []
@@ -420,10 +424,12 @@ class HorovodStrategy(Strategy):
             watch.kill_leftovers()  # a stopped rank never acts on its launcher's SIGTERM
             raise error
         try:
-            return TrainOutput.load(ctx.artifacts_dir)
+            out = TrainOutput.load(ctx.artifacts_dir)
         except (OSError, ValueError, KeyError) as e:
             raise HorovodJobError(f"{name} exited 0 but rank 0 left no readable result in {ctx.artifacts_dir}: "
                                   f"{e}", "rank 0") from None
+        out.extra.update(pl.describe({f"rank {r}": r for r in range(ctx.workers)}))
+        return out
 
 
 @register

@@ -21,7 +21,7 @@ import json
 import os
 import socket
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -30,6 +30,7 @@ import numpy as np
 from distbench.config import ConfigError
 from distbench.training import TrainOutput
 from distbench.workload import Workload
+from distbench.cluster.netns import current_namespace
 
 PLAIN_TAPE_ENV = "DISTBENCH_HOROVOD_PLAIN_TAPE"
 
@@ -44,6 +45,8 @@ class RankInfo:
         threads: intra-op threads set for this rank.
         hostnames: every rank's hostname, in rank order.
         start_unix: Unix time this rank's process started.
+        netns: every rank's network namespace (:func:`~distbench.cluster.netns.current_namespace`),
+            in rank order: on an emulated cluster each host is its own namespace.
     """
 
     rank: int
@@ -54,6 +57,7 @@ class RankInfo:
     threads: int
     hostnames: list[str]
     start_unix: float
+    netns: list[str] = field(default_factory=list)
 
     @property
     def strategy(self) -> str:
@@ -85,8 +89,11 @@ def init_rank(threads: int = 0) -> tuple[Any, RankInfo]:
     except Exception:  # psutil is optional here; the time of init is close enough
         start = time.time()
     hosts = allgather_text(hvd, socket.gethostname(), "distbench_hostnames")
+    netns = allgather_text(hvd, current_namespace(), "distbench_netns")
     return hvd, RankInfo(hvd.rank(), hvd.size(), hvd.local_rank(), hvd.local_size(), controller, n,
-                         list(hosts), start)
+                         list(hosts), start, netns)
+
+
 
 
 def broadcast_bytes(hvd: Any, data: bytes | None, name: str) -> bytes:
@@ -292,6 +299,7 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload, scenario: Any = Non
         "controller": info.controller,
         "ranks": size,
         "hosts": info.hostnames,
+        "rank_netns": info.netns,
         "local_size": info.local_size,
         "intra_op_threads": info.threads,
         "inter_op_threads": 0,

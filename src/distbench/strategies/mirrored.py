@@ -22,6 +22,7 @@ class Mirrored(Strategy):
     description = "tf.distribute.MirroredStrategy (GPUs, or N logical CPU devices without GPUs)"
     family = "tf.distribute"
     needs = "TensorFlow only, but one machine: its GPUs are the replicas (no multi-host training)"
+    uses_network = False
 
     def launch(self, ctx: LaunchContext) -> TrainOutput:
         """Set up the devices, train with the shared loop in this process."""

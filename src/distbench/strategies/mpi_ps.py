@@ -46,13 +46,15 @@ def rank_program(python: str, run_dir: Path, optimizer: str, key: str | None = N
 
 def mpi_ps_command(workers: int, run_dir: Path, key: str, optimizer: str, output_dir: Path, python: str,
                    window: int | None = None, base_env: dict[str, str] | None = None,
-                   mpirun: str = "mpirun", scenario: Any = None) -> tuple[list[str], dict[str, str]]:
-    """``mpirun`` with ``workers + 1`` ranks on this machine (rank 0: the server).
+                   mpirun: str = "mpirun", hosts: str | None = None,
+                   scenario: Any = None) -> tuple[list[str], dict[str, str]]:
+    """``mpirun`` with ``workers + 1`` ranks (rank 0: the server) on ``hosts`` (an ``-H`` list;
+    default this machine, ``localhost:N+1``), under the straggler ``scenario`` if given.
 
     Returns:
         ``(argv, env)``: see :func:`distbench.launch.commands.mpirun_command` for the flags.
     """
-    return mpirun_command(workers + 1, localhost_hosts(workers + 1),
+    return mpirun_command(workers + 1, hosts or localhost_hosts(workers + 1),
                           rank_program(python, run_dir, optimizer, key, window, scenario=scenario), output_dir, python,
                           base_env, mpirun)
 
@@ -147,14 +149,20 @@ class MPIPS(Strategy):
         Raises:
             distbench.launch.ranks.HorovodJobError: a rank failed (named) or timed out.
         """
+        pl = ctx.placement
         out_dir = ctx.log_dir / "ranks"
-        argv, env = mpi_ps_command(ctx.workers, ctx.run_dir, ctx.key, self.optimizer, out_dir, sys.executable,
-                                   ctx.window, scenario=ctx.scenario)
+        # rank 0 (the parameter server) on the launching host, the replicas on the workers' hosts
+        argv, env = mpi_ps_command(ctx.workers, ctx.run_dir, ctx.key, self.optimizer, out_dir, pl.python,
+                                   ctx.window, hosts=pl.hosts_arg(ctx.workers + 1, driver_first=True),
+                                   scenario=ctx.scenario)
+        argv = argv[:1] + pl.mpirun_args() + argv[1:]
         log = ctx.log_dir / "mpirun.log"
         group = process.run_processes([process.ProcSpec("mpirun", argv, env, log)], ctx.timeout_s)
         if not group.ok:
             raise failure_error("mpirun", group, log, out_dir, ctx.timeout_s)
-        return TrainOutput.load(ctx.artifacts_dir)
+        out = TrainOutput.load(ctx.artifacts_dir)
+        out.extra.update(pl.describe({f"replica {w}": w for w in range(ctx.workers)}, driver=["server (rank 0)"]))
+        return out
 
 
 register_family("mpi_ps", [type(f"MPIPS_{o}", (MPIPS,), {

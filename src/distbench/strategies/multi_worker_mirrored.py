@@ -39,31 +39,38 @@ from distbench.training import TrainOutput
 from distbench.training.output import TrainingFailed
 from distbench.training.loop import threads_per_process
 from distbench.workload import Workload, weights_sha256
+from distbench.cluster.netns import current_namespace
 
 HASH_FILE = "weights_sha256_worker{}.txt"
 DELAY_FILE = "step_delay_worker{}.json"  # a straggler scenario's step delays of one worker
+NETNS_FILE = "netns_worker{}.txt"
+REMOTE_PORT = 23456  # worker k listens on REMOTE_PORT + k on another host (each host has its own ports)
 
 
 def worker_commands(run_dir: Path, key: str, ports: list[int], threads: int, collective: str = "ring",
-                    base_env: dict[str, str] | None = None, host: str = "127.0.0.1",
-                    join_timeout_s: float | None = None,
+                    base_env: dict[str, str] | None = None, host: str | list[str] = "127.0.0.1",
+                    join_timeout_s: float | None = None, python: str | None = None,
                     scenario: Any = None) -> list[tuple[list[str], dict[str, str]]]:
     """argv and env of each MultiWorkerMirroredStrategy worker process.
 
     Args:
         run_dir: run directory; key: record key (``<config_id>_r<repeat>``).
         ports: one port per worker on ``host``.
+        host: every worker's address, or one per worker (placed on other hosts).
+        python: the interpreter on the workers' hosts (default this one).
         threads: intra-op threads per worker.
         collective: ``ring`` | ``nccl`` | ``auto`` (the strategy is built before the config is read).
         join_timeout_s: seconds each worker may wait for the cluster to form
             (``DISTBENCH_JOIN_TIMEOUT_S``; None: the ``worker tf`` default).
         scenario: the straggler :class:`~distbench.scenario.Scenario` (``--scenario``), or None.
     """
-    cluster = {"worker": [f"{host}:{p}" for p in ports]}
+    hosts = [host] * len(ports) if isinstance(host, str) else list(host)
+    cluster = {"worker": [f"{h}:{p}" for h, p in zip(hosts, ports)]}
     extra = {} if join_timeout_s is None else {JOIN_TIMEOUT_ENV: f"{join_timeout_s:g}"}
     out = []
     for i in range(len(ports)):
-        argv = worker_argv("tf", run_dir, ("--key", key), ("--scenario", commands.scenario_arg(scenario)))
+        argv = worker_argv("tf", run_dir, ("--key", key), ("--scenario", commands.scenario_arg(scenario)),
+                           python=python)
         env = commands.child_env({"TF_CONFIG": tf_config(cluster, "worker", i), "DISTBENCH_THREADS": str(threads),
                                    "DISTBENCH_COLLECTIVE": collective, **extra}, base_env)
         out.append((argv, env))
@@ -127,6 +134,7 @@ def train_worker(task: TFTask, load_workload: Callable[[], Workload], artifacts_
         (artifacts_dir / HASH_FILE.format(task.rank)).write_text(sha)
         if out.extra.get("step_delays"):  # this worker's replica only: the launcher merges them
             (artifacts_dir / DELAY_FILE.format(task.rank)).write_text(json.dumps(out.extra["step_delays"]))
+        (artifacts_dir / NETNS_FILE.format(task.rank)).write_text(current_namespace())
         if task.rank == 0:
             out.save(artifacts_dir)
     return out
@@ -134,7 +142,8 @@ def train_worker(task: TFTask, load_workload: Callable[[], Workload], artifacts_
 
 @register
 class MultiWorkerMirrored(Strategy):
-    """MultiWorkerMirroredStrategy over N local worker processes (TF_CONFIG on 127.0.0.1)."""
+    """MultiWorkerMirroredStrategy over N worker processes (TF_CONFIG on 127.0.0.1, or the
+    cluster's hosts: worker k listens on port 23456 + k of its host)."""
 
     name = "multi_worker_mirrored"
     description = "tf.distribute.MultiWorkerMirroredStrategy: N processes, collective all-reduce (TF_CONFIG)"
@@ -147,10 +156,12 @@ class MultiWorkerMirrored(Strategy):
 
     def launch(self, ctx: LaunchContext) -> TrainOutput:
         """Start N worker processes, wait, check every worker ended with the same weights."""
-        n = ctx.workers
-        cmds = worker_commands(ctx.run_dir, ctx.key, free_ports(n), ctx.threads_per_process(n),
-                               ctx.config.tf.collective, join_timeout_s=ctx.timeout_s / 2, scenario=ctx.scenario)
-        specs = [process.ProcSpec(f"worker {i}", argv, env, ctx.log_dir / f"worker{i}.log")
+        n, pl = ctx.workers, ctx.placement
+        ports = free_ports(n) if pl.is_local else [REMOTE_PORT + i for i in range(n)]
+        cmds = worker_commands(ctx.run_dir, ctx.key, ports, ctx.threads_per_process(n), ctx.config.tf.collective,
+                               host=[pl.address(i) for i in range(n)], join_timeout_s=ctx.timeout_s / 2,
+                               python=pl.python, scenario=ctx.scenario)
+        specs = [process.ProcSpec(f"worker {i}", pl.wrap(i, argv, env), env, ctx.log_dir / f"worker{i}.log")
                  for i, (argv, env) in enumerate(cmds)]
         res = process.run_processes(specs, ctx.timeout_s)
         if not res.ok:
@@ -164,4 +175,6 @@ class MultiWorkerMirrored(Strategy):
         delays = [ctx.artifacts_dir / DELAY_FILE.format(i) for i in range(n)]
         if ctx.scenario is not None and all(p.exists() for p in delays):
             out.extra["step_delays"] = {k: v for p in delays for k, v in json.loads(p.read_text()).items()}
+        out.extra["worker_netns"] = [(ctx.artifacts_dir / NETNS_FILE.format(i)).read_text() for i in range(n)]
+        out.extra.update(pl.describe({f"worker {i}": i for i in range(n)}))
         return out

@@ -20,6 +20,7 @@ class SingleDevice(Strategy):
     description = "single-device baseline (OneDeviceStrategy: GPU 0 if present, else CPU)"
     family = "baseline"
     needs = "TensorFlow only; one device, no cluster"
+    uses_network = False
 
     def replicas(self, workers: int) -> int:
         """Always one replica, whatever ``workers`` is."""

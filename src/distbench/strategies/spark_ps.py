@@ -24,16 +24,17 @@ from typing import Any, ClassVar
 from distbench.config import ExperimentConfig
 from distbench.launch.commands import exchange_timeout
 from distbench.ps_async.rules import DISPLAY, OPTIMIZERS
-from distbench.strategies.base import Availability, LaunchContext, Strategy
+from distbench.strategies.base import Availability, LaunchContext, Strategy, StrategyUnavailable
 from distbench.strategies.registry import register_family
 from distbench.training import TrainOutput
 
 
 
-def train_on_spark(spark: Any, ctx: LaunchContext, optimizer: str) -> TrainOutput:
+def train_on_spark(spark: Any, ctx: LaunchContext, optimizer: str, ps_host: str | None = None) -> TrainOutput:
     """Run one PS training on an existing SparkSession; return the centre as the result.
 
-    The session must offer ``ctx.workers`` barrier slots
+    The parameter server binds ``ps_host`` (default ``[ps] host``), which the executors must
+    reach. The session must offer ``ctx.workers`` barrier slots
     (:func:`distbench.ps_async.spark.require_slots`), checked before the parameter server
     starts or any data is built.
 
@@ -51,7 +52,7 @@ def train_on_spark(spark: Any, ctx: LaunchContext, optimizer: str) -> TrainOutpu
     slots = engine.require_slots(spark, n)
     params = params_from_config(cfg, optimizer, ctx.window)
     secret = new_secret()
-    server = ParameterServer(wl.initial_weights, optimizer, secret, num_workers=n, host=cfg.ps.host,
+    server = ParameterServer(wl.initial_weights, optimizer, secret, num_workers=n, host=ps_host or cfg.ps.host,
                              port=cfg.ps.port, params={k: v for k, v in params.items() if k != "alpha"},
                              sync_timeout_s=exchange_timeout(ctx.timeout_s),
                              non_trainable=wl.non_trainable_indices()).start()
@@ -118,11 +119,33 @@ class SparkPS(Strategy):
         from distbench.ps_async import spark as engine
         from distbench.ps_async.spark_spec import check_planned_slots, parse_master
 
+        pl, conf = ctx.placement, dict(ctx.config.spark.conf)
+        if pl.kind == "emulated":  # a standalone cluster on the emulated hosts, for this configuration
+            from distbench.cluster.spark_standalone import StandaloneCluster
+
+            conf.setdefault("spark.driver.host", pl.driver)
+            with StandaloneCluster(pl, ctx.log_dir) as master:
+                spark = engine.make_session(master, conf)
+                try:
+                    out = train_on_spark(spark, ctx, self.optimizer, ps_host=pl.driver)
+                finally:
+                    spark.stop()
+            found = {f"replica {w}": ns for w, ns in enumerate(out.extra.get("per_worker_netns") or [])}
+            out.extra.update(pl.describe({}, driver=["driver (parameter server)"], found=found))
+            return out
+        if pl.kind == "ssh" and not ctx.config.spark.master:
+            raise StrategyUnavailable("on a cluster of hosts spark_ps needs [spark] master: a standalone, YARN or "
+                                      "Kubernetes cluster whose workers run on those hosts")
         master = ctx.config.spark.master or f"local[{ctx.workers}]"
-        check_planned_slots(parse_master(master), ctx.config.spark.conf, ctx.workers)
-        spark = engine.make_session(master, ctx.config.spark.conf)
+        check_planned_slots(parse_master(master), conf, ctx.workers)
+        spark = engine.make_session(master, conf)
         try:
-            return train_on_spark(spark, ctx, self.optimizer)
+            keep = pl.is_local or ctx.config.ps.host != "127.0.0.1"  # a [ps] host the user set is kept
+            out = train_on_spark(spark, ctx, self.optimizer, ps_host=None if keep else pl.driver)
+            if not pl.is_local:  # Spark chose the executors: the replicas say where they ran
+                found = {f"replica {w}": h for w, h in enumerate(out.extra.get("per_worker_hosts") or [])}
+                out.extra.update(pl.describe({}, driver=["driver (parameter server)"], found=found))
+            return out
         finally:
             spark.stop()
 

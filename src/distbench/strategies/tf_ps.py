@@ -50,27 +50,39 @@ from distbench.strategies.registry import register
 from distbench.training import TrainOutput
 from distbench.training.loop import TrainLoop
 from distbench.training.output import write_child_result
+from distbench.cluster.netns import current_namespace
 
 COORDINATOR_INTER_OP = 16
+WORKER_PORT = 23456  # worker k listens on WORKER_PORT + k on its own host
 SERVER_INTER_OP = 8
 STALL_FACTOR = 10.0  # see stalled()
 STALL_FLOOR_S = 60.0
 
 
-def cluster_spec(ports: list[int], workers: int, ps_tasks: int, host: str = "127.0.0.1") -> dict[str, list[str]]:
-    """The cluster dict: ``chief`` (ports[0]), ``workers`` workers, ``ps_tasks`` ps tasks."""
+def cluster_spec(ports: list[int], workers: int, ps_tasks: int, host: str = "127.0.0.1",
+                 worker_hosts: list[str] | None = None) -> dict[str, list[str]]:
+    """The cluster dict: ``chief`` (ports[0]), ``workers`` workers, ``ps_tasks`` ps tasks.
+
+    Args:
+        host: the address of the chief and the ps tasks (the launching host), and of the
+            workers unless ``worker_hosts`` places them elsewhere.
+    """
     addr = [f"{host}:{p}" for p in ports]
-    return {"chief": addr[:1], "worker": addr[1:1 + workers], "ps": addr[1 + workers:1 + workers + ps_tasks]}
+    workers_addr = addr[1:1 + workers] if worker_hosts is None else \
+        [f"{h}:{p}" for h, p in zip(worker_hosts, ports[1:1 + workers])]
+    return {"chief": addr[:1], "worker": workers_addr, "ps": addr[1 + workers:1 + workers + ps_tasks]}
 
 
 def server_commands(cluster: dict[str, list[str]], threads: int, run_dir: Path,
-                    base_env: dict[str, str] | None = None) -> list[tuple[str, list[str], dict[str, str]]]:
+                    base_env: dict[str, str] | None = None,
+                    python: str | None = None) -> list[tuple[str, list[str], dict[str, str]]]:
     """``(task name, argv, env)`` of each worker and ps server process of ``cluster``
-    (``run_dir`` is in the argv so the processes of a run can be found in the process table)."""
+    (``run_dir`` is in the argv so the processes of a run can be found in the process table;
+    ``python``: the workers' interpreter)."""
     out = []
     for job in ("worker", "ps"):
         for i in range(len(cluster[job])):
-            argv = worker_argv("tf-server", run_dir)
+            argv = worker_argv("tf-server", run_dir, python=python if job == "worker" else None)
             env = commands.child_env({"TF_CONFIG": tf_config(cluster, job, i), "DISTBENCH_THREADS": str(threads)},
                                       base_env)
             out.append((f"{job} {i}", argv, env))
@@ -192,18 +204,33 @@ class TFParameterServer(Strategy):
             raise StrategyUnavailable(
                 "tf_ps does not support straggler scenarios: its steps run inside the worker tasks' TensorFlow "
                 "servers (functions scheduled by the coordinator), where distbench's host-side step delay cannot run")
-        cfg, n = ctx.config, ctx.workers
-        cluster = cluster_spec(free_ports(1 + n + cfg.tf.ps_tasks), n, cfg.tf.ps_tasks)
-        specs = [process.ProcSpec(name, argv, env, ctx.log_dir / f"{name.replace(' ', '')}.log")
-                 for name, argv, env in server_commands(cluster, ctx.threads_per_process(n + 1), ctx.run_dir)]
+        cfg, n, pl = ctx.config, ctx.workers, ctx.placement
+        # the chief (this process) and the ps tasks on the launching host, the workers on their hosts
+        ports = free_ports(1 + n + cfg.tf.ps_tasks)
+        if not pl.is_local:
+            ports[1:1 + n] = [WORKER_PORT + i for i in range(n)]  # each host has its own ports
+        cluster = cluster_spec(ports, n, cfg.tf.ps_tasks, host=pl.driver,
+                               worker_hosts=None if pl.is_local else [pl.address(i) for i in range(n)])
+        specs = []
+        for name, argv, env in server_commands(cluster, ctx.threads_per_process(n + 1), ctx.run_dir,
+                                               python=pl.python):
+            job, i = name.split()
+            argv = pl.wrap(int(i), argv, env) if job == "worker" else argv
+            specs.append(process.ProcSpec(name, argv, env, ctx.log_dir / f"{name.replace(' ', '')}.log"))
+        placed = pl.describe({f"worker {i}": i for i in range(n)},
+                             driver=["chief"] + [f"ps {i}" for i in range(cfg.tf.ps_tasks)])
         ctx.artifacts_dir.mkdir(parents=True, exist_ok=True)
         group = process.ProcessGroup(specs).start()
+        if not pl.is_local:  # the wrapper execs the server: its pid is the server's
+            placed["worker_netns"] = [current_namespace(p.pid) for p in group.procs[:n]]
         stop = threading.Event()
         epoch_ends: list[float] = []
         threading.Thread(target=_watchdog, args=(group, ctx.artifacts_dir, stop, epoch_ends,
                                                  stall_floor(ctx.timeout_s)), daemon=True).start()
         try:
-            return self._coordinate(ctx, cluster, epoch_ends)
+            out = self._coordinate(ctx, cluster, epoch_ends)
+            out.extra.update(placed)
+            return out
         finally:
             stop.set()
             group.terminate(grace_s=2.0)

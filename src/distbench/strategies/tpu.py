@@ -56,6 +56,7 @@ class TPU(Strategy):
     description = "tf.distribute.TPUStrategy (needs a reachable TPU)"
     family = "tf.distribute"
     needs = "a Cloud TPU (a TPU VM or a TPU reachable by TPUClusterResolver); the steps must be TPU-compilable"
+    uses_network = False
 
     def is_available(self, config: ExperimentConfig, workers: int) -> Availability:
         """TensorFlow's own probe (:func:`probe_tpu`), in a subprocess."""

@@ -1,0 +1,185 @@
+"""The ``[cluster]`` section's values: ``host:slots`` entries, link rates in tc's units,
+the emulated hosts' subnet, and the checks :func:`distbench.config.validate` runs.
+
+Every error is one :class:`~distbench.config.ConfigError` line naming the key, the value
+received and the expected form.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass
+
+from distbench.config import ClusterConfig, ConfigError
+
+HOST_FORM = re.compile(r"([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?):([0-9]+)")
+"""``host:slots``: a host name or IPv4 address, a colon, a slot count."""
+RATE_FORM = re.compile(r"([0-9]+(?:\.[0-9]+)?)(bit|kbit|mbit|gbit)", re.IGNORECASE)
+"""A link rate in tc's units (decimal: 1kbit = 1000 bit/s), e.g. ``100mbit``."""
+RATE_UNITS = {"bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9}
+UNLIMITED = "unlimited"
+LAUNCHERS = ("ssh",)
+MAX_EMULATED_HOSTS = 64  # interface names hold two digits of the host index
+
+
+@dataclass(frozen=True)
+class Host:
+    """One host of ``cluster.hosts``: its ``name`` (as ssh and ``-H`` take it) and ``slots``
+    (processes it runs)."""
+
+    name: str
+    slots: int
+
+
+def parse_host(key: str, entry: str) -> Host:
+    """Parse one ``"host:slots"`` entry.
+
+    Args:
+        key: the config key, for the message (e.g. ``cluster.hosts[1]``).
+        entry: e.g. ``"node1:2"``.
+
+    Returns:
+        The :class:`Host`.
+
+    Raises:
+        ConfigError: no slots, zero slots, an empty or malformed host name.
+    """
+    m = HOST_FORM.fullmatch(entry.strip())
+    if m is None:
+        raise ConfigError(f'{key} = {entry!r}: expected "host:slots" (a host name or IPv4 address, a colon, '
+                          'a slot count >= 1), e.g. "node1:2"')
+    slots = int(m.group(2))
+    if slots < 1:
+        raise ConfigError(f'{key} = {entry!r}: the slot count must be >= 1 (processes on that host), e.g. '
+                          f'"{m.group(1)}:1"; leave the host out to give it none')
+    return Host(m.group(1), slots)
+
+
+def parse_hosts(hosts: list[str], key: str = "cluster.hosts") -> list[Host]:
+    """Parse a list of ``"host:slots"`` entries; each host may appear once.
+
+    Raises:
+        ConfigError: a bad entry (:func:`parse_host`) or a host listed twice.
+    """
+    out: list[Host] = []
+    for i, entry in enumerate(hosts):
+        h = parse_host(f"{key}[{i}]", entry)
+        first = next((j for j, o in enumerate(out) if o.name == h.name), None)
+        if first is not None:
+            raise ConfigError(f"{key}: host {h.name!r} is listed twice ({hosts[first]!r} and {entry!r}): list each "
+                              f'host once with all its slots, e.g. "{h.name}:{out[first].slots + h.slots}"')
+        out.append(h)
+    return out
+
+
+def parse_rate(key: str, rate: str) -> int | None:
+    """A link rate in bits per second, ``None`` for ``"unlimited"``.
+
+    Args:
+        key: the config key or flag, for the message.
+        rate: tc's form, a positive number and ``bit``, ``kbit``, ``mbit`` or ``gbit``
+            (decimal units, as tc reads them: 1mbit = 10^6 bit/s), or ``"unlimited"``.
+
+    Raises:
+        ConfigError: anything else, or a rate below 1 bit/s.
+    """
+    if rate == UNLIMITED:
+        return None
+    m = RATE_FORM.fullmatch(rate.strip())
+    bits = round(float(m.group(1)) * RATE_UNITS[m.group(2).lower()]) if m else 0
+    if bits < 1:
+        raise ConfigError(f"{key} = {rate!r}: expected a link rate in tc's units (a positive number and bit, kbit, "
+                          'mbit or gbit), e.g. "100mbit" or "1gbit", or "unlimited"')
+    return bits
+
+
+def rates(cluster: ClusterConfig) -> list[str]:
+    """The emulated link rates to sweep (``cluster.emulate.bandwidth`` as a list); empty
+    when the cluster is not emulated."""
+    if cluster.emulate is None:
+        return []
+    bw = cluster.emulate.bandwidth
+    return list(bw) if isinstance(bw, list) else [bw]
+
+
+def total_slots(cluster: ClusterConfig) -> int:
+    """Processes the cluster holds: the sum of ``cluster.hosts``' slots, or emulated hosts x
+    slots; 0 when neither is set (this machine only).
+
+    Raises:
+        ConfigError: a malformed ``cluster.hosts`` entry.
+    """
+    if cluster.emulate is not None:
+        return cluster.emulate.hosts * cluster.emulate.slots
+    return sum(h.slots for h in parse_hosts(cluster.hosts))
+
+
+def parse_subnet(key: str, subnet: str, hosts: int) -> ipaddress.IPv4Network:
+    """The emulated hosts' network: a private IPv4 network with room for the gateway (the
+    bridge, first address) and ``hosts`` hosts.
+
+    Raises:
+        ConfigError: not an IPv4 network in CIDR form, host bits set, not private
+            (RFC 1918), loopback or link-local, or too small.
+    """
+    try:
+        net = ipaddress.IPv4Network(subnet)
+    except ValueError as e:
+        raise ConfigError(f'{key} = {subnet!r}: expected an IPv4 network in CIDR form, e.g. "10.231.0.0/24" ({e})') \
+            from None
+    if not net.is_private or net.is_loopback or net.is_link_local or net.prefixlen < 8:
+        raise ConfigError(f'{key} = {subnet!r}: expected a private network (within 10.0.0.0/8, 172.16.0.0/12 or '
+                          '192.168.0.0/16, prefix /8 or longer) that nothing else on this machine uses, '
+                          'e.g. "10.231.0.0/24"')
+    if net.num_addresses - 3 < hosts:  # network, gateway and broadcast addresses
+        raise ConfigError(f"{key} = {subnet!r} holds {max(0, net.num_addresses - 3)} host addresses, fewer than "
+                          f"cluster.emulate.hosts = {hosts}: use a larger network, e.g. a /24")
+    return net
+
+
+def check_cluster(cluster: ClusterConfig, workers: list[int]) -> None:
+    """Check ``[cluster]`` and that every worker count fits into its slots.
+
+    Args:
+        cluster: the section.
+        workers: ``run.workers``.
+
+    Raises:
+        ConfigError: an unknown launcher, a bad port, hosts and emulate both set, a bad
+            ``host:slots`` entry or duplicate host, bad emulated hosts/slots/rates/subnet,
+            or a worker count above the cluster's slots.
+    """
+    if cluster.launcher not in LAUNCHERS:
+        raise ConfigError(f"cluster.launcher = {cluster.launcher!r}: expected ssh (the launcher for real hosts; "
+                          "an emulated cluster uses its own agent)")
+    if not 1 <= cluster.ssh_port <= 65535:
+        raise ConfigError(f"cluster.ssh_port = {cluster.ssh_port!r}: expected a TCP port in 1..65535")
+    for key in ("python", "workdir"):
+        value = getattr(cluster, key)
+        if value != value.strip() or "\n" in value:
+            raise ConfigError(f"cluster.{key} = {value!r}: expected a path without surrounding spaces or newlines")
+    em = cluster.emulate
+    if em is not None and cluster.hosts:
+        raise ConfigError(f"cluster.hosts = {cluster.hosts!r} and cluster.emulate are both set: use real hosts or "
+                          "an emulated cluster, not both")
+    hosts = parse_hosts(cluster.hosts)
+    if em is not None:
+        if not 1 <= em.hosts <= MAX_EMULATED_HOSTS:
+            raise ConfigError(f"cluster.emulate.hosts = {em.hosts!r}: expected 1..{MAX_EMULATED_HOSTS} emulated hosts")
+        if em.slots < 1:
+            raise ConfigError(f"cluster.emulate.slots = {em.slots!r}: expected >= 1 processes per emulated host")
+        values = rates(cluster)
+        if not values:
+            raise ConfigError('cluster.emulate.bandwidth = []: give at least one rate, e.g. "1gbit" or '
+                              '["100mbit", "1gbit", "unlimited"]')
+        for i, r in enumerate(values):
+            parse_rate("cluster.emulate.bandwidth" + (f"[{i}]" if isinstance(em.bandwidth, list) else ""), r)
+        parse_subnet("cluster.emulate.subnet", em.subnet, em.hosts)
+    slots = total_slots(cluster)
+    where = (f"cluster.emulate = {em.hosts} hosts x {em.slots} slot{'s' * (em.slots != 1)}" if em is not None
+             else "cluster.hosts = " + ", ".join(f"{h.name}:{h.slots}" for h in hosts))
+    for n in workers:
+        if slots and n > slots:
+            raise ConfigError(f"run.workers = {n} exceeds the {slots} slot{'s' * (slots != 1)} of the cluster "
+                              f"({where}): lower run.workers or add hosts or slots")
