@@ -37,14 +37,15 @@ def test_synchronous_step_time_grows_with_the_slowdown(tmp_path):
     assert cp.returncode == 0, cp.stderr[-3000:]
     recs = {r["config_id"]: r for r in read_records(out)}
     assert set(recs) == {"horovod_w2_slow1x", "horovod_w2_slow4x", "mpi_ps-adag_w2_slow1x", "mpi_ps-adag_w2_slow4x"}
-    for r in recs.values():
+    for cid, r in recs.items():
         assert r["status"] == "ok", r["reason"]
-        delays = r["details"]["step_delays"]
-        assert set(delays) == {"0", "1"}  # every replica is timed, from every process
-        slow, fast = delays["1"], delays["0"]
-        assert fast["delay_s"] == 0 and slow["slowdown"] == r["scenario"]["slowdown"]
-        assert slow["delay_s"] == pytest.approx((slow["slowdown"] - 1) * slow["compute_s"])
-        assert slow["steps"] == fast["steps"] > 0
+        if cid.endswith("slow1x"):  # the baseline: timed, never delayed
+            assert "step_delays" not in r["details"]
+            continue
+        (slow,) = r["details"]["step_delays"].values()  # gathered from worker 1's process
+        assert r["details"]["step_delays"].keys() == {"1"} and slow["slowdown"] == 4.0
+        assert slow["delay_s"] == pytest.approx(3 * slow["compute_s"]) and slow["steps"] == r["steps"] // (
+            1 if r["strategy"] == "horovod" else 2)  # a Horovod step is global; PS steps are summed over 2
     base, slowed = recs["horovod_w2_slow1x"], recs["horovod_w2_slow4x"]
     injected = slowed["details"]["step_delays"]["1"]["delay_s"]
     growth = slowed["timings"]["train_s"] - base["timings"]["train_s"]

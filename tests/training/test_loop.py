@@ -107,4 +107,10 @@ def test_step_delay_in_a_step_function_sleeps_its_share_and_inactive_adds_no_op(
     slept, computed = s["delay_s"] - before["delay_s"], s["compute_s"] - before["compute_s"]
     assert slept > 0 and wall >= slept + computed  # the sleep is inside the step, after its compute
     ops = {op.type for op in make(off).get_concrete_function(x).graph.get_operations()}
-    assert "PyFunc" not in ops and "EagerPyFunc" not in ops
+    assert not ops & {"PyFunc", "EagerPyFunc", "Timestamp", "If", "StatelessIf"}
+    timed = StepDelay(1.0, enabled=True)  # an unslowed replica under a scenario: same ops, no callback run
+    graph = make(timed).get_concrete_function(x).graph
+    assert {"Timestamp"} <= {op.type for op in graph.get_operations()}
+    assert len(graph.get_operations()) == len(make(StepDelay(4.0)).get_concrete_function(x).graph.get_operations())
+    make(timed)(x)
+    assert timed.summary()["steps"] == 0

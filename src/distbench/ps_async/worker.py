@@ -216,7 +216,7 @@ def train_replica(spec: ReplicaSpec, worker_id: int, split: Any = None,
     return {"worker": worker_id, "steps": count["steps"], "exchanges": count["exchanges"],
             "start_unix": res.start_unix, "end_unix": res.end_unix, "staleness": list(session.staleness),
             "attempt": attempt, "trace_s": loop.trace_s, "netns": current_namespace(),
-            "host": socket.gethostname(), **({"step_delay": delay.summary()} if delay.active else {})}
+            "host": socket.gethostname(), **({"step_delay": delay.summary()} if delay.delays else {})}
 
 
 def params_from_config(cfg: Any, optimizer: str, window: int | None = None) -> dict[str, Any]:

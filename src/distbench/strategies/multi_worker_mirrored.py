@@ -42,7 +42,7 @@ from distbench.workload import Workload, weights_sha256
 from distbench.cluster.netns import current_namespace
 
 HASH_FILE = "weights_sha256_worker{}.txt"
-DELAY_FILE = "step_delay_worker{}.json"  # a straggler scenario's step delays of one worker
+DELAY_FILE = "step_delay_worker{}.json"  # a straggler scenario's step delays of one delayed worker
 NETNS_FILE = "netns_worker{}.txt"
 REMOTE_PORT = 23456  # worker k listens on REMOTE_PORT + k on another host (each host has its own ports)
 
@@ -172,8 +172,8 @@ class MultiWorkerMirrored(Strategy):
         hashes = [(ctx.artifacts_dir / HASH_FILE.format(i)).read_text() for i in range(n)]
         out.extra["worker_weight_sha256"] = hashes
         out.extra["replicas_in_sync_check"] = "passed" if len(set(hashes)) == 1 else "failed"
-        delays = [ctx.artifacts_dir / DELAY_FILE.format(i) for i in range(n)]
-        if ctx.scenario is not None and all(p.exists() for p in delays):
+        delays = [p for p in (ctx.artifacts_dir / DELAY_FILE.format(i) for i in range(n)) if p.exists()]
+        if ctx.scenario is not None and delays:  # the delayed workers' step delays
             out.extra["step_delays"] = {k: v for p in delays for k, v in json.loads(p.read_text()).items()}
         out.extra["worker_netns"] = [(ctx.artifacts_dir / NETNS_FILE.format(i)).read_text() for i in range(n)]
         out.extra.update(pl.describe({f"worker {i}": i for i in range(n)}))

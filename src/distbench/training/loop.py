@@ -119,24 +119,26 @@ def hooks_from_env() -> list[EpochHook]:
 class StepDelay:
     """One replica's injected per-step delay under a straggler scenario.
 
-    The replica's step is timed from :meth:`start` (before the forward pass) to
-    :meth:`finish` (its local gradients computed, before any exchange); then the replica
-    sleeps ``(slowdown - 1) x compute`` seconds, so the step takes ``slowdown`` times its
-    own compute time, plus, with jitter, a random delay ``D ~ Exponential(mean theta)``
-    with ``theta = cv x base / (1 - cv)`` and ``base = slowdown x compute``: the step time
+    The replica's step is timed in the graph, with ``tf.timestamp`` ops, from :meth:`start`
+    (before the forward pass) to :meth:`finish` (its local gradients computed, before any
+    exchange); then the replica sleeps ``(slowdown - 1) x compute`` seconds (a host
+    callback, ``tf.numpy_function``), so the step takes ``slowdown`` times its own compute
+    time, plus, with jitter, a random delay ``D ~ Exponential(mean theta)`` with
+    ``theta = cv x base / (1 - cv)`` and ``base = slowdown x compute``: the step time
     ``base + D`` is a shifted exponential (the straggler model of Lee, Lam, Pedarsani,
     Papailiopoulos and Ramchandran, "Speeding Up Distributed Machine Learning Using Codes",
     IEEE Trans. Inf. Theory 2018) whose coefficient of variation is ``cv``. Delaying before
     the exchange is what a slow device does: a synchronous all-reduce waits for it, an
     asynchronous replica's commit is simply later.
 
-    :meth:`start`, :meth:`finish` and :meth:`tape` add graph ops (``tf.numpy_function``)
-    to a step ``tf.function`` only when the delay is active; an inactive delay returns its
-    inputs unchanged, so a run without a scenario traces exactly the graph it always did.
-    Under a scenario every replica's delay is active, the unslowed ones with a zero delay:
-    every replica then traces the same graph (Horovod matches the tensors it all-reduces
-    across ranks by their op names, which an extra op on one rank only would change), and
-    the sweep's ``slowdown = 1`` baseline pays the same timing ops as its slowed points.
+    :meth:`start`, :meth:`finish` and :meth:`tape` add graph ops to a step ``tf.function``
+    only when the delay is active; an inactive delay returns its inputs unchanged, so a run
+    without a scenario traces exactly the graph it always did. Under a scenario every
+    replica's delay is active and traces the same ops (Horovod matches the tensors it
+    all-reduces across ranks by their op names, which an extra op on one rank only would
+    change): two timestamps and a ``tf.cond`` whose branch, the host callback, runs only on
+    a replica that is delayed (slowdown above 1, or jitter). An unslowed replica, and every
+    replica of the sweep's ``slowdown = 1`` baseline, pays two timestamp ops per step.
 
     Args:
         slowdown: factor on this replica's step time (>= 1).
@@ -149,9 +151,10 @@ class StepDelay:
                  enabled: bool | None = None) -> None:
         self.slowdown = float(slowdown)
         self.jitter_cv = float(jitter_cv)
-        self.enabled = (self.slowdown > 1 or self.jitter_cv > 0) if enabled is None else bool(enabled)
+        self.delays = self.slowdown > 1 or self.jitter_cv > 0
+        self.enabled = self.delays if enabled is None else bool(enabled)
         self._rng = np.random.default_rng(seed)
-        self._t0: float | None = None
+        self._t0: Any = None  # the start timestamp of the step being traced
         self._lock = threading.Lock()
         self.steps = 0
         self.compute_s = 0.0
@@ -181,17 +184,10 @@ class StepDelay:
             extra += float(self._rng.exponential(self.jitter_cv * base / (1 - self.jitter_cv)))
         return extra
 
-    def begin(self) -> np.float64:
-        """Mark the start of a step's compute (host side)."""
-        self._t0 = time.perf_counter()
-        return np.float64(self._t0)
-
-    def end(self) -> np.float64:
-        """End of a step's compute: sleep the delay; return it (host side)."""
-        if self._t0 is None:
-            return np.float64(0.0)
-        compute = time.perf_counter() - self._t0
-        self._t0 = None
+    def sleep(self, compute_s: Any) -> np.float64:
+        """Host side, after a step whose compute took ``compute_s`` seconds: sleep the delay,
+        count it, return it."""
+        compute = float(compute_s)
         delay = self.delay_for(compute)
         if delay > 0:
             time.sleep(delay)
@@ -201,14 +197,19 @@ class StepDelay:
             self.delay_s += delay
         return np.float64(delay)
 
-    def start(self, x: Any) -> Any:
-        """``x`` (a step's input tensor), made to depend on the step's start mark."""
+    def start(self, x: Any, after: Sequence[Any] = ()) -> Any:
+        """``x`` (a step's input tensor), made to depend on the step's start timestamp, which
+        itself waits for ``x`` and for the tensors ``after``. A step loop inside one graph
+        (a ``tf.range`` loop) passes a tensor that depends on the previous step's update:
+        a timestamp with no inputs could run as soon as the loop enters the next iteration,
+        before the previous step ended, and the compute time would hold that wait."""
         if not self.active:
             return x
         import tensorflow as tf
 
-        mark = tf.numpy_function(self.begin, [], tf.float64, stateful=True)
-        with tf.control_dependencies([mark]):
+        with tf.control_dependencies([x, *after]):
+            self._t0 = tf.timestamp()
+        with tf.control_dependencies([self._t0]):
             return tf.identity(x)
 
     def finish(self, grads: Sequence[Any]) -> list[Any]:
@@ -217,9 +218,14 @@ class StepDelay:
             return list(grads)
         import tensorflow as tf
 
+        if self._t0 is None:
+            raise RuntimeError("StepDelay.finish before start: call start(x) on the step's input first")
         ready = [g for g in tf.nest.flatten(list(grads), expand_composites=True) if g is not None]
         with tf.control_dependencies(ready):
-            slept = tf.numpy_function(self.end, [], tf.float64, stateful=True)
+            compute = tf.timestamp() - self._t0
+        slept = tf.cond(tf.constant(self.delays),  # a constant per replica: the same ops on every one
+                        lambda: tf.numpy_function(self.sleep, [compute], tf.float64, stateful=True),
+                        lambda: tf.constant(0.0, tf.float64))
         with tf.control_dependencies([slept]):
             return [None if g is None else tf.identity(g) for g in grads]
 
@@ -244,7 +250,8 @@ class StepDelay:
         return DelayedGradientTape(**kwargs)
 
     def summary(self) -> dict[str, Any]:
-        """What was injected: slowdown, jitter cv, steps, summed compute and delay seconds."""
+        """What was injected: slowdown, jitter cv, steps, summed compute and delay seconds
+        (counted by the host callback, so only on a replica that is delayed)."""
         return {"slowdown": self.slowdown, "jitter_cv": self.jitter_cv, "steps": self.steps,
                 "compute_s": self.compute_s, "delay_s": self.delay_s}
 
@@ -261,8 +268,8 @@ class LoopResult:
         loss: the last loss an epoch reported (``None`` if none did).
         snapshots: per-epoch snapshots (empty when the loop takes none).
         start_unix, end_unix: Unix times of the first step and of the end of training.
-        step_delays: :meth:`StepDelay.summary` of each active step delay of this loop,
-            by replica index (empty without a scenario).
+        step_delays: :meth:`StepDelay.summary` of each delayed replica of this loop,
+            by replica index (empty unless a replica was delayed).
     """
 
     train_s: float
@@ -357,7 +364,7 @@ class TrainLoop:
         if finish is not None:
             finish()
         train_s = rec.stop()
-        delays = {r: d.summary() for r, d in sorted(self._delays.items()) if d.active}
+        delays = {r: d.summary() for r, d in sorted(self._delays.items()) if d.delays}
         for r, d in delays.items():
             if self.label is not None:
                 print(f"{self.label}replica {r} delayed {d['delay_s']:.2f} s over {d['steps']} steps (compute "

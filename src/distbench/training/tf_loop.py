@@ -159,14 +159,17 @@ def train_with_strategy(strategy: Any, workload: Workload, scenario: Any = None)
     variables = model.trainable_variables
     loop = TrainLoop(cfg.epochs, model.get_weights, label="", scenario=scenario)
 
-    def step_fn(x: Any, y: Any) -> Any:
+    def step_fn(x: Any, y: Any, *previous: Any) -> Any:
         delay = loop.step_delay(replica_id() if scenario is not None else 0)
-        x = delay.start(x)
+        x = delay.start(x, previous)  # under a scenario: after the previous step's update
         with delay.tape() as tape:
             logits = model(x, training=True)
             loss = tf.nn.compute_average_loss(loss_obj(y, logits), global_batch_size=G)
         grads = tape.gradient(loss, variables)
         optimizer.apply_gradients(zip(grads, variables))
+        if delay.active:  # the loss handed to the next step waits for this step's update
+            with tf.control_dependencies([variables[-1].value.read_value()]):
+                loss = tf.identity(loss)
         return loss
 
     n = len(ds.train)
@@ -180,7 +183,7 @@ def train_with_strategy(strategy: Any, workload: Workload, scenario: Any = None)
         loss = tf.constant(0.0)
         for _ in tf.range(steps_per_epoch):
             x, y = next(iterator)
-            per_replica = strategy.run(step_fn, args=(x, y))
+            per_replica = strategy.run(step_fn, args=(x, y) if scenario is None else (x, y, loss))
             loss = strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
         return loss
 
