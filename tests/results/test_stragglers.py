@@ -7,7 +7,7 @@ import csv
 
 from distbench.results.report import write_report
 from distbench.results.stats import summarize
-from distbench.results.stragglers import injected_delay_s, straggler_lines, straggler_table
+from distbench.results.stragglers import bound_sentences, injected_delay_s, straggler_lines, straggler_table
 from distbench.scenario import Scenario
 from tests.results.test_advice import rec
 
@@ -30,6 +30,7 @@ def test_lines_follow_each_configuration_against_its_baseline():
     top = lines[0].points[-1]
     assert top.train_growth_s == 1.5 and top.train_ratio == 1.0 and abs(top.ttt_ratio - 1.0) < 1e-9
     assert lines[1].points[-1].ttt_ratio is not None and abs(lines[1].points[-1].ttt_ratio - 0.1 / 1.5) < 1e-9
+    assert all("one run each, so run-to-run noise is unknown" in t for t in bound_sentences(lines))
     rows = straggler_table(lines)
     assert rows[2] == ["horovod (2 workers)", "sync", "4x", "2.30", "+187%", "2.50", "+150%", "0.950", "1.50",
                        "1.00", "1.00"]

@@ -200,7 +200,10 @@ def bound_sentences(lines: Sequence[StragglerLine]) -> list[str]:
         else:
             ttt = "time to target: " + ("not reached at 1x" if base.ttt.value is None else "not reached")
         spread = (base.train_s.max - base.train_s.min) if base.train_s.n > 1 else None  # type: ignore[operator]
-        if spread is not None and top.injected_s < spread:
+        if min(base.ok, s.ok) < 2:
+            verdict = ("one run each, so run-to-run noise is unknown and this cannot confirm or refute the bound "
+                       "(use --repeats 3 or more)")
+        elif spread is not None and top.injected_s < spread:
             verdict = (f"the injected delay is within the baseline's run-to-run spread ({spread:.2f} s), so this "
                        "sweep cannot tell")
         elif ln.synchronous:
