@@ -299,7 +299,7 @@ def advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, tar
         if acc_l is not None and acc_s is not None:
             adv.reasons.append(f"Final test accuracy: {lead.strategy} {acc_l:.3f}, {second.strategy} {acc_s:.3f} "
                                f"({100 * (acc_l - acc_s):+.1f} points).")
-    if single is not None and lead.strategy != "single" and single.ttt.value:
+    if single is not None and "single" not in names and single.ttt.value:  # (else said above)
         adv.reasons.append(f"Against one device: {lead.strategy} reaches {target_acc} "
                            f"{single.ttt.value / lead.ttt.value:.2f}x as fast as single ({_range(single)}).")
     adv.reasons += _straggler_reasons(ok, names, target_acc)
