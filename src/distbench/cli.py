@@ -1,4 +1,5 @@
-"""The ``distbench`` command line (click): ``run``, ``report``, ``env``, ``list``, ``cluster``, ``worker``.
+"""The ``distbench`` command line (click): ``run``, ``report``, ``advise``, ``env``, ``list``, ``cluster``,
+``worker``.
 
 Bad input (config, flags, data files) exits with status 2 and one line naming what was
 received and what is allowed; no traceback.
@@ -236,7 +237,8 @@ def _print_report(records: list[dict[str, Any]], run_dir: Path, formats: tuple[s
     data = build(records)
     summaries = data.summaries
     headers = [SHORT_COLUMNS.get(c, c) for c in table_columns(summaries)]
-    console, dropped = print_fitted(headers, table_rows(summaries), title=f"distbench: {run_dir}", drop=NARROW_DROP)
+    console, dropped = print_fitted(headers, table_rows(summaries), title=f"distbench: {run_dir}", drop=NARROW_DROP,
+                                    left=("strategy", "straggler", "status"))
     if dropped:
         console.print(escape(f"(left out at this width: {', '.join(dropped)}; see report.md)"))
     console.print(escape("acc, train s, samples/s: median [min-max] over repeats; to target: MLPerf rule; speed-up "
@@ -318,6 +320,28 @@ def report(run_dirs: tuple[str, ...], out: str | None, formats: str, tensorboard
         raise ConfigError(f"cannot create the report folder {str(out_dir)!r} ({e.strerror or e}); "
                           "pass --out with a path in a writable folder") from None
     _print_report(records, out_dir, fmts, tensorboard=tensorboard)
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(file_okay=False))
+@click.option("--target", help='The cluster you mean to train on, e.g. "8 nodes x 4 GPUs, 25 Gbit/s" or '
+                               '"16 workers, 10 GbE" (optional ", 50 us latency"): the candidates are extrapolated '
+                               "to it with the scaling model of 'distbench predict'.")
+@click.option("--json", "as_json", is_flag=True, help="Print the advice as JSON.")
+@user_errors
+def advise(run_dir: str, target: str | None, as_json: bool) -> None:
+    """Say which strategy to use for RUN_DIR's workload, and why: the recommended strategy and
+    the runner-up with the reasons as numbers (time to accuracy with its spread, accuracy,
+    straggler tolerance, the --target prediction), what each needs installed and running, and,
+    when the runs cannot separate the candidates, the exact 'distbench run' command to run next."""
+    from distbench.results.advice import advise as make_advice
+    from distbench.results.advice import parse_target
+    from distbench.results.store import RESULTS_FILE, read_records
+
+    if not (Path(run_dir) / RESULTS_FILE).exists():
+        raise ConfigError(f"{run_dir!r} holds no {RESULTS_FILE}: expected a run directory made by 'distbench run'")
+    adv = make_advice(read_records(run_dir), run_dir, parse_target(target) if target is not None else None)
+    click.echo(json.dumps(adv.to_dict(), indent=2) if as_json else adv.to_text())
 
 
 @main.command("env")
@@ -522,8 +546,12 @@ def worker() -> None:
 @click.option("--strategy", required=True)
 @click.option("--workers", required=True, type=int)
 @click.option("--window", type=int)
-def worker_config(run_dir: str, key: str, strategy: str, workers: int, window: int | None) -> None:
+@click.option("--scenario", help="Straggler scenario as JSON (set by 'distbench run').")
+@user_errors
+def worker_config(run_dir: str, key: str, strategy: str, workers: int, window: int | None,
+                  scenario: str | None) -> None:
     """Run one configuration (started by 'distbench run' in a fresh process)."""
     from distbench.harness.runner import child_main
+    from distbench.scenario import Scenario
 
-    sys.exit(child_main(Path(run_dir), key, strategy, workers, window))
+    sys.exit(child_main(Path(run_dir), key, strategy, workers, window, Scenario.from_arg(scenario)))

@@ -1,7 +1,8 @@
 """Experiment configuration: TOML -> validated dataclasses, with clear errors.
 
 A config file has the sections ``[data]``, ``[model]``, ``[training]``, ``[run]``,
-``[ps]``, ``[tf]``, ``[spark]`` and ``[cluster]``; every key is optional and falls back to the default below
+``[ps]``, ``[tf]``, ``[spark]``, ``[cluster]`` and ``[scenario]`` (straggler scenarios,
+:mod:`distbench.scenario`); every key is optional and falls back to the default below
 (the embedded default experiment: digits, a small MLP, every strategy available here,
 2 workers). Unknown sections or keys and values of the wrong type or out of range
 raise :class:`ConfigError`, whose message names the key, the value received and what
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import os
 import re
 import sys
@@ -20,6 +22,8 @@ import types
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, get_args, get_origin, get_type_hints
+
+from distbench.scenario import ScenarioConfig, build_scenario, check_scenario
 
 
 class ConfigError(ValueError):
@@ -361,6 +365,7 @@ class ExperimentConfig:
     ps: PSConfig = field(default_factory=PSConfig)
     spark: SparkConfig = field(default_factory=SparkConfig)
     tf: TFConfig = field(default_factory=TFConfig)
+    scenario: ScenarioConfig = field(default_factory=ScenarioConfig)
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
 
     def to_dict(self) -> dict[str, Any]:
@@ -540,6 +545,7 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
     from distbench.ps_async.spark_spec import check_spark_config  # it imports this module
 
     check_spark_config(cfg.spark.master, cfg.spark.conf)
+    check_scenario(cfg)
     from distbench.cluster.spec import check_cluster  # it imports this module
 
     check_cluster(cfg.cluster, r.workers)
@@ -587,6 +593,7 @@ SECTIONS = {
     "ps": PSConfig,
     "spark": SparkConfig,
     "tf": TFConfig,
+    "scenario": ScenarioConfig,
     "cluster": ClusterConfig,
 }
 
@@ -610,15 +617,19 @@ def from_dict(raw: dict[str, Any]) -> ExperimentConfig:
             raise ConfigError(
                 f"unknown section [{section}]; allowed sections: {', '.join(SECTIONS)}"
             )
-        parts[section] = _build(section, SECTIONS[section], value)
+        parts[section] = (build_scenario(value) if section == "scenario"
+                          else _build(section, SECTIONS[section], value))
     return validate(ExperimentConfig(**parts))
 
 
 def load(path: str | os.PathLike[str] | None) -> ExperimentConfig:
-    """Read a TOML config file (``None`` = the embedded default) and validate it.
+    """Read a TOML config file (``None`` = the embedded default) and validate it. A ``.json``
+    file is read as JSON with the same sections: a run directory's ``config.json`` (what
+    that run used), so ``distbench run DIR/config.json --out DIR --resume --repeats 3``
+    continues a run exactly as it was configured.
 
     Raises:
-        ConfigError: unreadable file, TOML syntax error, or invalid content.
+        ConfigError: unreadable file, TOML (or JSON) syntax error, or invalid content.
     """
     if path is None:
         return validate(ExperimentConfig())
@@ -629,6 +640,14 @@ def load(path: str | os.PathLike[str] | None) -> ExperimentConfig:
         raise ConfigError(f"cannot read config file {str(p)!r}: {e.strerror or e}") from None
     except UnicodeDecodeError:
         raise ConfigError(f"config file {str(p)!r} is not UTF-8 text") from None
+    if p.suffix.lower() == ".json":
+        try:
+            raw = json.loads(text)
+        except ValueError as e:
+            raise ConfigError(f"config file {str(p)!r} is not valid JSON: {e}") from None
+        if not isinstance(raw, dict):
+            raise ConfigError(f"config file {str(p)!r}: expected a JSON object of sections, got {type(raw).__name__}")
+        return from_dict(raw)
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

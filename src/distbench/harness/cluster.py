@@ -31,6 +31,7 @@ from distbench.harness.matrix import ConfigPoint
 from distbench.harness.runner import artifacts_dir, ok_record
 from distbench.results import provenance
 from distbench.results.store import append_record
+from distbench.scenario import Scenario
 from distbench.launch import commands, process
 from distbench.launch.tfconfig import JOIN_TIMEOUT_ENV, join_failure, parse_tf_config, silent_peers
 from distbench.strategies import registry
@@ -79,7 +80,8 @@ def join_timeout(flag: float | None, env: dict[str, str] | None = None) -> float
     return value
 
 
-def tf_worker_main(run_dir: Path, key: str | None, config_file: str | None, join_timeout_s: float | None) -> int:
+def tf_worker_main(run_dir: Path, key: str | None, config_file: str | None, join_timeout_s: float | None,
+                   scenario: str | None = None) -> int:
     """``distbench worker tf``: validate ``TF_CONFIG`` and the config without importing
     TensorFlow, then run the task (:func:`tf_task_main`) as a supervised child.
 
@@ -87,6 +89,7 @@ def tf_worker_main(run_dir: Path, key: str | None, config_file: str | None, join
         run_dir: run directory; key: record key under the harness (None on a cluster).
         config_file: experiment TOML, used when ``run_dir`` holds no workload yet.
         join_timeout_s: ``--join-timeout`` (None: see :func:`join_timeout`).
+        scenario: ``--scenario`` JSON (a straggler scenario), passed on to the task.
 
     Returns:
         The exit code: the task's; :data:`~distbench.strategies.process.STALLED_EXIT` when
@@ -99,7 +102,8 @@ def tf_worker_main(run_dir: Path, key: str | None, config_file: str | None, join
     wait_s = join_timeout(join_timeout_s)
     if not (run_dir / CONFIG_FILE).exists():
         config_mod.load(config_file)  # a bad config fails here, before TensorFlow starts
-    argv = commands.worker_argv("tf-task", run_dir, ("--config", config_file), ("--key", key))
+    argv = commands.worker_argv("tf-task", run_dir, ("--config", config_file), ("--key", key),
+                                ("--scenario", scenario))
     env = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}  # the child gets the validated task
     env.update({TASK_ENV: task.to_json(), "DISTBENCH_SPAWN_UNIX": os.environ.get("DISTBENCH_SPAWN_UNIX",
                                                                                    repr(time.time()))})
@@ -109,7 +113,7 @@ def tf_worker_main(run_dir: Path, key: str | None, config_file: str | None, join
     return process.supervise(argv, env, stages)
 
 
-def tf_task_main(run_dir: Path, key: str | None, config_file: str | None) -> int:
+def tf_task_main(run_dir: Path, key: str | None, config_file: str | None, scenario: Scenario | None = None) -> int:
     """One ``multi_worker_mirrored`` task (``distbench worker tf-task``, started by
     :func:`tf_worker_main`); see the module docstring. Returns the exit code.
 
@@ -132,10 +136,10 @@ def tf_task_main(run_dir: Path, key: str | None, config_file: str | None) -> int
         return loaded[0]
 
     if key is not None:  # under the harness: it evaluates and records
-        train_task(task, load, artifacts_dir(run_dir, key))
+        train_task(task, load, artifacts_dir(run_dir, key), scenario)
         return 0
-    point = ConfigPoint("multi_worker_mirrored", task.replicas, 0)
-    out = train_task(task, load, artifacts_dir(run_dir, point.key + f"_task{task.rank}"))
+    point = ConfigPoint("multi_worker_mirrored", task.replicas, 0, scenario=scenario)
+    out = train_task(task, load, artifacts_dir(run_dir, point.key + f"_task{task.rank}"), scenario)
     workload = loaded[0]
     if task.rank == 0:
         prov = provenance.collect(workload.config.training.seed)
@@ -146,7 +150,7 @@ def tf_task_main(run_dir: Path, key: str | None, config_file: str | None) -> int
 
 
 def mpi_ps_worker_main(run_dir: Path, optimizer: str, key: str | None, window: int | None,
-                       config_file: str | None) -> int:
+                       config_file: str | None, scenario: Scenario | None = None) -> int:
     """One rank of an ``mpi_ps`` run (``distbench worker mpi-ps``), under the harness
     (``key`` given: rank 0 saves the output for the harness) or under a user's own
     ``mpirun -np N+1`` (rank 0 creates the workload if DIR has none, evaluates and appends
@@ -169,13 +173,13 @@ def mpi_ps_worker_main(run_dir: Path, optimizer: str, key: str | None, window: i
         load_or_create_workload(run_dir, config_file)
     comm.Barrier()
     workload = Workload.load(run_dir)
-    out = strategy.run_rank(workload, window, workload.config.run.timeout_s)
+    out = strategy.run_rank(workload, window, workload.config.run.timeout_s, scenario)
     if out is None:
         return 0
     if key is not None:
         out.save(artifacts_dir(run_dir, key))
         return 0
-    point = ConfigPoint(f"mpi_ps:{optimizer}", comm.Get_size() - 1, 0, window)
+    point = ConfigPoint(f"mpi_ps:{optimizer}", comm.Get_size() - 1, 0, window, scenario=scenario)
     prov = provenance.collect(workload.config.training.seed)
     prov["launcher"] = "mpirun (user)"
     append_record(run_dir, ok_record(workload, point, run_dir.name, prov, out, Evaluator(workload),
@@ -192,24 +196,28 @@ def mpi_ps_worker_main(run_dir: Path, optimizer: str, key: str | None, window: i
                    "started [default: $DISTBENCH_JOIN_TIMEOUT_S, else 120]; then exit 3 naming the tasks that "
                    "never joined.")
 @click.option("--key", hidden=True, help="Record key (set by distbench run; omit on a cluster).")
+@click.option("--scenario", hidden=True, help="Straggler scenario as JSON (set by distbench run).")
 @config_mod.user_errors
 @config_mod.run_dir_param("Run directory (shared by the tasks).")
-def tf_command(run_dir: str, config_file: str | None, join_timeout: float | None, key: str | None) -> None:
+def tf_command(run_dir: str, config_file: str | None, join_timeout: float | None, key: str | None,
+               scenario: str | None) -> None:
     """One MultiWorkerMirroredStrategy task; run it on every host with that host's TF_CONFIG.
     The chief (worker 0) appends the record to RUN_DIR/results.jsonl. TF_CONFIG is checked
     before TensorFlow starts (exit 2 with one line if it is wrong); SIGTERM and SIGINT end
     the task at any point."""
-    sys.exit(tf_worker_main(Path(run_dir), key, config_file, join_timeout))
+    Scenario.from_arg(scenario)  # a bad one fails here, before TensorFlow starts
+    sys.exit(tf_worker_main(Path(run_dir), key, config_file, join_timeout, scenario))
 
 
 @click.command("tf-task", hidden=True)
 @click.option("--run-dir", required=True, type=click.Path(file_okay=False))
 @click.option("--config", "config_file", type=click.Path(dir_okay=False))
 @click.option("--key")
+@click.option("--scenario")
 @config_mod.user_errors
-def tf_task_command(run_dir: str, config_file: str | None, key: str | None) -> None:
+def tf_task_command(run_dir: str, config_file: str | None, key: str | None, scenario: str | None) -> None:
     """The TensorFlow process of 'worker tf' (started and supervised by it)."""
-    sys.exit(tf_task_main(Path(run_dir), key, config_file))
+    sys.exit(tf_task_main(Path(run_dir), key, config_file, Scenario.from_arg(scenario)))
 
 
 @click.command("mpi-ps")
@@ -218,11 +226,12 @@ def tf_task_command(run_dir: str, config_file: str | None, key: str | None) -> N
 @click.option("--config", "config_file", type=click.Path(dir_okay=False),
               help="Experiment TOML, used when DIR holds no workload yet.")
 @click.option("--key", hidden=True, help="Record key (set by distbench run; omit on a cluster).")
+@click.option("--scenario", hidden=True, help="Straggler scenario as JSON (set by distbench run).")
 @config_mod.user_errors
 @config_mod.run_dir_param("Run directory (seen by every rank).")
 def mpi_ps_command(run_dir: str, optimizer: str, window: int | None, config_file: str | None,
-                   key: str | None) -> None:
+                   key: str | None, scenario: str | None) -> None:
     """One rank of a parameter-server run over MPI; run under 'mpirun -np N+1' (rank 0 is
     the server, ranks 1..N the replicas). Without --key rank 0 appends the record to
     RUN_DIR/results.jsonl."""
-    sys.exit(mpi_ps_worker_main(Path(run_dir), optimizer, key, window, config_file))
+    sys.exit(mpi_ps_worker_main(Path(run_dir), optimizer, key, window, config_file, Scenario.from_arg(scenario)))

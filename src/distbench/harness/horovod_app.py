@@ -38,12 +38,14 @@ from distbench.harness.runner import artifacts_dir, ok_record, prepare_run_dir
 from distbench.results import provenance
 from distbench.results.records import config_id
 from distbench.results.store import append_record, read_records
+from distbench.scenario import Scenario
 from distbench.strategies import registry
 from distbench.training import TrainOutput
 from distbench.workload import WORKLOAD_DIR, Workload
 
 
-def worker_main(run_dir: Path, key: str | None = None, config_file: str | None = None) -> int:
+def worker_main(run_dir: Path, key: str | None = None, config_file: str | None = None,
+                scenario: Scenario | None = None) -> int:
     """Run one rank (call it in every process that ``horovodrun``/``mpirun`` starts).
 
     Args:
@@ -52,6 +54,7 @@ def worker_main(run_dir: Path, key: str | None = None, config_file: str | None =
         key: the record key when started by ``distbench run`` (the workload must exist);
             None for a user's own cluster run.
         config_file: experiment TOML for a cluster run (None = the embedded default).
+        scenario: the straggler scenario (``--scenario``; None: none).
 
     Returns:
         Process exit code: 0 when this rank finished.
@@ -73,9 +76,9 @@ def worker_main(run_dir: Path, key: str | None = None, config_file: str | None =
         def save(out: TrainOutput, workload: Workload, info: Any) -> None:
             out.save(art)
 
-        return horovod.run_rank(run_dir, lambda: Workload.load(run_dir), save, threads)
+        return horovod.run_rank(run_dir, lambda: Workload.load(run_dir), save, threads, scenario)
     return horovod.run_rank(run_dir, lambda: _prepare(run_dir, config_file),
-                      lambda out, wl, info: record_cluster_run(out, wl, info), threads)
+                            lambda out, wl, info: record_cluster_run(out, wl, info, scenario), threads, scenario)
 
 
 def _prepare(run_dir: Path, config_file: str | None) -> Workload:
@@ -88,7 +91,7 @@ def _prepare(run_dir: Path, config_file: str | None) -> Workload:
     return Workload.load(run_dir)
 
 
-def record_cluster_run(out: TrainOutput, workload: Workload, info: Any) -> dict:
+def record_cluster_run(out: TrainOutput, workload: Workload, info: Any, scenario: Scenario | None = None) -> dict:
     """Rank 0 of a cluster run: save ``out`` under ``DIR/artifacts/<key>/``, evaluate it
     like the harness does and append the record to ``DIR/results.jsonl``.
 
@@ -96,9 +99,9 @@ def record_cluster_run(out: TrainOutput, workload: Workload, info: Any) -> dict:
         The record written.
     """
     run_dir = workload.run_dir
-    cid = config_id(info.strategy, info.size)
+    cid = config_id(info.strategy, info.size, scenario=scenario)
     repeat = sum(1 for r in read_records(run_dir) if r.get("config_id") == cid)
-    point = ConfigPoint(info.strategy, info.size, repeat)
+    point = ConfigPoint(info.strategy, info.size, repeat, scenario=scenario)
     art = artifacts_dir(run_dir, point.key)
     out.save(art)
     prov = provenance.collect(workload.config.training.seed)
@@ -120,11 +123,12 @@ def record_cluster_run(out: TrainOutput, workload: Workload, info: Any) -> dict:
 @click.option("--key", help="Record key; set by 'distbench run' (omit on your own cluster).")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False),
               help="Experiment TOML for a cluster run (default: the embedded experiment).")
+@click.option("--scenario", hidden=True, help="Straggler scenario as JSON (set by 'distbench run').")
 @config_mod.user_errors
 @config_mod.run_dir_param("Run directory (rank 0 writes the workload, artifacts and results there).")
-def command(run_dir: str, key: str | None, config_file: str | None) -> None:
+def command(run_dir: str, key: str | None, config_file: str | None, scenario: str | None) -> None:
     """One Horovod rank; run it under horovodrun or mpirun, e.g.
     'horovodrun -np 4 -H host1:2,host2:2 python -m distbench worker horovod DIR
     --config cfg.toml'. Without --key, rank 0 evaluates and appends a record to
     DIR/results.jsonl."""
-    sys.exit(worker_main(Path(run_dir), key, config_file))
+    sys.exit(worker_main(Path(run_dir), key, config_file, Scenario.from_arg(scenario)))

@@ -6,24 +6,27 @@ from dataclasses import dataclass
 
 from distbench.config import ExperimentConfig
 from distbench.results.records import config_id, record_key
+from distbench.scenario import Scenario
 from distbench.strategies import registry
 
 
 @dataclass(frozen=True)
 class ConfigPoint:
     """One (strategy, workers, repeat) to run, with its communication window (a window
-    sweep) and its link rate (an emulated cluster's bandwidth)."""
+    sweep), its link rate (an emulated cluster's bandwidth) and its straggler scenario (a
+    scenario sweep); ``None`` where not swept."""
 
     strategy: str
     workers: int
     repeat: int
     window: int | None = None
     bandwidth: str | None = None
+    scenario: Scenario | None = None
 
     @property
     def config_id(self) -> str:
         """See :func:`distbench.results.records.config_id`."""
-        return config_id(self.strategy, self.workers, self.window, self.bandwidth)
+        return config_id(self.strategy, self.workers, self.window, self.bandwidth, scenario=self.scenario)
 
     @property
     def key(self) -> str:
@@ -63,7 +66,9 @@ def expand(cfg: ExperimentConfig) -> list[ConfigPoint]:
     window (the parameter-server ones) run once per entry of ``ps.windows`` when it is
     set (a window sweep). On an emulated cluster, strategies whose processes talk over the
     network (:attr:`~distbench.strategies.base.Strategy.uses_network`) run once per link rate
-    of ``cluster.emulate.bandwidth``; the others run on the launching host, once.
+    of ``cluster.emulate.bandwidth``; the others run on the launching host, once. Strategies
+    with more than one replica run once per straggler scenario of ``[scenario]`` when it
+    sets any (``single`` once, unslowed: the reference).
     """
     rates: list[str | None] = [None]
     if cfg.cluster.emulate is not None:
@@ -76,9 +81,11 @@ def expand(cfg: ExperimentConfig) -> list[ConfigPoint]:
         counts = [1] if strat.replicas(2) == 1 else cfg.run.workers
         windows: list[int | None] = list(cfg.ps.windows) if cfg.ps.windows and strat.takes_window else [None]
         bandwidths = rates if strat.uses_network else [None]
+        scenarios: list[Scenario | None] = [None] if counts == [1] else (cfg.scenario.points() or [None])
         for w in dict.fromkeys(counts):
             for win in windows:
                 for bw in bandwidths:
-                    for r in range(cfg.run.repeats):
-                        points.append(ConfigPoint(name, w, r, win, bw))
+                    for sc in scenarios:
+                        for r in range(cfg.run.repeats):
+                            points.append(ConfigPoint(name, w, r, win, bw, scenario=sc))
     return points

@@ -29,6 +29,7 @@ from distbench.harness.matrix import ConfigPoint, expand
 from distbench.results import provenance
 from distbench.results.records import Status, new_record
 from distbench.results.store import append_record, read_records
+from distbench.scenario import Scenario
 from distbench.cluster.placement import CLUSTER_ID_ENV, Placement
 from distbench.launch import commands, process
 from distbench.strategies import registry
@@ -151,7 +152,7 @@ def make_record(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[
         replicas = registry.get(point.strategy).replicas(point.workers)
     base = base_fields(workload, point, replicas)
     return new_record(run_id, point.strategy, point.workers, point.repeat, status, point.window,
-                      point.bandwidth, **{**base, "provenance": prov, **fields})
+                      point.bandwidth, scenario=point.scenario, **{**base, "provenance": prov, **fields})
 
 
 PHASE_MARKS = "phase_marks"
@@ -242,12 +243,13 @@ def run_point(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[st
     engine = shared_spark_engine(workload, point)
     if engine is not None:
         log = engine.log
-        done = engine.run(point.key, point.strategy, point.workers, point.window, spawn, cfg.run.timeout_s)
+        done = engine.run(point.key, point.strategy, point.workers, point.window, spawn, cfg.run.timeout_s,
+                          point.scenario)
         timed_out, exited_ok, why, elapsed = done.timed_out, done.ok, done.reason, done.elapsed_s
     else:
         log = run_dir / "logs" / f"{point.key}.log"
         argv, env = commands.config_child_command(run_dir, point.key, point.strategy, point.workers, spawn,
-                                                   window=point.window)
+                                                   window=point.window, scenario=point.scenario)
         group = process.run_processes([process.ProcSpec(point.key, argv, env, log)], cfg.run.timeout_s)
         timed_out, exited_ok, elapsed = group.timed_out, group.ok, group.elapsed_s
         why = group.reason(cfg.run.timeout_s)
@@ -475,7 +477,8 @@ def failure_reason(e: BaseException) -> str:
     return clip(f"{head} ({cause})", 500)
 
 
-def child_main(run_dir: Path, key: str, strategy: str, workers: int, window: int | None = None) -> int:
+def child_main(run_dir: Path, key: str, strategy: str, workers: int, window: int | None = None,
+               scenario: Scenario | None = None) -> int:
     """Entry of the per-configuration child process (``distbench worker config``).
 
     Trains with the strategy and saves its :class:`TrainOutput`; on
@@ -490,7 +493,8 @@ def child_main(run_dir: Path, key: str, strategy: str, workers: int, window: int
         workload = Workload.load(run_dir)
         marks["workload_unix"] = time.time()
         ctx = LaunchContext(workload, run_dir, key, workers, art, run_dir / "logs" / key,
-                            workload.config.run.timeout_s, window, Placement.from_config(workload.config.cluster))
+                            workload.config.run.timeout_s, window, scenario=scenario,
+                            placement=Placement.from_config(workload.config.cluster))
         out = registry.get(strategy).launch(ctx)
         marks["launch_end_unix"] = time.time()
         out.extra[PHASE_MARKS] = marks

@@ -78,7 +78,8 @@ def main(config_file: str | None, out: str, workers: str | None) -> None:
         """Run one configuration in this driver on spark-submit's session."""
         t0 = time.time()
         ctx = LaunchContext(workload, run_dir, point.key, point.workers, artifacts_dir(run_dir, point.key),
-                            run_dir / "logs" / point.key, cfg.run.timeout_s, point.window)
+                            run_dir / "logs" / point.key, cfg.run.timeout_s, point.window,
+                            scenario=point.scenario)
         try:
             out_ = registry.get(point.strategy).train_on_session(spark, ctx)
             return ok_record(workload, point, run_id, prov, out_, evaluator(), time.time() - t0, t0)

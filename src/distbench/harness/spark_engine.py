@@ -16,7 +16,7 @@ the SparkSession and the Python worker processes (with their imported modules an
 TensorFlow's thread pools, which is why the thread count is part of the engine's key).
 
 Parent and engine talk over two pipes, one JSON object per line: the request
-``{"key", "strategy", "workers", "window", "spawn_unix"}`` on the engine's stdin, and
+``{"key", "strategy", "workers", "window", "spawn_unix", "scenario"}`` on the engine's stdin, and
 ``{"key"}`` on a reply descriptor once the configuration's result is written to its
 artifacts directory (:func:`~distbench.training.output.write_child_result`), as a child
 process's would be. The engine's stdout and stderr (Spark's and TensorFlow's logs) go to
@@ -99,14 +99,16 @@ class SharedSparkEngine:
         return self.proc is not None and self.proc.poll() is None
 
     def run(self, key: str, strategy: str, workers: int, window: int | None, spawn_unix: float,
-            timeout_s: float) -> EngineResult:
-        """Send one configuration and wait for its answer, at most ``timeout_s`` seconds.
+            timeout_s: float, scenario: Any = None) -> EngineResult:
+        """Send one configuration and wait for its answer, at most ``timeout_s`` seconds
+        (``scenario``: its straggler :class:`~distbench.scenario.Scenario`, or None).
 
         On a timeout or the engine's death the engine is stopped (:meth:`close`); the
         caller starts a new one for the next configuration.
         """
         t0 = time.monotonic()
-        req = {"key": key, "strategy": strategy, "workers": workers, "window": window, "spawn_unix": spawn_unix}
+        req = {"key": key, "strategy": strategy, "workers": workers, "window": window, "spawn_unix": spawn_unix,
+               "scenario": scenario.to_arg() if scenario is not None else None}
         if self.proc is None or self.proc.stdin is None:
             return self._failed(t0, False)
         try:
@@ -180,6 +182,7 @@ def engine_main(run_dir: Path, master: str, reply_fd: int) -> int:
     from distbench.ps_async import spark as engine
     from distbench.ps_async.spark_spec import check_planned_slots, parse_master
     from distbench.results.records import Status
+    from distbench.scenario import Scenario
     from distbench.strategies import registry
     from distbench.strategies.base import LaunchContext, StrategyUnavailable
     from distbench.training.output import TrainingFailed, write_child_result
@@ -208,7 +211,8 @@ def engine_main(run_dir: Path, master: str, reply_fd: int) -> int:
                     spark = engine.make_session(master, dict(cfg.spark.conf))
                 print(f"distbench spark engine: {key}", flush=True)
                 ctx = LaunchContext(workload, run_dir, key, workers, art, run_dir / "logs" / key, cfg.run.timeout_s,
-                                    req.get("window"), Placement.from_config(cfg.cluster))
+                                    req.get("window"), scenario=Scenario.from_arg(req.get("scenario")),
+                                    placement=Placement.from_config(cfg.cluster))
                 out = registry.get(req["strategy"]).train_on_session(spark, ctx)
                 marks["launch_end_unix"] = time.time()
                 out.extra[PHASE_MARKS] = marks

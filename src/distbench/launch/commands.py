@@ -35,6 +35,12 @@ def worker_argv(entry: str, run_dir: Path, *options: tuple[str, Any], python: st
     return argv
 
 
+def scenario_arg(scenario: Any) -> str | None:
+    """The ``--scenario`` value of a process: the :class:`~distbench.scenario.Scenario` as
+    compact JSON, or ``None`` (no option) without one."""
+    return scenario.to_arg() if scenario is not None else None
+
+
 def exchange_timeout(timeout_s: float) -> float:
     """Seconds to wait for one exchange with a peer (a parameter-server reply, a barrier
     round) in a configuration limited to ``timeout_s``: a quarter of it, at least 60."""
@@ -53,14 +59,15 @@ def child_env(extra: dict[str, str] | None = None, base: dict[str, str] | None =
 
 def config_child_command(run_dir: Path, key: str, strategy: str, workers: int,
                          spawn_unix: float, base_env: dict[str, str] | None = None,
-                         window: int | None = None) -> tuple[list[str], dict[str, str]]:
+                         window: int | None = None, scenario: Any = None) -> tuple[list[str], dict[str, str]]:
     """argv and env of the harness child that runs one configuration in a fresh process.
 
     ``spawn_unix`` (Unix seconds) is passed as ``DISTBENCH_SPAWN_UNIX`` so the child can
-    measure start-up from the moment it was spawned.
+    measure start-up from the moment it was spawned; a straggler ``scenario`` (a
+    :class:`~distbench.scenario.Scenario`) as ``--scenario`` JSON.
     """
     argv = worker_argv("config", run_dir, ("--key", key), ("--strategy", strategy), ("--workers", workers),
-                       ("--window", window or None))
+                       ("--window", window or None), ("--scenario", scenario_arg(scenario)))
     return argv, child_env({"DISTBENCH_SPAWN_UNIX": repr(spawn_unix)}, base_env)
 
 

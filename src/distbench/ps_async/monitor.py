@@ -101,6 +101,9 @@ def centre_output(spec: Any, results: list[dict[str, Any]], snapshots: list[tupl
         "staleness": stats.get("staleness"), "per_worker_steps": [r["steps"] for r in results],
         "per_worker_exchanges": [r["exchanges"] for r in results], "centre_clock": stats.get("clock"),
         "per_worker_attempts": [r.get("attempt", 0) for r in results],
+        "per_worker_train_s": [r["end_unix"] - r["start_unix"] for r in results],
+        **({"step_delays": {r["worker"]: r["step_delay"] for r in results if r.get("step_delay")}}
+           if any(r.get("step_delay") for r in results) else {}),
         "per_worker_netns": [r.get("netns") for r in results],
         "per_worker_hosts": [r.get("host") for r in results],
         "applied_commit_keys": stats.get("applied_commit_keys"),

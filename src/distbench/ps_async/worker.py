@@ -27,6 +27,7 @@ import numpy as np
 from distbench.config import DataConfig, ModelConfig, TrainingConfig
 from distbench.models.output import LossSpec
 from distbench.procinfo import current_namespace
+from distbench.scenario import Scenario
 
 
 @dataclass
@@ -51,6 +52,8 @@ class ReplicaSpec:
         loss: the workload's loss (which cross-entropy, logits or probabilities).
         non_trainable: positions of the non-trainable weights (see
             :class:`~distbench.ps_async.client.WorkerSession`).
+        scenario: the straggler :class:`~distbench.scenario.Scenario` (None: none); each
+            replica's loop core delays its steps (replica = ``worker_id``).
     """
 
     data: DataConfig
@@ -71,6 +74,7 @@ class ReplicaSpec:
     extra: dict[str, Any] = field(default_factory=dict)
     loss: LossSpec = field(default_factory=LossSpec)
     non_trainable: list[int] = field(default_factory=list)
+    scenario: Scenario | None = None
 
     @property
     def per_replica_batch(self) -> int:
@@ -126,7 +130,9 @@ def train_replica(spec: ReplicaSpec, worker_id: int, split: Any = None,
             applied while a resent commit of the same attempt is still applied only once.
 
     Returns:
-        ``{"worker": id, "steps", "exchanges", "start_unix", "end_unix", "staleness": [tau...]}``.
+        ``{"worker": id, "steps", "exchanges", "start_unix", "end_unix", "staleness": [tau...]}``,
+        with ``"step_delay"`` (:meth:`~distbench.training.loop.StepDelay.summary`) when a
+        straggler scenario delayed this replica.
 
     Raises:
         ValueError: the shard is too small for ``steps_per_epoch`` local batches.
@@ -157,16 +163,18 @@ def train_replica(spec: ReplicaSpec, worker_id: int, split: Any = None,
     opt.build(model.trainable_variables)
     loss_obj = spec.loss.make(reduction="sum_over_batch_size")  # the workload's loss, mean over the batch
     variables = model.trainable_variables
+    loop = TrainLoop(spec.training.epochs, replica=worker_id,
+                     label=f"worker {worker_id} (pid {os.getpid()}, attempt {attempt}): ", scenario=spec.scenario)
+    delay = loop.step_delay()
 
     @tf.function(autograph=False)  # the same tracing mode as every other strategy's step
     def step(xb: Any, yb: Any) -> Any:
-        with tf.GradientTape() as tape:
+        xb = delay.start(xb)
+        with delay.tape() as tape:
             loss = loss_obj(yb, model(xb, training=True))
         opt.apply_gradients(zip(tape.gradient(loss, variables), variables))
         return loss
 
-    loop = TrainLoop(spec.training.epochs, replica=worker_id,
-                     label=f"worker {worker_id} (pid {os.getpid()}, attempt {attempt}): ")
     loop.trace(lambda: step.get_concrete_function(tf.TensorSpec((B, *split.sample_shape), tf.float32),
                                                   tf.TensorSpec((B,), tf.int32)))
     if ready is not None:
@@ -208,7 +216,7 @@ def train_replica(spec: ReplicaSpec, worker_id: int, split: Any = None,
     return {"worker": worker_id, "steps": count["steps"], "exchanges": count["exchanges"],
             "start_unix": res.start_unix, "end_unix": res.end_unix, "staleness": list(session.staleness),
             "attempt": attempt, "trace_s": loop.trace_s, "netns": current_namespace(),
-            "host": socket.gethostname()}
+            "host": socket.gethostname(), **({"step_delay": delay.summary()} if delay.delays else {})}
 
 
 def params_from_config(cfg: Any, optimizer: str, window: int | None = None) -> dict[str, Any]:
@@ -235,14 +243,14 @@ def params_from_config(cfg: Any, optimizer: str, window: int | None = None) -> d
 
 
 def replica_spec(workload: Any, num_workers: int, optimizer: str, params: dict[str, Any], address: str,
-                 secret: bytes, threads: int, timeout_s: float) -> ReplicaSpec:
+                 secret: bytes, threads: int, timeout_s: float, scenario: Scenario | None = None) -> ReplicaSpec:
     """The :class:`ReplicaSpec` of ``workload`` (a :class:`~distbench.workload.Workload`)."""
     ds = workload.dataset
     return ReplicaSpec(workload.config.data, workload.data_sha256, workload.config.model, ds.input_shape,
                        ds.num_classes, workload.initial_weights,
                        workload.config.training, num_workers, workload.steps_per_epoch(), optimizer, params,
                        address, secret, threads=threads, timeout_s=timeout_s, loss=workload.loss_spec(),
-                       non_trainable=workload.non_trainable_indices())
+                       non_trainable=workload.non_trainable_indices(), scenario=scenario)
 
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import jinja2
 
 from distbench.results.report import (STARTUP_NOTE, fmt_mean_ci, fmt_spread, fmt_staleness, fmt_ttt,
-                                      has_staleness, provenance_lines)
+                                      has_scenarios, has_staleness, provenance_lines)
 
 if TYPE_CHECKING:
     from distbench.results.plots import Plot
@@ -98,8 +98,15 @@ def render_html(data: "ReportData", plots: Sequence["Plot"], title: str = "distb
         failures.append({"s": s, "statuses": ", ".join(sorted(set(s.statuses))), "reasons": s.reasons,
                          "log_tail": tails[0] if tails else ""})
     provenance = [{**g, "lines": provenance_lines(g["provenance"])} for g in data.provenance]
+    stragglers = None
+    if data.stragglers:
+        from distbench.results.stragglers import STRAGGLER_TABLE_COLUMNS, bound_sentences, straggler_table
+
+        stragglers = {"columns": STRAGGLER_TABLE_COLUMNS, "rows": straggler_table(data.stragglers),
+                      "sentences": bound_sentences(data.stragglers)}
     return _environment().get_template(TEMPLATE).render(
-        title=title, d=data, rows=rows, stale=has_staleness(data.summaries), figures=figures, failures=failures,
-        provenance=provenance, repeated=any(s.ok > 1 for s in data.summaries), startup_note=STARTUP_NOTE,
+        title=title, d=data, rows=rows, stale=has_staleness(data.summaries), swept=has_scenarios(data.summaries),
+        figures=figures, failures=failures, stragglers=stragglers, provenance=provenance,
+        repeated=any(s.ok > 1 for s in data.summaries), startup_note=STARTUP_NOTE,
         selftest_js=SELFTEST_JS, csp_hash=csp_hash,
     )

@@ -55,7 +55,7 @@ class Plot:
 
 
 PLOT_NAMES = ("accuracy_vs_time", "time_and_accuracy", "throughput_vs_workers", "window_sweep", "bandwidth_sweep",
-              "staleness")
+              "straggler_sweep", "staleness")
 
 
 def _png(fig: Figure) -> bytes:
@@ -174,8 +174,9 @@ def plot_time_and_accuracy(data: "ReportData") -> Plot | None:
 
 def plot_throughput_vs_workers(data: "ReportData") -> Plot | None:
     """Median samples/s versus worker count per strategy, with the ideal linear scaling of
-    the single-device baseline (or of each strategy's smallest worker count)."""
-    ok = [s for s in data.summaries if s.ok and s.samples_per_s.median is not None]
+    the single-device baseline (or of each strategy's smallest worker count). In a straggler
+    sweep only the unslowed (1x) configurations are drawn."""
+    ok = [s for s in data.summaries if s.ok and s.samples_per_s.median is not None and s.straggler in ("", "1x")]
     if len({s.workers for s in ok}) < 2:
         return None
     groups: "OrderedDict[tuple[str, Any, str], list[ConfigSummary]]" = OrderedDict()
@@ -323,6 +324,56 @@ def plot_bandwidth_sweep(data: "ReportData") -> Plot | None:
                 _png(fig))
 
 
+def plot_straggler_sweep(data: "ReportData") -> Plot | None:
+    """Time to target, training time and final accuracy versus the slow worker's slowdown:
+    one line per strategy and worker count (solid: synchronous, dashed: asynchronous), with
+    min-max over repeats; ``single`` as a dotted reference."""
+    from distbench.results.stragglers import straggler_lines
+
+    lines = straggler_lines(data.summaries)
+    if not lines:
+        return None
+    fig = Figure(figsize=(14, 4.8))
+    ax_ttt, ax_t, ax_a = fig.subplots(1, 3)
+    cmap = matplotlib.colormaps["tab10" if len(lines) <= 10 else "tab20"]
+    for i, ln in enumerate(lines):
+        c, ls = cmap(i % cmap.N), "--" if ln.synchronous is False else "-"
+        xs = [p.slowdown for p in ln.points]
+        name = ln.label + ("" if ln.synchronous is None else " (sync)" if ln.synchronous else " (async)")
+        ttt = [(p.slowdown, p.summary.ttt.value) for p in ln.points if p.summary.ttt.value is not None]
+        if ttt:
+            ax_ttt.plot([x for x, _ in ttt], [v for _, v in ttt], marker="o", ls=ls, color=c, lw=1.8, label=name)
+        for ax, get in ((ax_t, lambda s: s.train_s), (ax_a, lambda s: s.accuracy)):
+            sp = [get(p.summary) for p in ln.points]
+            err = [[q.median - q.min for q in sp], [q.max - q.median for q in sp]]
+            ax.errorbar(xs, [q.median for q in sp], yerr=err,
+                        marker="o", ls=ls, color=c, capsize=3, lw=1.8, label=name)
+    single = [s for s in data.summaries if s.strategy == "single" and s.ok]
+    if single:
+        s = single[0]
+        for ax, v in ((ax_ttt, s.ttt.value), (ax_t, s.train_s.median), (ax_a, s.accuracy.median)):
+            if v is not None:
+                ax.axhline(v, color="0.3", ls=":", lw=1.2, label="single (reference)")
+    slowdowns = sorted({p.slowdown for ln in lines for p in ln.points})
+    for ax, ylabel, title in ((ax_ttt, f"time to {data.target or 'target'} test accuracy (s, MLPerf rule)",
+                               "Time to target vs slowdown"),
+                              (ax_t, "training time (s)", "Training time vs slowdown"),
+                              (ax_a, "final test accuracy (fraction)", "Final accuracy vs slowdown")):
+        ax.set_xticks(slowdowns, [f"{x:g}x" for x in slowdowns])
+        ax.set_xlabel("slowdown of the slow worker")
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+    ax_ttt.set_ylim(bottom=0)
+    ax_t.set_ylim(bottom=0)
+    ax_a.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
+    fig.subplots_adjust(wspace=0.32)
+    return Plot("straggler_sweep", "Straggler sweep",
+                "One worker's every step takes the slowdown times its own measured compute time. Left: time to "
+                "the target accuracy (points only where it was reached); middle: training time; right: final test "
+                "accuracy; median with min-max over repeats. Solid lines: synchronous strategies (a step waits for "
+                "the slowest replica); dashed: asynchronous ones.", _png(fig))
+
+
 def staleness_histogram(s: ConfigSummary) -> dict[int, int]:
     """Staleness histogram {tau: commits} summed over the configuration's ok repeats."""
     out: dict[int, int] = {}
@@ -375,7 +426,7 @@ def plot_staleness(data: "ReportData") -> Plot | None:
 
 PLOTTERS: list[Callable[["ReportData"], Plot | None]] = [
     plot_accuracy_vs_time, plot_time_and_accuracy, plot_throughput_vs_workers, plot_window_sweep,
-    plot_bandwidth_sweep, plot_staleness,
+    plot_bandwidth_sweep, plot_straggler_sweep, plot_staleness,
 ]
 
 

@@ -41,12 +41,15 @@ REQUIRED_KEYS = (
 TIMING_KEYS = ("total_s", "startup_s", "train_s", "eval_s")
 
 
-def config_id(strategy: str, workers: int, window: int | None = None, bandwidth: str | None = None) -> str:
+def config_id(strategy: str, workers: int, window: int | None = None, bandwidth: str | None = None, *,
+              scenario: Any = None) -> str:
     """Identifier of a configuration, safe in file names: ``spark_ps:adag`` with 2
     workers -> ``spark_ps-adag_w2``; with a swept communication window 5 ->
-    ``spark_ps-adag_w2_win5``; on emulated links of 100mbit -> ``..._bw100mbit``."""
+    ``spark_ps-adag_w2_win5``; on emulated links of 100mbit -> ``..._bw100mbit``; under a
+    straggler scenario (a :class:`~distbench.scenario.Scenario`) its suffix follows:
+    ``horovod_w2_slow2x``."""
     return (f"{strategy.replace(':', '-')}_w{workers}" + (f"_win{window}" if window else "")
-            + (f"_bw{bandwidth}" if bandwidth else ""))
+            + (f"_bw{bandwidth}" if bandwidth else "") + (scenario.suffix if scenario is not None else ""))
 
 
 def record_key(cid: str, repeat: int) -> str:
@@ -55,12 +58,15 @@ def record_key(cid: str, repeat: int) -> str:
 
 
 def new_record(run_id: str, strategy: str, workers: int, repeat: int, status: Status | str,
-               window: int | None = None, bandwidth: str | None = None, **fields: Any) -> dict[str, Any]:
+               window: int | None = None, bandwidth: str | None = None, *, scenario: Any = None,
+               **fields: Any) -> dict[str, Any]:
     """A record with every required key; ``fields`` override the defaults. Every record of
     distbench is made here (the harness feeds it from ``harness/runner.py:make_record``).
 
-    ``window`` is the communication window of a window sweep and ``bandwidth`` the link rate
-    of an emulated cluster (both part of ``config_id``).
+    ``window`` is the communication window of a window sweep, ``bandwidth`` the link rate
+    of an emulated cluster and ``scenario`` the straggler
+    :class:`~distbench.scenario.Scenario` of a scenario sweep (all part of ``config_id``;
+    the record's ``scenario`` field is the scenario's dict, ``None`` outside a sweep).
 
     Raises:
         ValueError: ``status`` is not a :class:`Status`.
@@ -71,10 +77,11 @@ def new_record(run_id: str, strategy: str, workers: int, repeat: int, status: St
         raise ValueError(f"status {status!r} is not one of {STATUSES}") from None
     rec: dict[str, Any] = {
         "run_id": run_id,
-        "config_id": config_id(strategy, workers, window, bandwidth),
+        "config_id": config_id(strategy, workers, window, bandwidth, scenario=scenario),
         "communication_window": window,
         "bandwidth": bandwidth,
         "hosts": None,
+        "scenario": scenario.to_dict() if scenario is not None else None,
         "strategy": strategy,
         "workers": workers,
         "repeat": repeat,

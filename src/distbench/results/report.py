@@ -29,6 +29,7 @@ COLUMNS = ["strategy", "workers", "status", "test acc (median [min-max])", "trai
            "scaling eff.", "temporal eff."]
 
 HARDWARE_COLUMN = "hardware"
+STRAGGLER_COLUMN = "straggler"
 WORKLOAD_COLUMN = "workload"
 STALENESS_COLUMN = "staleness (median/max)"
 
@@ -125,17 +126,23 @@ def multi_hardware(summaries: Sequence[ConfigSummary]) -> bool:
     return len({s.hardware_key for s in summaries}) > 1
 
 
+def has_scenarios(summaries: Sequence[ConfigSummary]) -> bool:
+    """True when some configuration ran under a straggler scenario (a scenario sweep)."""
+    return any(s.scenario is not None for s in summaries)
+
+
 def multi_workload(summaries: Sequence[ConfigSummary]) -> bool:
     """True when the summaries come from more than one workload (data, model, epochs, ...)."""
     return len({s.workload_key for s in summaries}) > 1
 
 
 def table_columns(summaries: Sequence[ConfigSummary]) -> list[str]:
-    """:data:`COLUMNS`, with ``hardware`` (and ``workload``) columns after ``workers`` when
-    records of several machines (or workloads) are merged, and a staleness column at the end
-    when parameter-server rows are present."""
+    """:data:`COLUMNS`, with a ``straggler`` column after ``workers`` in a scenario sweep,
+    ``hardware`` (and ``workload``) columns when records of several machines (or workloads)
+    are merged, and a staleness column at the end when parameter-server rows are present."""
     cols = list(COLUMNS)
-    extra = ([HARDWARE_COLUMN] if multi_hardware(summaries) else []) + \
+    extra = ([STRAGGLER_COLUMN] if has_scenarios(summaries) else []) + \
+        ([HARDWARE_COLUMN] if multi_hardware(summaries) else []) + \
         ([WORKLOAD_COLUMN] if multi_workload(summaries) else [])
     return cols[:2] + extra + cols[2:] + ([STALENESS_COLUMN] if has_staleness(summaries) else [])
 
@@ -144,6 +151,7 @@ def table_rows(summaries: list[ConfigSummary], target: float | None = None) -> l
     """Rows of the comparison table (strings), one per configuration, matching
     :func:`table_columns` (``target`` is accepted for compatibility and unused)."""
     multi, multi_wl, stale = multi_hardware(summaries), multi_workload(summaries), has_staleness(summaries)
+    swept = has_scenarios(summaries)
     rows = []
     for s in summaries:
         name = s.strategy + (f" (window {s.window})" if s.window else "") + (f" ({s.bandwidth})" if s.bandwidth else "")
@@ -151,7 +159,8 @@ def table_rows(summaries: list[ConfigSummary], target: float | None = None) -> l
                fmt_spread(s.startup_s, 1), fmt_spread(s.total_s, 1), fmt_spread(s.samples_per_s, 0), fmt_ttt(s),
                _x(s.speedup), _f(s.scaling_efficiency),
                _f(s.temporal_efficiency)] + ([fmt_staleness(s)] if stale else [])
-        extra = ([s.hardware] if multi else []) + ([s.workload] if multi_wl else [])
+        extra = ([s.straggler or "-"] if swept else []) + ([s.hardware] if multi else []) + \
+            ([s.workload] if multi_wl else [])
         rows.append(row[:2] + extra + row[2:])
     return rows
 
@@ -204,6 +213,8 @@ class ReportData:
     notes: list[str]
     provenance: list[dict[str, Any]]
     generated: str
+    advice: Any = None
+    stragglers: list[Any] = field(default_factory=list)
 
     @property
     def multi_hardware(self) -> bool:
@@ -240,7 +251,8 @@ def describe_hardware(prov: dict[str, Any]) -> str:
 
 def _headline(hw: HardwareInfo, wl: WorkloadInfo, subset: list[ConfigSummary], target: float | None,
               data_multi: tuple[bool, bool]) -> Headline:
-    fast, acc = fastest_to_target(subset), most_accurate(subset)
+    unslowed = [s for s in subset if s.straggler in ("", "1x")]  # a straggler sweep's slowed rows are not leaders
+    fast, acc = fastest_to_target(unslowed), most_accurate(unslowed)
     h = Headline(hw, wl, fast, acc)
     parts = ([f"hardware {hw.letter}"] if data_multi[0] else []) + ([f"workload {wl.label}"] if data_multi[1] else [])
     prefix = (", ".join(parts) + ": ") if parts else ""
@@ -339,9 +351,15 @@ def _noise_note(lead: Any) -> str:
     return ""
 
 
-def build(records: list[dict[str, Any]]) -> ReportData:
+def build(records: list[dict[str, Any]], run_dir: Path | None = None) -> ReportData:
     """Summarise ``records`` into a :class:`ReportData` (statistics, headlines, hardware and
-    workload legends, provenance per run), the single source of every output format."""
+    workload legends, provenance per run, the recommendation of
+    :func:`distbench.results.advice.advise` and the straggler sweep's lines), the single source
+    of every output format. ``run_dir`` (the run directory, if known) goes into the commands
+    the recommendation prints."""
+    from distbench.results.advice import advise
+    from distbench.results.stragglers import straggler_lines
+
     summaries = summarize(records)
     hw_labels, wl_labels = hardware_labels(records), workload_labels(records)
     groups = record_groups(records)
@@ -377,6 +395,7 @@ def build(records: list[dict[str, Any]]) -> ReportData:
         target=target, runs=list(dict.fromkeys(str(r.get("run_id", "?")) for r in records)),
         workload=workloads[0].description if len(workloads) == 1 and records else "", notes=notes,
         provenance=list(prov_groups.values()), generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        advice=advise(records, run_dir) if records else None, stragglers=straggler_lines(summaries),
     )
 
 
@@ -408,6 +427,8 @@ def render_markdown(records: list[dict[str, Any]], title: str = "distbench repor
         lines += [f"- {s}" for s in h.sentences]
     if any(h.sentences for h in d.headlines):
         lines.append("")
+    if d.advice is not None:
+        lines += ["## Recommendation", ""] + d.advice.to_markdown()
     if d.multi_hardware:
         lines += ["Hardware:", ""] + [f"- **{hw.letter}**: {hw.description}" for hw in d.hardware] + [""]
     if d.multi_workload:
@@ -433,6 +454,16 @@ def render_markdown(records: list[dict[str, Any]], title: str = "distbench repor
             lines.append(f"| {s.label}{d.tag(s)} | {s.ok} | "
                          f"{fmt_mean_ci(s.accuracy)} | {fmt_mean_ci(s.train_s, 2)} | "
                          f"{fmt_mean_ci(s.samples_per_s, 0)} |")
+    if d.stragglers:
+        from distbench.results.stragglers import STRAGGLER_TABLE_COLUMNS, bound_sentences, straggler_table
+
+        lines += ["", "## Stragglers", "", "One worker's every step takes the slowdown times its own measured compute "
+                  "time (a delay after its local gradients). A synchronous step waits for the slowest replica, so "
+                  "its training time should grow by the injected delay (growth / delay ~ 1); an asynchronous "
+                  "replica does not wait, so its time to target should grow by much less.", "",
+                  "| " + " | ".join(STRAGGLER_TABLE_COLUMNS) + " |", "|" + "---|" * len(STRAGGLER_TABLE_COLUMNS)]
+        lines += ["| " + " | ".join(row) + " |" for row in straggler_table(d.stragglers)]
+        lines += [""] + [f"- {s}" for s in bound_sentences(d.stragglers)]
     if plots:
         lines += ["", "## Plots", ""]
         for ptitle, rel in plots:
@@ -453,7 +484,8 @@ def render_markdown(records: list[dict[str, Any]], title: str = "distbench repor
 
 # ---------------------------------------------------------------------------- CSV / JSON
 
-CSV_FIELDS = ["config_id", "strategy", "workers", "window", "hardware", "workload", "repeats", "ok", "status",
+CSV_FIELDS = ["config_id", "strategy", "workers", "window", "slow_worker", "slowdown", "jitter_cv", "hardware",
+              "workload", "repeats", "ok", "status",
               "acc_median", "acc_min", "acc_max", "acc_mean", "acc_ci95",
               "loss_median", "loss_min", "loss_max",
               "train_s_median", "train_s_min", "train_s_max", "train_s_mean", "train_s_ci95",
@@ -474,6 +506,7 @@ def summary_dict(s: ConfigSummary) -> dict[str, Any]:
     """One configuration as a JSON-ready dict (units: seconds, samples/s, fractions)."""
     return {
         "config_id": s.config_id, "strategy": s.strategy, "workers": s.workers, "window": s.window,
+        "scenario": s.scenario,
         "hardware": s.hardware, "hardware_key": s.hardware_key, "workload": s.workload, "repeats": s.repeats,
         "ok": s.ok,
         "status": s.status, "statuses": s.statuses, "reasons": s.reasons,
@@ -497,8 +530,9 @@ def write_csv(records: list[dict[str, Any]], path: Path, data: ReportData | None
         w = csv.writer(f)
         w.writerow(CSV_FIELDS)
         for s in d.summaries:
-            row: list[Any] = [s.config_id, s.strategy, s.workers, s.window, s.hardware, s.workload, s.repeats, s.ok,
-                              s.status]
+            sc = s.scenario or {}
+            row: list[Any] = [s.config_id, s.strategy, s.workers, s.window, sc.get("worker"), sc.get("slowdown"),
+                              sc.get("jitter_cv"), s.hardware, s.workload, s.repeats, s.ok, s.status]
             row += [s.accuracy.median, s.accuracy.min, s.accuracy.max, s.accuracy.mean, s.accuracy.ci95]
             row += [s.loss.median, s.loss.min, s.loss.max]
             for sp in (s.train_s, s.samples_per_s):
@@ -534,6 +568,7 @@ def summary_json(data: ReportData) -> dict[str, Any]:
                       "shortest_training": leader(h.quickest),
                       "text": h.sentences} for h in data.headlines],
         "configurations": [summary_dict(s) for s in data.summaries],
+        "recommendation": data.advice.to_dict() if data.advice is not None else None,
     }
 
 
@@ -561,7 +596,7 @@ def write_report(records: list[dict[str, Any]], out_dir: Path, formats: Iterable
     fmts = parse_formats(list(formats))
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    data = build(records)
+    data = build(records, out_dir if (out_dir / "config.json").exists() else None)
     plots: list[Any] = []
     pngs: list[Path] = []
     if "md" in fmts or "html" in fmts:

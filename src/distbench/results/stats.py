@@ -261,6 +261,8 @@ class ConfigSummary:
             ``None`` for strategies without a parameter server.
         staleness_max: parameter-server rows: the largest staleness of any commit of any ok
             repeat (``None`` otherwise).
+        scenario: the straggler scenario of a scenario sweep (the records' ``scenario``:
+            ``worker``, ``slowdown``, ``jitter_cv``, ``jitter_seed``), ``None`` outside one.
         flags: warnings about the result itself, set by :func:`flag_collapses`:
             ``"diverged"`` (non-finite final loss, or accuracy at most 1.5x chance),
             ``"below target"`` (median accuracy under the target), ``"collapsed"`` (below
@@ -298,6 +300,7 @@ class ConfigSummary:
     flags: list[str] = field(default_factory=list)
     startup_s: Spread = field(default_factory=lambda: Spread.of([]))
     total_s: Spread = field(default_factory=lambda: Spread.of([]))
+    scenario: dict[str, Any] | None = None
     records: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
     @property
@@ -308,13 +311,32 @@ class ConfigSummary:
         return f"{self.ok}/{self.repeats} ok" if self.ok else "/".join(sorted(set(self.statuses) - {"ok"}))
 
     @property
+    def slowdown(self) -> float | None:
+        """The scenario's slowdown of its slow worker (``None`` outside a scenario sweep)."""
+        return None if self.scenario is None else float(self.scenario.get("slowdown", 1.0))
+
+    @property
+    def straggler(self) -> str:
+        """The scenario in a few characters: ``1x`` (the sweep's baseline), ``w1 3x`` (worker 1
+        three times slower), ``+ jit 0.3`` appended with jitter; ``""`` outside a sweep."""
+        sc = self.scenario
+        if sc is None:
+            return ""
+        slow = sc.get("slowdown", 1.0)
+        text = "1x" if sc.get("worker") is None or slow == 1 else f"w{sc['worker']} {slow:g}x"
+        return text + (f" + jit {sc['jitter_cv']:g}" if sc.get("jitter_cv") else "")
+
+    @property
     def label(self) -> str:
-        """Human name: ``mirrored (2 workers)``, ``spark_ps:adag (2 workers, window 5)``."""
+        """Human name: ``mirrored (2 workers)``, ``spark_ps:adag (2 workers, window 5)``,
+        ``horovod (2 workers, w1 3x)`` under a straggler scenario."""
         parts = [f"{self.workers} worker{'s' if self.workers != 1 else ''}"]
         if self.window:
             parts.append(f"window {self.window}")
         if self.bandwidth:
             parts.append(f"{self.bandwidth} links")
+        if self.straggler:
+            parts.append(self.straggler)
         return f"{self.strategy} ({', '.join(parts)})"
 
 
@@ -416,6 +438,7 @@ def summarize(records: list[dict[str, Any]]) -> list[ConfigSummary]:
             reached_target=sum(1 for t in ttts if t is not None),
             ttt=mlperf_time_to_target(ttts),
             window=rs[0].get("communication_window"), bandwidth=rs[0].get("bandwidth"),
+            scenario=rs[0].get("scenario"),
             hardware=hw_labels[hw], hardware_key=hw, workload=wl_labels[wk], workload_key=wk, records=rs,
             staleness_median=statistics.median(stale_med) if stale_med else None,
             staleness_max=int(max(stale_max)) if stale_max else None,

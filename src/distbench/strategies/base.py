@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 
 from distbench.cluster.placement import Placement
 from distbench.config import ExperimentConfig
+from distbench.scenario import Scenario
 from distbench.training import TrainOutput
 from distbench.training.loop import threads_per_process
 from distbench.workload import Workload
@@ -49,6 +50,10 @@ class LaunchContext:
         log_dir: directory for per-process logs of this configuration.
         timeout_s: seconds left for this configuration (for nested launchers).
         window: communication window of a window sweep (None = the config's/default).
+        scenario: the straggler :class:`~distbench.scenario.Scenario` of a scenario sweep
+            (None = none); a strategy hands it to every replica's loop core
+            (:class:`~distbench.training.loop.TrainLoop`), or raises
+            :class:`StrategyUnavailable` if its replicas' steps cannot be delayed.
         placement: where the worker processes run (:class:`~distbench.cluster.placement.Placement`:
             this machine, real hosts or an emulated cluster).
     """
@@ -61,6 +66,7 @@ class LaunchContext:
     log_dir: Path
     timeout_s: float
     window: int | None = None
+    scenario: Scenario | None = None
     placement: Placement = field(default_factory=Placement)
 
     @property
@@ -86,6 +92,12 @@ class Strategy(abc.ABC):
         scales_learning_rate: the strategy applies ``training.lr_scaling`` (lr x replicas,
             for synchronous data parallelism with one global batch); False for the
             asynchronous parameter servers, whose replicas each step with the base rate.
+        synchronous: every optimizer step (or exchange round) waits for every replica, so a
+            slow replica slows them all (all-reduce, barrier rounds); False for the
+            asynchronous parameter servers, whose replicas commit and pull independently.
+        needs: the operational cost in one sentence: what must be installed and running to
+            use the strategy on a real cluster (shown by the report's recommendation and by
+            ``distbench advise``).
         uses_network: the strategy's processes talk over the network (several processes):
             on a cluster they are placed on its hosts, and an emulated cluster's link rates
             are a sweep dimension for it; False for the single-process strategies, which
@@ -100,6 +112,8 @@ class Strategy(abc.ABC):
     family: ClassVar[str] = ""
     takes_window: ClassVar[bool] = False
     scales_learning_rate: ClassVar[bool] = True
+    synchronous: ClassVar[bool] = True
+    needs: ClassVar[str] = ""
     uses_network: ClassVar[bool] = True
     worker_entries: ClassVar[dict[str, str]] = {}
 

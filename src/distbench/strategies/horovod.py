@@ -55,11 +55,12 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from distbench.config import ExperimentConfig
 from distbench.launch import process
 from distbench.launch.commands import (horovodrun_command, launcher_env, mpirun_command,
-                                       start_timeout, worker_argv)
+                                       scenario_arg, start_timeout, worker_argv)
 from distbench.launch.ranks import (PROGRESS_ENV, STALL_CHECK_ENV, STALL_SHUTDOWN_ENV, HorovodJobError, RankWatch,
                                     engine_error, failure_error, new_progress_board,
                                     stall_env)
@@ -74,9 +75,11 @@ from distbench.training import TrainOutput
 
 
 def worker_command(python: str, run_dir: Path, key: str | None = None,
-                   config_file: str | None = None) -> list[str]:
-    """argv of one rank: ``PYTHON -m distbench worker horovod --run-dir DIR [--key K] [--config F]``."""
-    return worker_argv("horovod", run_dir, ("--key", key), ("--config", config_file), python=python)
+                   config_file: str | None = None, scenario: Any = None) -> list[str]:
+    """argv of one rank: ``PYTHON -m distbench worker horovod --run-dir DIR [--key K] [--config F]
+    [--scenario JSON]`` (a straggler :class:`~distbench.scenario.Scenario`)."""
+    return worker_argv("horovod", run_dir, ("--key", key), ("--config", config_file),
+                       ("--scenario", scenario_arg(scenario)), python=python)
 
 
 # ------------------------------------------------------------------- availability
@@ -353,6 +356,8 @@ class HorovodStrategy(Strategy):
 
     family = "horovod"
     controller = "gloo"
+    needs = ("Horovod built against the installed TensorFlow on every host (cmake, a C++ compiler), and "
+             "horovodrun with passwordless ssh between the hosts")
     worker_entries = {"horovod": "distbench.harness.horovod_app:command"}
     run_rank = staticmethod(run_worker)
     configured_threads = staticmethod(configured_threads)
@@ -383,7 +388,7 @@ class HorovodStrategy(Strategy):
         """
         pl = ctx.placement
         python = sys.executable
-        program = worker_command(pl.python, ctx.run_dir, ctx.key)
+        program = worker_command(pl.python, ctx.run_dir, ctx.key, scenario=ctx.scenario)
         out_dir = ctx.log_dir
         if out_dir.exists():
             shutil.rmtree(out_dir)
@@ -443,3 +448,5 @@ class HorovodMPI(HorovodStrategy):
     name = "horovod_mpi"
     description = "Horovod ring-allreduce, mpirun (Open MPI controller), one rank per worker"
     controller = "mpi"
+    needs = ("Horovod built with MPI support against the installed TensorFlow, and Open MPI on every host, "
+             "started by mpirun with passwordless ssh between the hosts")

@@ -194,13 +194,16 @@ def share_workload(hvd: Any, run_dir: Path, load_on_root: Callable[[], Workload]
     return workload
 
 
-def train_rank(hvd: Any, info: RankInfo, workload: Workload) -> TrainOutput:
+def train_rank(hvd: Any, info: RankInfo, workload: Workload, scenario: Any = None) -> TrainOutput:
     """Train this rank's share of every global batch with gradients averaged by Horovod.
 
     Args:
         hvd: the initialised ``horovod.tensorflow`` module (:func:`init_rank`).
         info: this rank's :class:`RankInfo`.
         workload: the workload every rank received from rank 0 (:func:`share_workload`).
+        scenario: the straggler :class:`~distbench.scenario.Scenario` (None: none): the
+            loop core's step delay of this rank runs between its local gradients and the
+            allreduce (the tape ``hvd.DistributedGradientTape`` wraps is the delayed one).
 
     Returns:
         On every rank a :class:`TrainOutput` with its final weights; rank 0's also has
@@ -239,13 +242,23 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload) -> TrainOutput:
     loss_obj = workload.loss_fn()
     tvars = model.trainable_variables
     tvalues = [v.value for v in tvars]
+    stats = [v.value for v in model.non_trainable_variables if v.value.dtype.is_floating]  # not seed states
+
+    def sync() -> None:  # the synchronous rule for non-trainable state: the mean over the ranks, on every rank
+        for i, v in enumerate(stats):
+            v.assign(hvd.allreduce(v, op=hvd.Average, name=f"distbench_stats_{i}"))
+
+    loop = TrainLoop(cfg.epochs, model.get_weights if rank == 0 else None, replica=rank, label=f"rank {rank}: ",
+                     sync=sync if stats and size > 1 else None, scenario=scenario)
+    delay = loop.step_delay()
 
     # autograph=False: the step has no tensor-dependent Python control flow, and AutoGraph
     # would transpile Horovod's tape and allreduce code (~70 functions): 3-15 s of tracing
     # on a 2-core machine instead of ~0.1 s, all of it on the training clock.
     @tf.function(autograph=False)
     def train_step(x: Any, y: Any) -> Any:
-        with tf.GradientTape() as tape:
+        x = delay.start(x)
+        with delay.tape() as tape:
             loss = tf.reduce_mean(loss_obj(y, model(x, training=True)))  # mean over the local batch
         tape_ = tape if plain_tape else hvd.DistributedGradientTape(tape)  # Average over ranks
         grads = tape_.gradient(loss, tvalues)
@@ -256,14 +269,6 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload) -> TrainOutput:
     # One input pipeline over all epochs, its iterator created before the clock starts.
     pipeline = input_pipeline(ds.train, cfg.epochs, cfg.seed, G, [rank], size)
     data = iter(pipeline)
-    stats = [v.value for v in model.non_trainable_variables if v.value.dtype.is_floating]  # not seed states
-
-    def sync() -> None:  # the synchronous rule for non-trainable state: the mean over the ranks, on every rank
-        for i, v in enumerate(stats):
-            v.assign(hvd.allreduce(v, op=hvd.Average, name=f"distbench_stats_{i}"))
-
-    loop = TrainLoop(cfg.epochs, model.get_weights if rank == 0 else None, replica=rank, label=f"rank {rank}: ",
-                     sync=sync if stats and size > 1 else None)
     loop.trace(lambda: train_step.get_concrete_function(*pipeline.element_spec))
     state = {"steps": 0, "loss": tf.constant(float("nan"))}
 
@@ -284,6 +289,10 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload) -> TrainOutput:
     last_loss = float(hvd.allreduce(loss, op=hvd.Average, name="distbench_last_train_loss"))
     final = [np.asarray(w, dtype=np.float32) for w in model.get_weights()]
     hashes = allgather_text(hvd, weights_sha256(final), "distbench_weights_sha256")
+    delays: dict[str, Any] = {}
+    if scenario is not None:  # every rank has the scenario: the collective is called by all or none
+        for text in allgather_text(hvd, json.dumps(res.step_delays), "distbench_step_delays"):
+            delays.update(json.loads(text))
     grad_bytes = sum(int(np.prod(v.shape)) * np.dtype(v.dtype).itemsize for v in tvars)
     ring_share = 2 * (size - 1) / size * grad_bytes  # bytes each rank sends (and receives) per step
     extra = {
@@ -305,6 +314,7 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload) -> TrainOutput:
         "steps_per_epoch": steps_per_epoch,
         "trace_s": res.trace_s,
         "per_replica_batch_size": local_batch,
+        **({"step_delays": delays} if delays else {}),
     }
     return TrainOutput(final, res.snapshots, train_s, res.first_step_unix, steps, steps * G, size, extra)
 
@@ -333,7 +343,8 @@ def configured_threads(run_dir: Path, config_file: str | None = None) -> int:
 
 
 def run_worker(run_dir: Path, load_on_root: Callable[[], Workload],
-               on_root_result: Callable[[TrainOutput, Workload, RankInfo], None], threads: int = 0) -> int:
+               on_root_result: Callable[[TrainOutput, Workload, RankInfo], None], threads: int = 0,
+               scenario: Any = None) -> int:
     """One rank's whole life: init, share the workload, train, then on rank 0 hand the
     output to ``on_root_result`` (save it; or save, evaluate and record it).
 
@@ -343,6 +354,7 @@ def run_worker(run_dir: Path, load_on_root: Callable[[], Workload],
         on_root_result: called on rank 0 after training with ``(output, workload, info)``.
         threads: intra-op threads per rank (0 = cores // local ranks); see
             :func:`configured_threads`.
+        scenario: the straggler :class:`~distbench.scenario.Scenario` (None: none).
 
     Returns:
         0. Errors propagate as exceptions: the rank exits non-zero and the launcher
@@ -353,7 +365,7 @@ def run_worker(run_dir: Path, load_on_root: Callable[[], Workload],
     hvd, info = init_rank(threads)
     workload = share_workload(hvd, run_dir, load_on_root)
     info.threads = tf.config.threading.get_intra_op_parallelism_threads()  # what really runs
-    out = train_rank(hvd, info, workload)
+    out = train_rank(hvd, info, workload, scenario)
     if info.rank == 0:
         on_root_result(out, workload, info)
     hvd.shutdown()

@@ -9,7 +9,7 @@ cross-device all-reduce is real. The record lists the devices used.
 
 from __future__ import annotations
 
-from distbench.strategies.base import LaunchContext, Strategy
+from distbench.strategies.base import LaunchContext, Strategy, StrategyUnavailable
 from distbench.strategies.registry import register
 from distbench.training import TrainOutput
 
@@ -21,6 +21,7 @@ class Mirrored(Strategy):
     name = "mirrored"
     description = "tf.distribute.MirroredStrategy (GPUs, or N logical CPU devices without GPUs)"
     family = "tf.distribute"
+    needs = "TensorFlow only, but one machine: its GPUs are the replicas (no multi-host training)"
     uses_network = False
 
     def launch(self, ctx: LaunchContext) -> TrainOutput:
@@ -42,8 +43,11 @@ class Mirrored(Strategy):
                 cpu, [tf.config.LogicalDeviceConfiguration()] * ctx.workers)
             devices = [f"/cpu:{i}" for i in range(ctx.workers)]
             kind = "logical CPU"
+        if ctx.scenario is not None and ctx.scenario.worker is not None and ctx.scenario.worker >= len(devices):
+            raise StrategyUnavailable(f"the straggler scenario slows worker {ctx.scenario.worker}, but mirrored runs "
+                                      f"{len(devices)} replicas here (one per GPU): lower scenario's worker index")
         strategy = tf.distribute.MirroredStrategy(devices)
-        out = train_with_strategy(strategy, ctx.workload)
+        out = train_with_strategy(strategy, ctx.workload, ctx.scenario)
         out.extra.update(threads, devices=devices, device_kind=kind,
                          cross_device_ops=type(strategy.extended._cross_device_ops).__name__)
         return out

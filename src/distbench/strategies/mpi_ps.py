@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from distbench.config import ConfigError, ExperimentConfig
 from distbench.ps_async.rules import OPTIMIZERS
 from distbench.launch import process
 from distbench.strategies.base import Availability, LaunchContext, Strategy
-from distbench.launch.commands import exchange_timeout, localhost_hosts, mpirun_command, worker_argv
+from distbench.launch.commands import exchange_timeout, localhost_hosts, mpirun_command, scenario_arg, worker_argv
 from distbench.launch.ranks import failure_error
 from distbench.ps_async.rules import DISPLAY
 from distbench.strategies.registry import register_family
@@ -36,30 +36,34 @@ from distbench.workload import Workload
 
 
 def rank_program(python: str, run_dir: Path, optimizer: str, key: str | None = None,
-                 window: int | None = None, config_file: str | None = None) -> list[str]:
+                 window: int | None = None, config_file: str | None = None, scenario: Any = None) -> list[str]:
     """argv each rank runs: ``PYTHON -m distbench worker mpi-ps --run-dir DIR --optimizer O
-    [--key K] [--window W] [--config F]``."""
+    [--key K] [--window W] [--scenario JSON] [--config F]``."""
     return worker_argv("mpi-ps", run_dir, ("--optimizer", optimizer), ("--key", key), ("--window", window or None),
+                       ("--scenario", scenario_arg(scenario)),
                        ("--config", config_file), python=python)
 
 
 def mpi_ps_command(workers: int, run_dir: Path, key: str, optimizer: str, output_dir: Path, python: str,
                    window: int | None = None, base_env: dict[str, str] | None = None,
-                   mpirun: str = "mpirun", hosts: str | None = None) -> tuple[list[str], dict[str, str]]:
+                   mpirun: str = "mpirun", hosts: str | None = None,
+                   scenario: Any = None) -> tuple[list[str], dict[str, str]]:
     """``mpirun`` with ``workers + 1`` ranks (rank 0: the server) on ``hosts`` (an ``-H`` list;
-    default this machine, ``localhost:N+1``).
+    default this machine, ``localhost:N+1``), under the straggler ``scenario`` if given.
 
     Returns:
         ``(argv, env)``: see :func:`distbench.launch.commands.mpirun_command` for the flags.
     """
     return mpirun_command(workers + 1, hosts or localhost_hosts(workers + 1),
-                          rank_program(python, run_dir, optimizer, key, window), output_dir, python,
+                          rank_program(python, run_dir, optimizer, key, window, scenario=scenario), output_dir, python,
                           base_env, mpirun)
 
 
-def rank_main(workload: Workload, optimizer: str, window: int | None, timeout_s: float) -> TrainOutput | None:
+def rank_main(workload: Workload, optimizer: str, window: int | None, timeout_s: float,
+              scenario: Any = None) -> TrainOutput | None:
     """Body of one rank under ``mpirun``: rank 0 serves and returns the run's
-    :class:`TrainOutput`; replica ranks train and return None.
+    :class:`TrainOutput`; replica ranks train and return None (under the straggler
+    ``scenario``, a :class:`~distbench.scenario.Scenario`, if given).
 
     Raises:
         ConfigError: fewer than 2 ranks.
@@ -81,7 +85,8 @@ def rank_main(workload: Workload, optimizer: str, window: int | None, timeout_s:
     secret = mpi.broadcast_secret(new_secret() if rank == 0 else None)
     replicas = comm.Split(MPI.UNDEFINED if rank == 0 else 1, rank)  # collective: every rank calls it
     threads = threads_per_process(cfg.training.threads, n)
-    spec = replica_spec(workload, n, optimizer, params, mpi.ADDRESS, secret, threads, exchange_timeout(timeout_s))
+    spec = replica_spec(workload, n, optimizer, params, mpi.ADDRESS, secret, threads, exchange_timeout(timeout_s),
+                        scenario)
     if rank != 0:
         wid = rank - 1
         res = train_replica(spec, wid, workload.dataset.train, ready=replicas.Barrier, client_factory=mpi.MPIClient)
@@ -113,15 +118,18 @@ class MPIPS(Strategy):
     """
 
     family = "parameter-server"
+    needs = ("Open MPI and mpi4py on every host, started by mpirun (N+1 ranks: rank 0 is the parameter server) "
+             "with passwordless ssh between the hosts")
     takes_window = True
     scales_learning_rate = False
     optimizer: ClassVar[str] = ""
     worker_entries = {"mpi-ps": "distbench.harness.cluster:mpi_ps_command"}
 
     @classmethod
-    def run_rank(cls, workload: Workload, window: int | None, timeout_s: float) -> TrainOutput | None:
+    def run_rank(cls, workload: Workload, window: int | None, timeout_s: float,
+                 scenario: Any = None) -> TrainOutput | None:
         """This process's rank of an ``mpirun -np N+1`` run (see :func:`rank_main`)."""
-        return rank_main(workload, cls.optimizer, window, timeout_s)
+        return rank_main(workload, cls.optimizer, window, timeout_s, scenario)
 
     def is_available(self, config: ExperimentConfig, workers: int) -> Availability:
         """``mpirun`` on PATH (next to this interpreter first) and mpi4py importable."""
@@ -145,7 +153,8 @@ class MPIPS(Strategy):
         out_dir = ctx.log_dir / "ranks"
         # rank 0 (the parameter server) on the launching host, the replicas on the workers' hosts
         argv, env = mpi_ps_command(ctx.workers, ctx.run_dir, ctx.key, self.optimizer, out_dir, pl.python,
-                                   ctx.window, hosts=pl.hosts_arg(ctx.workers + 1, driver_first=True))
+                                   ctx.window, hosts=pl.hosts_arg(ctx.workers + 1, driver_first=True),
+                                   scenario=ctx.scenario)
         argv = argv[:1] + pl.mpirun_args() + argv[1:]
         log = ctx.log_dir / "mpirun.log"
         group = process.run_processes([process.ProcSpec("mpirun", argv, env, log)], ctx.timeout_s)
@@ -157,6 +166,6 @@ class MPIPS(Strategy):
 
 
 register_family("mpi_ps", [type(f"MPIPS_{o}", (MPIPS,), {
-    "name": f"mpi_ps:{o}", "optimizer": o, "__module__": __name__,
+    "name": f"mpi_ps:{o}", "optimizer": o, "__module__": __name__, "synchronous": spec.kind == "sync",
     "description": f"{DISPLAY[o]} ({spec.kind}) over MPI (mpi4py): server on rank 0, replicas on ranks 1..N"})
     for o, spec in OPTIMIZERS.items()])

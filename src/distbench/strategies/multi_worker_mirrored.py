@@ -25,6 +25,7 @@ limit; :mod:`distbench.harness.cluster`).
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any, Callable
@@ -41,14 +42,15 @@ from distbench.workload import Workload, weights_sha256
 from distbench.procinfo import current_namespace
 
 HASH_FILE = "weights_sha256_worker{}.txt"
+DELAY_FILE = "step_delay_worker{}.json"  # a straggler scenario's step delays of one delayed worker
 NETNS_FILE = "netns_worker{}.txt"
 REMOTE_PORT = 23456  # worker k listens on REMOTE_PORT + k on another host (each host has its own ports)
 
 
 def worker_commands(run_dir: Path, key: str, ports: list[int], threads: int, collective: str = "ring",
                     base_env: dict[str, str] | None = None, host: str | list[str] = "127.0.0.1",
-                    join_timeout_s: float | None = None,
-                    python: str | None = None) -> list[tuple[list[str], dict[str, str]]]:
+                    join_timeout_s: float | None = None, python: str | None = None,
+                    scenario: Any = None) -> list[tuple[list[str], dict[str, str]]]:
     """argv and env of each MultiWorkerMirroredStrategy worker process.
 
     Args:
@@ -60,13 +62,15 @@ def worker_commands(run_dir: Path, key: str, ports: list[int], threads: int, col
         collective: ``ring`` | ``nccl`` | ``auto`` (the strategy is built before the config is read).
         join_timeout_s: seconds each worker may wait for the cluster to form
             (``DISTBENCH_JOIN_TIMEOUT_S``; None: the ``worker tf`` default).
+        scenario: the straggler :class:`~distbench.scenario.Scenario` (``--scenario``), or None.
     """
     hosts = [host] * len(ports) if isinstance(host, str) else list(host)
     cluster = {"worker": [f"{h}:{p}" for h, p in zip(hosts, ports)]}
     extra = {} if join_timeout_s is None else {JOIN_TIMEOUT_ENV: f"{join_timeout_s:g}"}
     out = []
     for i in range(len(ports)):
-        argv = worker_argv("tf", run_dir, ("--key", key), python=python)
+        argv = worker_argv("tf", run_dir, ("--key", key), ("--scenario", commands.scenario_arg(scenario)),
+                           python=python)
         env = commands.child_env({"TF_CONFIG": tf_config(cluster, "worker", i), "DISTBENCH_THREADS": str(threads),
                                    "DISTBENCH_COLLECTIVE": collective, **extra}, base_env)
         out.append((argv, env))
@@ -88,7 +92,8 @@ def threads_for(workers: int) -> int:
     return threads_per_process(int(os.environ.get("DISTBENCH_THREADS", "0")), workers)
 
 
-def train_worker(task: TFTask, load_workload: Callable[[], Workload], artifacts_dir: Path | None) -> TrainOutput:
+def train_worker(task: TFTask, load_workload: Callable[[], Workload], artifacts_dir: Path | None,
+                 scenario: Any = None) -> TrainOutput:
     """Body of one worker process: build the strategy for ``task`` (which joins the
     cluster), then load the workload with ``load_workload()`` (after the strategy:
     collective ops must be configured before any other TensorFlow op) and train.
@@ -97,6 +102,7 @@ def train_worker(task: TFTask, load_workload: Callable[[], Workload], artifacts_
     to join (TensorFlow imported), and joined (every task of the cluster is up).
     Every worker writes its final weights' SHA-256 to ``artifacts_dir``; the chief
     (rank 0) also saves the :class:`TrainOutput` there (when ``artifacts_dir`` is set).
+    A straggler ``scenario`` delays the steps of the worker it names (replica = task index).
 
     Raises:
         ValueError: ``DISTBENCH_COLLECTIVE`` differs from the run's ``tf.collective``.
@@ -119,13 +125,15 @@ def train_worker(task: TFTask, load_workload: Callable[[], Workload], artifacts_
     if workload.config.tf.collective != collective:
         raise ValueError(f"DISTBENCH_COLLECTIVE={collective!r} but the run's config says tf.collective = "
                          f"{workload.config.tf.collective!r}; start the workers with matching settings")
-    out = train_with_strategy(strategy, workload)
+    out = train_with_strategy(strategy, workload, scenario)
     sha = weights_sha256(out.final_weights)
     out.extra.update(threads, collective=collective, workers=n, cluster=task.cluster,
                      devices=[d.name for d in tf.config.list_logical_devices("CPU")])
     if artifacts_dir is not None:
         artifacts_dir.mkdir(parents=True, exist_ok=True)
         (artifacts_dir / HASH_FILE.format(task.rank)).write_text(sha)
+        if out.extra.get("step_delays"):  # this worker's replica only: the launcher merges them
+            (artifacts_dir / DELAY_FILE.format(task.rank)).write_text(json.dumps(out.extra["step_delays"]))
         (artifacts_dir / NETNS_FILE.format(task.rank)).write_text(current_namespace())
         if task.rank == 0:
             out.save(artifacts_dir)
@@ -140,6 +148,8 @@ class MultiWorkerMirrored(Strategy):
     name = "multi_worker_mirrored"
     description = "tf.distribute.MultiWorkerMirroredStrategy: N processes, collective all-reduce (TF_CONFIG)"
     family = "tf.distribute"
+    needs = ("TensorFlow on every host and a TF_CONFIG per worker (the cluster's addresses and the task's index), "
+             "every worker started by you or a scheduler, a port open between every pair of workers")
     worker_entries = {"tf": "distbench.harness.cluster:tf_command",
                       "tf-task": "distbench.harness.cluster:tf_task_command"}
     train_task = staticmethod(train_worker)
@@ -150,7 +160,7 @@ class MultiWorkerMirrored(Strategy):
         ports = free_ports(n) if pl.is_local else [REMOTE_PORT + i for i in range(n)]
         cmds = worker_commands(ctx.run_dir, ctx.key, ports, ctx.threads_per_process(n), ctx.config.tf.collective,
                                host=[pl.address(i) for i in range(n)], join_timeout_s=ctx.timeout_s / 2,
-                               python=pl.python)
+                               python=pl.python, scenario=ctx.scenario)
         specs = [process.ProcSpec(f"worker {i}", pl.wrap(i, argv, env), env, ctx.log_dir / f"worker{i}.log")
                  for i, (argv, env) in enumerate(cmds)]
         res = process.run_processes(specs, ctx.timeout_s)
@@ -162,6 +172,9 @@ class MultiWorkerMirrored(Strategy):
         hashes = [(ctx.artifacts_dir / HASH_FILE.format(i)).read_text() for i in range(n)]
         out.extra["worker_weight_sha256"] = hashes
         out.extra["replicas_in_sync_check"] = "passed" if len(set(hashes)) == 1 else "failed"
+        delays = [p for p in (ctx.artifacts_dir / DELAY_FILE.format(i) for i in range(n)) if p.exists()]
+        if ctx.scenario is not None and delays:  # the delayed workers' step delays
+            out.extra["step_delays"] = {k: v for p in delays for k, v in json.loads(p.read_text()).items()}
         out.extra["worker_netns"] = [(ctx.artifacts_dir / NETNS_FILE.format(i)).read_text() for i in range(n)]
         out.extra.update(pl.describe({f"worker {i}": i for i in range(n)}))
         return out

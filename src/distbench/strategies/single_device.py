@@ -19,6 +19,7 @@ class SingleDevice(Strategy):
     name = "single"
     description = "single-device baseline (OneDeviceStrategy: GPU 0 if present, else CPU)"
     family = "baseline"
+    needs = "TensorFlow only; one device, no cluster"
     uses_network = False
 
     def replicas(self, workers: int) -> int:
@@ -35,6 +36,6 @@ class SingleDevice(Strategy):
 
         gpus = tf.config.list_physical_devices("GPU")
         device = "/gpu:0" if gpus else "/cpu:0"
-        out = train_with_strategy(tf.distribute.OneDeviceStrategy(device), ctx.workload)
+        out = train_with_strategy(tf.distribute.OneDeviceStrategy(device), ctx.workload, ctx.scenario)
         out.extra.update(threads, devices=[device])
         return out

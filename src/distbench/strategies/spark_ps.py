@@ -58,7 +58,7 @@ def train_on_spark(spark: Any, ctx: LaunchContext, optimizer: str, ps_host: str 
                              non_trainable=wl.non_trainable_indices()).start()
     try:
         spec = replica_spec(wl, n, optimizer, params, server.address, secret, ctx.threads_per_process(n),
-                            exchange_timeout(ctx.timeout_s))
+                            exchange_timeout(ctx.timeout_s), ctx.scenario)
         df = engine.shard_frame(spark, n)
         monitor = CentreMonitor(server, updates_expected(spec), cfg.training.epochs).start()
         try:
@@ -88,6 +88,8 @@ class SparkPS(Strategy):
 
     family = "parameter-server"
     worker_entries = {"spark-engine": "distbench.harness.spark_engine:engine_command"}
+    needs = ("a Spark cluster (standalone, YARN or Kubernetes) with Java 17+, PySpark and TensorFlow on every "
+             "executor, and the driver (which runs the parameter server) reachable from the executors")
     takes_window = True
     scales_learning_rate = False
     optimizer: ClassVar[str] = ""
@@ -150,5 +152,5 @@ class SparkPS(Strategy):
 
 
 register_family("spark_ps", [type(f"SparkPS_{o}", (SparkPS,), {
-    "name": f"spark_ps:{o}", "optimizer": o, "__module__": __name__,
+    "name": f"spark_ps:{o}", "optimizer": o, "__module__": __name__, "synchronous": spec.kind == "sync",
     "description": f"{DISPLAY[o]} ({spec.kind}) on Spark: {spec.paper}"}) for o, spec in OPTIMIZERS.items()])

@@ -45,7 +45,7 @@ from distbench.launch.commands import free_ports, worker_argv
 from distbench.launch.tfconfig import parse_tf_config, tf_config
 from distbench.results.records import Status
 from distbench.config import ExperimentConfig
-from distbench.strategies.base import Availability, LaunchContext, Strategy
+from distbench.strategies.base import Availability, LaunchContext, Strategy, StrategyUnavailable
 from distbench.strategies.registry import register
 from distbench.training import TrainOutput
 from distbench.training.loop import TrainLoop
@@ -175,6 +175,9 @@ class TFParameterServer(Strategy):
     name = "tf_ps"
     description = "tf.distribute.ParameterServerStrategy + ClusterCoordinator (async, N workers, P ps tasks)"
     family = "parameter-server"
+    synchronous = False
+    needs = ("TensorFlow on every host, a TF_CONFIG per task (chief, workers, ps tasks), the workers' and ps "
+             "tasks' TensorFlow servers kept running, and a coordinator process")
     scales_learning_rate = False
     worker_entries = {"tf-server": "distbench.strategies.tf_ps:server_command"}
 
@@ -189,7 +192,18 @@ class TFParameterServer(Strategy):
         return Availability(True)
 
     def launch(self, ctx: LaunchContext) -> TrainOutput:
-        """Start the servers, train from this process as the coordinator, stop the servers."""
+        """Start the servers, train from this process as the coordinator, stop the servers.
+
+        Raises:
+            StrategyUnavailable: under a straggler scenario: the steps run inside the worker
+                tasks' TensorFlow servers, scheduled as graph functions by the coordinator, where
+                the loop core's host-side step timing and delay (a Python function registered in
+                the coordinator's process) cannot run.
+        """
+        if ctx.scenario is not None:
+            raise StrategyUnavailable(
+                "tf_ps does not support straggler scenarios: its steps run inside the worker tasks' TensorFlow "
+                "servers (functions scheduled by the coordinator), where distbench's host-side step delay cannot run")
         cfg, n, pl = ctx.config, ctx.workers, ctx.placement
         # the chief (this process) and the ps tasks on the launching host, the workers on their hosts
         ports = free_ports(1 + n + cfg.tf.ps_tasks)

@@ -86,6 +86,7 @@ class TPU(Strategy):
     name = "tpu"
     description = "tf.distribute.TPUStrategy (needs a reachable TPU)"
     family = "tf.distribute"
+    needs = "a Cloud TPU (a TPU VM or a TPU reachable by TPUClusterResolver); the steps must be TPU-compilable"
     uses_network = False
 
     def is_available(self, config: ExperimentConfig, workers: int) -> Availability:
@@ -99,7 +100,15 @@ class TPU(Strategy):
         return probe_tpu()
 
     def launch(self, ctx: LaunchContext) -> TrainOutput:
-        """Resolve and initialise the TPU, then train with the shared loop."""
+        """Resolve and initialise the TPU, then train with the shared loop.
+
+        Raises:
+            StrategyUnavailable: no TPU; or a straggler scenario (its step timing and delay
+                are a host-side Python function, which a TPU step cannot run).
+        """
+        if ctx.scenario is not None:
+            raise StrategyUnavailable("tpu does not support straggler scenarios: the step delay is a host-side "
+                                      "sleep (tf.numpy_function), which cannot run inside a TPU step")
         import tensorflow as tf
 
         from distbench.training.tf_loop import train_with_strategy
@@ -111,6 +120,6 @@ class TPU(Strategy):
         except (ValueError, RuntimeError, tf.errors.OpError) as e:
             raise StrategyUnavailable("no TPU found: TPUClusterResolver: " + " ".join(str(e).split())) from e
         strategy = tf.distribute.TPUStrategy(resolver)
-        out = train_with_strategy(strategy, ctx.workload)
+        out = train_with_strategy(strategy, ctx.workload, ctx.scenario)
         out.extra["devices"] = [d.name for d in tf.config.list_logical_devices("TPU")]
         return out

@@ -108,12 +108,31 @@ def average_non_trainable(strategy: Any, model: Any) -> Any:
     return sync
 
 
-def train_with_strategy(strategy: Any, workload: Workload) -> TrainOutput:
+def replica_id() -> int:
+    """The global index of the replica whose step function is being traced (0 outside a
+    replica context); MirroredStrategy traces each local replica's step separately, and
+    MultiWorkerMirroredStrategy numbers replicas across workers, so the id is a constant."""
+    import tensorflow as tf
+
+    ctx = tf.distribute.get_replica_context()
+    rid = tf.get_static_value(ctx.replica_id_in_sync_group) if ctx is not None else 0
+    if rid is None:
+        raise ValueError("the replica's id is not a constant in this strategy's step: a straggler scenario "
+                         "cannot pick its slow replica here")
+    return int(rid)
+
+
+def train_with_strategy(strategy: Any, workload: Workload, scenario: Any = None) -> TrainOutput:
     """Train ``workload``'s model under a ``tf.distribute`` strategy.
 
     Args:
         strategy: a ``tf.distribute.Strategy`` (OneDevice, Mirrored, MultiWorkerMirrored).
         workload: the run's workload (data, model, initial weights, optimizer).
+        scenario: the configuration's straggler :class:`~distbench.scenario.Scenario`
+            (``None``: none). Each replica's step is delayed by the loop core's
+            :class:`~distbench.training.loop.StepDelay` between its local gradients and the
+            all-reduce: under MirroredStrategy the replicas share one process and one graph,
+            and a delayed replica delays the synchronous step, as a slow device does.
 
     Input goes through ``distribute_datasets_from_function``: each input pipeline (one
     per worker process) builds, for each of its local replicas, exactly that replica's
@@ -138,13 +157,19 @@ def train_with_strategy(strategy: Any, workload: Workload) -> TrainOutput:
         optimizer.build(model.trainable_variables)
     loss_obj = workload.loss_fn()
     variables = model.trainable_variables
+    loop = TrainLoop(cfg.epochs, model.get_weights, label="", scenario=scenario)
 
-    def step_fn(x: Any, y: Any) -> Any:
-        with tf.GradientTape() as tape:
+    def step_fn(x: Any, y: Any, *previous: Any) -> Any:
+        delay = loop.step_delay(replica_id() if scenario is not None else 0)
+        x = delay.start(x, previous)  # under a scenario: after the previous step's update
+        with delay.tape() as tape:
             logits = model(x, training=True)
             loss = tf.nn.compute_average_loss(loss_obj(y, logits), global_batch_size=G)
         grads = tape.gradient(loss, variables)
         optimizer.apply_gradients(zip(grads, variables))
+        if delay.active:  # the loss handed to the next step waits for this step's update
+            with tf.control_dependencies([variables[-1].value.read_value()]):
+                loss = tf.identity(loss)
         return loss
 
     n = len(ds.train)
@@ -158,7 +183,7 @@ def train_with_strategy(strategy: Any, workload: Workload) -> TrainOutput:
         loss = tf.constant(0.0)
         for _ in tf.range(steps_per_epoch):
             x, y = next(iterator)
-            per_replica = strategy.run(step_fn, args=(x, y))
+            per_replica = strategy.run(step_fn, args=(x, y) if scenario is None else (x, y, loss))
             loss = strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
         return loss
 
@@ -175,7 +200,7 @@ def train_with_strategy(strategy: Any, workload: Workload) -> TrainOutput:
     # building a distributed dataset and iterator per epoch cost 3-4x model.fit's
     # training time on small workloads (benchmarks/harness_overhead.py).
     iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
-    loop = TrainLoop(cfg.epochs, model.get_weights, label="", sync=sync)
+    loop.sync = sync
     loop.trace(lambda: train_epoch.get_concrete_function(iterator))
 
     def run_epoch(epoch: int) -> tuple[int, float]:
@@ -191,5 +216,6 @@ def train_with_strategy(strategy: Any, workload: Workload) -> TrainOutput:
         steps=res.steps,
         samples=res.steps * G,
         replicas=replicas,
-        extra={"last_train_loss": res.loss, "steps_per_epoch": steps_per_epoch, "trace_s": res.trace_s},
+        extra={"last_train_loss": res.loss, "steps_per_epoch": steps_per_epoch, "trace_s": res.trace_s,
+               **({"step_delays": res.step_delays} if res.step_delays else {})},
     )

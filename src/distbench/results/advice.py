@@ -1,0 +1,426 @@
+"""Which strategy to use, and why: the report's recommendation and ``distbench advise``.
+
+From the measured rows (time to the target accuracy with its spread over repeats, final
+accuracy, availability, straggler sweeps) and, for a described target cluster, the
+first-order scaling model of :mod:`distbench.predict`, :func:`advise` names the
+recommended strategy and the runner-up with the reasons as numbers, says when the data
+cannot separate them, and lists what each candidate needs installed and running. It gives
+no advice from fewer rows than it needs; it prints the exact ``distbench run`` command that
+would measure them instead.
+
+The verdicts (:attr:`Advice.verdict`):
+
+- ``clear``: the fastest strategy to the target and the runner-up (the fastest other
+  strategy) each have :data:`MIN_REPEATS` ok runs and their min-max ranges of time to
+  target do not overlap;
+- ``single``: as ``clear``, but the fastest is ``single``: the workload is too small for
+  any distributed strategy to beat one device here;
+- ``overlap``: their ranges overlap: the margin is within run-to-run noise;
+- ``too_few``: the leader or the runner-up has fewer than :data:`MIN_REPEATS` ok runs;
+- ``no_target``: no configuration reached the target accuracy;
+- ``unavailable``: no configuration ran (every row unavailable, failed or timed out).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shlex
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from distbench.results.stats import ConfigSummary, summarize
+from distbench.results.stragglers import straggler_lines
+
+MIN_REPEATS = 3  # ok runs of each candidate before advising (3 v 3 disjoint ranges: p = 0.1 by chance)
+TF_ONLY = "single,mirrored,multi_worker_mirrored"  # strategies that need nothing but TensorFlow
+
+_UNITS = {"gbit/s": 1e9 / 8, "gb/s": 1e9 / 8, "gbps": 1e9 / 8, "gbe": 1e9 / 8, "mbit/s": 1e6 / 8, "mb/s": 1e6 / 8,
+          "mbps": 1e6 / 8, "gbyte/s": 1e9, "mbyte/s": 1e6}
+_TARGET_EXAMPLE = '"8 nodes x 4 GPUs, 25 Gbit/s" (or "16 workers, 10 GbE"; optional ", 50 us latency")'
+
+
+@dataclass(frozen=True)
+class Target:
+    """The cluster the user means to train on (``--target``).
+
+    Attributes:
+        nodes: machines; per_node: workers (GPUs, devices) per machine.
+        bandwidth_Bps: each link's bandwidth, bytes per second each way.
+        latency_s: per-message latency, seconds.
+        gpus: the text named GPUs (the measured compute here may be a CPU's).
+        text: the description as given.
+    """
+
+    nodes: int
+    per_node: int
+    bandwidth_Bps: float
+    latency_s: float
+    gpus: bool
+    text: str
+
+    @property
+    def workers(self) -> int:
+        """Workers in all: nodes x per node."""
+        return self.nodes * self.per_node
+
+
+def parse_target(text: str) -> Target:
+    """Parse ``--target``: ``"8 nodes x 4 GPUs, 25 Gbit/s"``, ``"16 workers, 10 GbE"``,
+    ``"2 nodes, 1 Gbit/s, 200 us latency"``. Bandwidth units: Gbit/s, Gb/s, Gbps, GbE,
+    Mbit/s, Mb/s, Mbps (bits), GByte/s, MByte/s (bytes); latency in us or ms (default
+    :data:`distbench.predict.DEFAULT_LATENCY_S`).
+
+    Raises:
+        ConfigError: naming the text, what was not understood and an example.
+    """
+    from distbench.config import ConfigError
+    from distbench.predict import DEFAULT_LATENCY_S
+
+    def bad(why: str) -> ConfigError:
+        return ConfigError(f"--target {text!r}: {why}; expected e.g. {_TARGET_EXAMPLE}")
+
+    nodes = per_node = None
+    bandwidth = None
+    latency = DEFAULT_LATENCY_S
+    gpus = False
+    for part in [p.strip().lower() for p in text.split(",") if p.strip()]:
+        m = re.fullmatch(r"(\d+)\s*(?:nodes?|machines?|hosts?)\s*[x×*]\s*(\d+)\s*(gpus?|devices?|workers?|tpus?)", part)
+        n1 = re.fullmatch(r"(\d+)\s*(nodes?|machines?|hosts?|workers?|gpus?|devices?|replicas?)", part)
+        bw = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(gbit/s|gb/s|gbps|gbe|mbit/s|mb/s|mbps|gbyte/s|mbyte/s)", part)
+        lat = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(us|µs|ms)(?:\s+latency)?", part)
+        if m:
+            nodes, per_node, gpus = int(m[1]), int(m[2]), m[3].startswith("gpu")
+        elif n1:  # "4 nodes", "16 workers": one worker per machine; "4 GPUs": one machine
+            one_machine = n1[2].startswith(("gpu", "device"))
+            nodes, per_node = (1, int(n1[1])) if one_machine else (int(n1[1]), 1)
+            gpus = n1[2].startswith("gpu")
+        elif bw:
+            bandwidth = float(bw[1]) * _UNITS[bw[2]]
+        elif lat:
+            latency = float(lat[1]) * (1e-3 if lat[2] == "ms" else 1e-6)
+        else:
+            raise bad(f"{part!r} is neither a size (N nodes x M GPUs), a bandwidth nor a latency")
+    if nodes is None or per_node is None:
+        raise bad("no size given")
+    if bandwidth is None:
+        raise bad("no bandwidth given")
+    if nodes < 1 or per_node < 1 or not math.isfinite(bandwidth) or bandwidth <= 0:
+        raise bad("counts must be >= 1 and the bandwidth > 0")
+    return Target(nodes, per_node, bandwidth, latency, gpus, text)
+
+
+@dataclass
+class Advice:
+    """What :func:`advise` concluded (see the module docstring for the verdicts).
+
+    Attributes:
+        verdict: ``clear``, ``single``, ``overlap``, ``too_few``, ``no_target`` or ``unavailable``.
+        recommended, runner_up: the two candidates' labels (``None`` where there is none,
+            and no ``recommended`` unless the verdict is ``clear`` or ``single``).
+        headline: one sentence stating the verdict.
+        reasons: the evidence, as sentences with numbers.
+        target: sentences about the ``--target`` cluster (predictions), if one was given.
+        costs: ``(strategy, what it needs installed and running)`` for each candidate.
+        unavailable: ``(strategy, reason)`` for each strategy that never ran here.
+        next_command: the ``distbench run`` command that would measure what is missing.
+        scope: which rows the advice used (hardware and workload), one sentence.
+    """
+
+    verdict: str
+    headline: str
+    recommended: str | None = None
+    runner_up: str | None = None
+    reasons: list[str] = field(default_factory=list)
+    target: list[str] = field(default_factory=list)
+    costs: list[tuple[str, str]] = field(default_factory=list)
+    unavailable: list[tuple[str, str]] = field(default_factory=list)
+    next_command: str | None = None
+    scope: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The advice as plain JSON (``summary.json``'s ``recommendation``)."""
+        return {"verdict": self.verdict, "headline": self.headline, "recommended": self.recommended,
+                "runner_up": self.runner_up, "reasons": self.reasons, "target": self.target,
+                "costs": dict(self.costs), "unavailable": dict(self.unavailable), "next_command": self.next_command,
+                "scope": self.scope}
+
+    def lines(self) -> list[tuple[str, list[str]]]:
+        """``(heading, items)`` blocks in reading order (empty blocks left out)."""
+        blocks = [("Why", self.reasons), ("Target", self.target),
+                  ("Operational cost", [f"{s}: {n}" for s, n in self.costs]),
+                  ("Not available here", [f"{s}: {r}" for s, r in self.unavailable]),
+                  ("Run next", [self.next_command] if self.next_command else [])]
+        return [(h, items) for h, items in blocks if items]
+
+    def to_text(self) -> str:
+        """Plain text for the terminal (``distbench advise``)."""
+        out = [self.headline] + ([self.scope] if self.scope else [])
+        for head, items in self.lines():
+            out.append(f"{head}:")
+            out += [f"  {i}" if head == "Run next" else f"  - {i}" for i in items]
+        return "\n".join(out)
+
+    def to_markdown(self) -> list[str]:
+        """Markdown lines for ``report.md``'s "Recommendation" section."""
+        out = [f"**{self.headline}**", ""] + ([self.scope, ""] if self.scope else [])
+        for head, items in self.lines():
+            out += [f"{head}:", ""]
+            out += (["```", *items, "```"] if head == "Run next" else [f"- {i}" for i in items]) + [""]
+        return out
+
+
+# ---------------------------------------------------------------------------- helpers
+
+def _needs(strategy: str) -> str:
+    from distbench.strategies import registry
+
+    try:
+        return registry.strategy_class(strategy).needs or "(not stated by the strategy)"
+    except Exception:  # a record of a strategy not registered here
+        return "(strategy not registered here)"
+
+
+def _range(s: ConfigSummary) -> str:
+    t = s.time_to_target_s
+    rng = f" [{t.min:.2f}-{t.max:.2f}]" if t.n > 1 and t.min != t.max else ""
+    return f"{s.ttt.value:.2f} s{rng}"
+
+
+def _runs(n: int) -> str:
+    return f"{n} run{'s' if n != 1 else ''}"
+
+
+def _overlap(a: ConfigSummary, b: ConfigSummary) -> bool:
+    x, y = a.time_to_target_s, b.time_to_target_s
+    return None not in (x.min, x.max, y.min, y.max) and x.min <= y.max and y.min <= x.max  # type: ignore[operator]
+
+
+def _baseline(s: ConfigSummary) -> bool:
+    """A configuration without a straggler (outside a scenario sweep, or its 1x point)."""
+    return s.straggler in ("", "1x")
+
+
+def run_command(run_dir: str | None, *, out: str | None = None, resume: bool = False, **flags: Any) -> str:
+    """The ``distbench run`` command continuing (or re-running) ``run_dir`` from its own
+    ``config.json`` (``RUN_DIR`` when the directory is unknown), with ``flags`` as options."""
+    d = run_dir or "RUN_DIR"
+    argv = ["distbench", "run", str(Path(d) / "config.json"), "--out", out or d] + (["--resume"] if resume else [])
+    for k, v in flags.items():
+        if v is not None:
+            argv += [f"--{k.replace('_', '-')}", str(v)]
+    return shlex.join(argv)
+
+
+def _group(summaries: Sequence[ConfigSummary]) -> tuple[list[ConfigSummary], str]:
+    """The (hardware, workload) group with the most records, and a sentence naming it when
+    there are several."""
+    counts = Counter((s.hardware_key, s.workload_key) for s in summaries for _ in s.records)
+    if not counts:
+        return [], ""
+    key = counts.most_common(1)[0][0]
+    rows = [s for s in summaries if (s.hardware_key, s.workload_key) == key]
+    scope = ""
+    if len(counts) > 1:
+        scope = (f"Advice from hardware {rows[0].hardware}, workload {rows[0].workload} ({counts[key]} records); "
+                 f"{sum(counts.values()) - counts[key]} records of other hardware or workloads are left out.")
+    return rows, scope
+
+
+# ---------------------------------------------------------------------------- advice
+
+def advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, target: Target | None = None,
+           min_repeats: int = MIN_REPEATS) -> Advice:
+    """Advise which strategy to use from ``records`` (see the module docstring).
+
+    Args:
+        records: the records of a run (``results.jsonl``), possibly merged.
+        run_dir: the run directory (for the commands it prints and for ``target``'s
+            prediction, which reads ``single``'s step time there); ``None``: unknown.
+        target: the cluster to extrapolate to (:func:`parse_target`), or ``None``.
+        min_repeats: ok runs each candidate needs before advice is given.
+
+    Returns:
+        the :class:`Advice`.
+    """
+    rd = str(run_dir) if run_dir is not None else None
+    rows, scope = _group(summarize(records))
+    if not rows:
+        return Advice("unavailable", "No records: nothing to advise from.",
+                      next_command=run_command(rd, resume=True) if rd else "distbench run")
+    unavailable = [(s.strategy, s.reasons[0] if s.reasons else "") for s in rows
+                   if not s.ok and set(s.statuses) == {"unavailable"}]
+    unavailable = list(dict((k, v) for k, v in unavailable).items())
+    ok = [s for s in rows if s.ok]
+    if not ok:
+        kinds = "/".join(sorted({st for s in rows for st in s.statuses}))
+        adv = Advice("unavailable", f"No advice: no configuration ran here (every row is {kinds}).",
+                     unavailable=unavailable, scope=scope)
+        failed = [s for s in rows if set(s.statuses) - {"unavailable"}]
+        adv.reasons = [f"{s.label}: {', '.join(sorted(set(s.statuses)))}: {s.reasons[0] if s.reasons else ''}"
+                       for s in failed]
+        adv.reasons.append("Install what the reasons name (`distbench env` lists what is found), or measure the "
+                           "strategies that need nothing but TensorFlow first.")
+        adv.costs = [(n, _needs(n)) for n in TF_ONLY.split(",")]
+        adv.next_command = run_command(rd, resume=True, strategies=TF_ONLY)
+        return adv
+    target_acc = next((r.get("target_accuracy") for s in ok for r in s.records if r.get("target_accuracy")), None)
+    base = [s for s in ok if _baseline(s) and not {"collapsed", "diverged"} & set(s.flags)]
+    reached = sorted((s for s in base if s.ttt.value is not None), key=lambda s: s.ttt.value)  # type: ignore[arg-type]
+    best: dict[str, ConfigSummary] = {}
+    for s in reached:
+        best.setdefault(s.strategy, s)
+    ranked = list(best.values())
+    if not ranked:
+        epochs = next((r.get("epochs") for s in ok for r in s.records if r.get("epochs")), None)
+        top = max(ok, key=lambda s: s.accuracy.median or 0.0)
+        adv = Advice("no_target", f"No advice: no configuration reached the target test accuracy {target_acc}, so "
+                     "there is no time to accuracy to compare.", unavailable=unavailable, scope=scope)
+        adv.reasons = [f"Most accurate: {top.label}, median test accuracy {top.accuracy.median:.3f}."]
+        more = 2 * epochs if epochs else None
+        adv.next_command = (run_command(rd, out=f"{rd or 'RUN_DIR'}-e{more}", epochs=more) if more else None)
+        return adv
+    lead = ranked[0]
+    second = ranked[1] if len(ranked) > 1 else None
+    adv = Advice("clear", "", unavailable=unavailable, scope=scope)
+    names = [lead.strategy] + ([second.strategy] if second else [])
+    single = next((s for s in base if s.strategy == "single"), None)
+    few = [s for s in ([lead, second] if second else [lead]) if s.ok < min_repeats]
+    if second is None:
+        adv.reasons.append(f"Only {lead.label} reached the target test accuracy {target_acc} "
+                           f"({_range(lead)}, {_runs(lead.ok)}).")
+    else:
+        ratio = second.ttt.value / lead.ttt.value  # type: ignore[operator]
+        adv.reasons.append(f"{lead.label}: {ratio:.2f}x faster to {target_acc} than {second.label} "
+                           f"({_range(lead)} vs {_range(second)}; {_runs(lead.ok)} and {_runs(second.ok)}).")
+        acc_l, acc_s = lead.accuracy.median, second.accuracy.median
+        if acc_l is not None and acc_s is not None:
+            adv.reasons.append(f"Final test accuracy: {lead.strategy} {acc_l:.3f}, {second.strategy} {acc_s:.3f} "
+                               f"({100 * (acc_l - acc_s):+.1f} points).")
+    if single is not None and "single" not in names and single.ttt.value:  # (else said above)
+        adv.reasons.append(f"Against one device: {lead.strategy} reaches {target_acc} "
+                           f"{single.ttt.value / lead.ttt.value:.2f}x as fast as single ({_range(single)}).")
+    adv.reasons += _straggler_reasons(ok, names, target_acc)
+    if few:
+        adv.verdict = "too_few"
+        adv.headline = (f"No advice yet: {', '.join(f'{s.label} has {_runs(s.ok)}' for s in few)}; distbench "
+                        f"advises from at least {min_repeats} runs of each candidate.")
+        strategies = ",".join(dict.fromkeys(names + ["single"]))  # the reference, and predict's step time
+        workers = ",".join(str(w) for w in sorted({s.workers for s in (lead, second) if s and s.workers > 1}))
+        adv.next_command = run_command(rd, resume=True, repeats=min_repeats, strategies=strategies,
+                                       workers=workers or None)
+    elif second is not None and _overlap(lead, second):
+        adv.verdict = "overlap"
+        adv.runner_up = None
+        adv.headline = (f"No clear winner: {lead.label} and {second.label} cannot be told apart; their times to "
+                        f"{target_acc} overlap over {_runs(min(lead.ok, second.ok))} or more.")
+        adv.reasons.append("Choose between them on the other evidence below (accuracy, stragglers, what each needs), "
+                           "or measure more runs.")
+        adv.next_command = run_command(rd, resume=True, repeats=max(5, max(lead.ok, second.ok) + 2),
+                                       strategies=",".join(names))
+    else:
+        adv.verdict = "single" if lead.strategy == "single" else "clear"
+        adv.recommended, adv.runner_up = lead.label, second.label if second else None
+        if adv.verdict == "single":
+            wl = next((r.get("workload") or {} for r in lead.records), {})
+            adv.headline = (f"Recommended: single. No distributed strategy beats one device on this workload here; "
+                            f"the runner-up is {second.label if second else 'none'}.")
+            adv.reasons.append(f"The workload ({wl.get('num_parameters', '?')} parameters, "
+                               f"{(wl.get('sizes') or {}).get('train', '?')} training samples) is too small for "
+                               "extra workers to pay for their communication on this hardware; a larger model, "
+                               "more data or faster devices change that (see Target).")
+        else:
+            adv.headline = f"Recommended: {lead.label}; runner-up: {second.label if second else 'none'}."
+    if target is not None:
+        adv.target = _target_sentences(target, rd, [lead] + ([second] if second else []), records)
+    adv.costs = [(n, _needs(n)) for n in dict.fromkeys(names + ["single"])]
+    return adv
+
+
+def _straggler_reasons(ok: Sequence[ConfigSummary], names: Sequence[str], target_acc: Any) -> list[str]:
+    """Sentences on straggler tolerance: each candidate's time to target at its sweep's
+    largest slowdown against 1x, and the fastest configuration under that slowdown."""
+    lines = [ln for ln in straggler_lines(ok) if ln.baseline is not None]
+    if not lines:
+        return []
+    out = []
+    top = max(p.slowdown for ln in lines for p in ln.points)
+    parts = []
+    for ln in lines:
+        if ln.strategy not in names:
+            continue
+        p, b = ln.points[-1], ln.baseline
+        if p.slowdown != top or b is None:
+            continue
+        if p.summary.ttt.value is not None and b.ttt.value:
+            grow = f"time to {target_acc} {100 * (p.summary.ttt.value / b.ttt.value - 1):+.0f}%"
+        else:
+            grow = f"time to {target_acc}: " + ("not reached" if b.ttt.value else "not reached at 1x")
+        acc = (f", accuracy {p.summary.accuracy.median:.3f} vs {b.accuracy.median:.3f}"
+               if None not in (p.summary.accuracy.median, b.accuracy.median) else "")
+        parts.append(f"{ln.label} {grow}{acc}")
+    if parts:
+        out.append(f"With one worker {top:g}x slower: " + "; ".join(parts) + ".")
+    slowed = [p.summary for ln in lines for p in ln.points if p.slowdown == top and p.summary.ttt.value is not None]
+    if slowed:
+        fast = min(slowed, key=lambda s: s.ttt.value)  # type: ignore[arg-type, return-value]
+        msg = f"Fastest to {target_acc} with that straggler: {fast.label} ({_range(fast)})"
+        lead_slowed = any(s.strategy == names[0] for s in slowed)
+        if fast.strategy != names[0] and (lead_slowed or names[0] != "single"):
+            msg += f"; if a worker can be {top:g}x slower, prefer {fast.strategy} to {names[0]}"
+        elif names[0] == "single":
+            msg += "; single has no other worker to wait for"
+        out.append(msg + ".")
+    return out
+
+
+def _target_sentences(target: Target, run_dir: str | None, cands: Sequence[ConfigSummary],
+                      records: list[dict[str, Any]]) -> list[str]:
+    """Sentences extrapolating the candidates to ``target`` with :func:`distbench.predict.predict`
+    (ring allreduce for the synchronous all-reduce strategies, one parameter server for the
+    parameter-server family, at the candidates' per-worker batch)."""
+    from distbench import predict as model
+    from distbench.strategies import registry
+
+    head = (f"{target.text}: {target.workers} workers, {target.bandwidth_Bps * 8 / 1e9:g} Gbit/s, "
+            f"{target.latency_s * 1e6:g} us per message.")
+    if run_dir is None:
+        return [head, "No prediction: the run directory is unknown."]
+    try:
+        inp = model.inputs_from_run(run_dir)
+    except ValueError as e:
+        return [head, f"No prediction: {e}."]
+    out = [head]
+    gb = inp.global_batch
+    sent = []
+    for s in cands:
+        try:
+            fam = registry.strategy_class(s.strategy).family
+        except Exception:  # a record of a strategy not registered here
+            fam = ""
+        kind = "none" if s.strategy == "single" else "ps" if fam == "parameter-server" else "allreduce"
+        b = max(1, gb // max(1, s.workers))
+        win = next(((r.get("details") or {}).get("communication_window") for r in s.records
+                    if (r.get("details") or {}).get("communication_window")), None) or inp.window or 1
+        preds = model.predict(inp.step_s * b / gb, inp.model_bytes, inp.n_train, b, target.bandwidth_Bps,
+                              target.latency_s, [1, target.workers], int(win))
+        one, far = preds
+        if kind == "none":
+            sent.append(f"single stays one device ({one.allreduce_epoch_s:.3g} s per epoch at batch {b})")
+            continue
+        sp = (one.ps_epoch_s / far.ps_epoch_s) if kind == "ps" else (one.allreduce_epoch_s / far.allreduce_epoch_s)
+        how = f"one parameter server, window {win}" if kind == "ps" else "ring allreduce"
+        sent.append(f"{s.strategy} ({how}) predicted {sp:.1f}x over one worker at {target.workers} workers")
+        if s.strategy == "mirrored" and target.nodes > 1:
+            sent[-1] += " (but mirrored runs on one machine: across nodes use multi_worker_mirrored or horovod)"
+    out.append("; ".join(sent) + f" (per-worker batch fixed, {inp.model_bytes:,} bytes of weights, "
+               f"{inp.n_train:,} samples per epoch).")
+    gpus_here = any((r.get("provenance") or {}).get("gpus") for r in records)
+    if target.gpus and not gpus_here:
+        out.append(f"The compute per step ({inp.step_s * 1e3:.2f} ms at batch {gb}) was measured here on CPUs; a "
+                   "GPU's is shorter, so communication weighs more on the target than predicted here.")
+    out.append("First-order model: no contention, stragglers or overlap of communication with computation; "
+               "trust the ranking of the families, not the absolute figures (distbench predict).")
+    return out

@@ -1,0 +1,167 @@
+"""The recommendation (advice.py): one test per verdict, the --target parser and the
+prediction, the straggler evidence, and 'distbench advise' on the command line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from distbench.config import ConfigError
+from distbench.results.advice import MIN_REPEATS, advise, parse_target, run_command
+from distbench.results.records import new_record
+from distbench.results.report import build, render_markdown, summary_json
+from distbench.results.stragglers import bound_sentences
+from distbench.scenario import Scenario
+from tests.conftest import distbench
+
+WORKLOAD = {"dataset": "digits", "model": "mlp", "num_parameters": 4810, "num_classes": 10,
+            "sizes": {"train": 1293, "val": 144, "test": 360}}
+
+
+def rec(strategy, workers, repeat, ttt, train_s=None, acc=0.95, scenario=None, delay=None, status="ok", **kw):
+    """An ok record (or ``status``) with the fields advice reads; ``delay``: the slow worker's injected seconds."""
+    if status != "ok":
+        return new_record("run", strategy, workers, repeat, status, reason=kw.pop("reason", "why not"))
+    details = {"step_delays": {str(scenario.worker): {"delay_s": delay}}} if delay is not None else {}
+    train = train_s if train_s is not None else (ttt or 1.0) + 0.1
+    curve = [{"elapsed_s": train / 2, "epoch": 1, "step": 10, "test_accuracy": acc - 0.05, "test_loss": 0.5},
+             {"elapsed_s": train, "epoch": 2, "step": 20, "test_accuracy": acc, "test_loss": 0.3}]
+    return new_record("run", strategy, workers, repeat, "ok", scenario=scenario, final_test_accuracy=acc,
+                      target_accuracy=0.9, time_to_target_s=ttt, samples_per_s=1000.0, steps=20, epochs=2,
+                      global_batch_size=64, timings={"total_s": train + 5, "startup_s": 4, "train_s": train,
+                                                     "eval_s": 1},
+                      workload=WORKLOAD, curve=curve, details=details, **kw)
+
+
+def runs(strategy, workers, ttts, **kw):
+    return [rec(strategy, workers, i, t, **kw) for i, t in enumerate(ttts)]
+
+
+def test_clear_winner_names_both_with_numbers_and_costs():
+    records = runs("single", 1, [2.0, 2.1, 2.2]) + runs("horovod", 2, [1.0, 1.1, 1.2]) + \
+        runs("mpi_ps:adag", 2, [1.9, 2.0, 2.1], acc=0.96)
+    adv = advise(records, "runs/x")
+    assert adv.verdict == "clear" and adv.recommended == "horovod (2 workers)"
+    assert adv.runner_up == "mpi_ps:adag (2 workers)"
+    assert adv.headline == "Recommended: horovod (2 workers); runner-up: mpi_ps:adag (2 workers)."
+    assert ("horovod (2 workers): 1.82x faster to 0.9 than mpi_ps:adag (2 workers) (1.10 s [1.00-1.20] vs "
+            "2.00 s [1.90-2.10]; 3 runs and 3 runs).") in adv.reasons
+    assert "Final test accuracy: horovod 0.950, mpi_ps:adag 0.960 (-1.0 points)." in adv.reasons
+    assert any("1.91x as fast as single" in r for r in adv.reasons)
+    costs = dict(adv.costs)
+    assert set(costs) == {"horovod", "mpi_ps:adag", "single"} and "ssh" in costs["horovod"]
+    assert "mpi4py" in costs["mpi_ps:adag"] and adv.next_command is None
+
+
+def test_overlapping_spreads_give_no_winner_and_more_runs():
+    records = runs("horovod", 2, [1.0, 1.5, 2.0]) + runs("mpi_ps:adag", 2, [1.2, 1.6, 2.2])
+    adv = advise(records, "runs/x")
+    assert adv.verdict == "overlap" and adv.recommended is None
+    assert "cannot be told apart" in adv.headline
+    assert adv.next_command == ("distbench run runs/x/config.json --out runs/x --resume --repeats 5 "
+                                "--strategies horovod,mpi_ps:adag")
+
+
+def test_too_few_rows_give_the_exact_command_to_run_next():
+    records = runs("single", 1, [2.0]) + runs("horovod", 2, [1.0, 1.1]) + runs("mpi_ps:adag", 4, [1.9])
+    adv = advise(records, "runs/x")
+    assert adv.verdict == "too_few" and adv.recommended is None
+    assert adv.headline.startswith("No advice yet: horovod (2 workers) has 2 runs, mpi_ps:adag (4 workers) has 1 run")
+    assert adv.next_command == (f"distbench run runs/x/config.json --out runs/x --resume --repeats {MIN_REPEATS} "
+                                "--strategies horovod,mpi_ps:adag,single --workers 2,4")
+    assert any("1.81x faster" in r for r in adv.reasons)  # the evidence so far is still shown
+
+
+def test_only_unavailable_rows_give_no_advice_and_what_to_run():
+    records = [rec("tpu", 2, 0, None, status="unavailable", reason="no TPU found"),
+               rec("horovod", 2, 0, None, status="unavailable", reason="horovod not importable")]
+    adv = advise(records, "runs/x")
+    assert adv.verdict == "unavailable" and adv.recommended is None
+    assert adv.headline == "No advice: no configuration ran here (every row is unavailable)."
+    assert dict(adv.unavailable) == {"tpu": "no TPU found", "horovod": "horovod not importable"}
+    assert adv.next_command == ("distbench run runs/x/config.json --out runs/x --resume "
+                                "--strategies single,mirrored,multi_worker_mirrored")
+    assert advise([], None).verdict == "unavailable"
+
+
+def test_single_fastest_says_the_workload_is_too_small():
+    records = runs("single", 1, [0.5, 0.55, 0.6]) + runs("horovod", 2, [1.0, 1.1, 1.2])
+    adv = advise(records, "runs/x")
+    assert adv.verdict == "single" and adv.recommended == "single (1 worker)"
+    assert "No distributed strategy beats one device" in adv.headline
+    assert any("4810 parameters, 1293 training samples) is too small" in r for r in adv.reasons)
+
+
+def test_no_target_reached_suggests_more_epochs():
+    records = runs("horovod", 2, [None, None, None], acc=0.8)
+    adv = advise(records, "runs/x")
+    assert adv.verdict == "no_target" and "no configuration reached the target test accuracy 0.9" in adv.headline
+    assert adv.next_command == "distbench run runs/x/config.json --out runs/x-e4 --epochs 4"
+
+
+def test_straggler_evidence_and_the_bound():
+    def sweep(strategy, ttts, delays, train):
+        return [rec(strategy, 2, r, t * k, train_s=tr, scenario=Scenario(1, s), delay=d)
+                for s, k, d, tr in zip((1.0, 4.0), ttts, delays, train) for r, t in enumerate([1.0, 1.05, 1.1])]
+
+    records = (sweep("horovod", (1.0, 2.0), (0.0, 1.0), (1.2, 2.2)) +
+               sweep("mpi_ps:adag", (1.5, 1.6), (0.0, 1.0), (1.6, 2.6)))
+    adv = advise(records, "runs/x")
+    assert adv.verdict == "clear" and adv.recommended == "horovod (2 workers, 1x)"
+    text = "\n".join(adv.reasons)
+    assert "With one worker 4x slower: horovod (2 workers) time to 0.9 +100%" in text
+    assert "mpi_ps:adag (2 workers) time to 0.9 +7%" in text
+    assert "if a worker can be 4x slower, prefer mpi_ps:adag to horovod" in text
+    data = build(records)
+    sentences = "\n".join(bound_sentences(data.stragglers))
+    assert "horovod (2 workers), worker 1 4x slower: 1.00 s of delay injected; training time 1.20 -> 2.20 s " \
+           "(+1.00 s, 1.00x the delay)" in sentences and "as the bound says" in sentences
+    assert "the replicas did not wait for the straggler" in sentences
+    md = render_markdown(records, data=data)
+    assert "## Recommendation" in md and "## Stragglers" in md and "| horovod (2 workers) | sync | 4x |" in md
+    assert summary_json(data)["recommendation"]["recommended"] == "horovod (2 workers, 1x)"
+
+
+def test_parse_target():
+    t = parse_target("8 nodes x 4 GPUs, 25 Gbit/s")
+    assert (t.nodes, t.per_node, t.workers, t.bandwidth_Bps, t.gpus) == (8, 4, 32, 25e9 / 8, True)
+    t = parse_target("16 workers, 10 GbE, 200 us latency")
+    assert (t.nodes, t.per_node, t.bandwidth_Bps, t.gpus) == (16, 1, 1.25e9, False)
+    assert t.latency_s == pytest.approx(200e-6)
+    assert parse_target("4 GPUs, 100 Mbit/s").workers == 4
+    for bad, needle in [("8 nodes x 4 GPUs", "no bandwidth"), ("25 Gbit/s", "no size"),
+                        ("8 nodes x 4 GPUs, fast", "'fast' is neither"), ("0 nodes, 1 Gbit/s", "counts must be")]:
+        with pytest.raises(ConfigError, match=needle):
+            parse_target(bad)
+
+
+def test_target_prediction_from_the_run_dir(tmp_path):
+    records = runs("single", 1, [2.0, 2.1, 2.2]) + runs("horovod", 2, [1.0, 1.1, 1.2]) + \
+        runs("mpi_ps:adag", 2, [1.9, 2.0, 2.1])
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    adv = advise(records, tmp_path, parse_target("8 nodes x 4 GPUs, 25 Gbit/s"))
+    text = "\n".join(adv.target)
+    assert text.startswith("8 nodes x 4 GPUs, 25 Gbit/s: 32 workers, 25 Gbit/s, 50 us per message.")
+    assert "horovod (ring allreduce) predicted" in text and "mpi_ps:adag (one parameter server, window 1)" in text
+    assert "measured here on CPUs" in text
+    assert "No prediction" in "\n".join(advise(records, None, parse_target("2 nodes, 1 Gbit/s")).target)
+
+
+def test_run_command_quotes_paths():
+    assert run_command("my runs/a b", resume=True, repeats=3) == \
+        "distbench run 'my runs/a b/config.json' --out 'my runs/a b' --resume --repeats 3"
+
+
+def test_advise_cli(tmp_path):
+    records = runs("single", 1, [2.0]) + runs("horovod", 2, [1.0])
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    res = distbench("advise", str(tmp_path), timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("No advice yet:") and f"--resume --repeats {MIN_REPEATS}" in res.stdout
+    res = distbench("advise", str(tmp_path), "--json", timeout=120)
+    assert json.loads(res.stdout)["verdict"] == "too_few"
+    bad = distbench("advise", str(tmp_path), "--target", "lots of GPUs", timeout=120)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--target 'lots of GPUs'" in bad.stderr
+    missing = distbench("advise", str(tmp_path / "nope"), timeout=120)
+    assert missing.returncode == 2 and "holds no results.jsonl" in missing.stderr
