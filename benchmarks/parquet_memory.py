@@ -52,6 +52,9 @@ target_accuracy = 0.5
 strategies = {strategies}
 workers = [2]
 timeout_s = 3600.0
+[spark]
+# each configuration in its own process tree, so every process's peak memory is its own
+share_session = false
 """
 
 

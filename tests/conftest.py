@@ -43,8 +43,10 @@ def requires(*, gpu: bool = False, tpu: bool = False, executable: str | None = N
         missing.append("a GPU (nvidia-smi not found)")
     if tpu and not os.environ.get("TPU_NAME"):
         missing.append("a TPU (TPU_NAME unset)")
-    if executable and not shutil.which(executable):
-        missing.append(f"the program {executable!r} on PATH")
+    # the launchers run with this interpreter's bin directory first on PATH (launcher_env)
+    search = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    if executable and not shutil.which(executable, path=search):
+        missing.append(f"the program {executable!r} on PATH or next to {sys.executable}")
     if module:
         import importlib.util
 

@@ -35,14 +35,13 @@ def test_killed_replica_is_retried_and_no_delta_counts_twice(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "distbench", "run", str(cfg), "--strategies", "spark_ps:adag",
                              "--workers", "2", "--timeout", "600", "--out", str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    log = out / "logs" / "spark_ps-adag_w2_r0.log"
     t0 = time.monotonic()
     pid = None
     while pid is None:
         assert proc.poll() is None and time.monotonic() - t0 < 240, "training never started"
         time.sleep(0.3)
-        m = re.search(r"worker 1 \(pid (\d+), attempt 0\): epoch 2/", log.read_text(errors="replace")
-                      if log.exists() else "")
+        logs = "".join(p.read_text(errors="replace") for p in (out / "logs").glob("*.log"))  # the Spark engine's
+        m = re.search(r"worker 1 \(pid (\d+), attempt 0\): epoch 2/", logs)
         pid = int(m.group(1)) if m else None
     os.kill(pid, signal.SIGKILL)  # the Python process running replica 1's Spark task
     proc.communicate(timeout=600)

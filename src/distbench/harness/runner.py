@@ -253,9 +253,9 @@ def run_point(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[st
         group = process.run_processes([process.ProcSpec(point.key, argv, env, log)], cfg.run.timeout_s)
         timed_out, exited_ok, elapsed = group.timed_out, group.ok, group.elapsed_s
         why = group.reason(cfg.run.timeout_s)
-    tail = process.log_tail(log)
+    tail, log_name = process.log_tail(log), str(log.relative_to(run_dir))
     if timed_out:
-        return make_record(workload, point, run_id, prov, Status.TIMEOUT, reason=why, log_tail=tail,
+        return make_record(workload, point, run_id, prov, Status.TIMEOUT, reason=why, log_tail=tail, log=log_name,
                            timings=_no_timings(elapsed))
     try:
         res = read_child_result(art) if exited_ok or engine is None else None
@@ -266,10 +266,9 @@ def run_point(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[st
     if res is None or res.status != Status.OK or not exited_ok:
         res = res or ChildResult(Status.FAILED)
         reason = res.reason or why or "no result written"
-        return make_record(workload, point, run_id, prov, Status.FAILED, reason=reason, log_tail=tail,
+        return make_record(workload, point, run_id, prov, Status.FAILED, reason=reason, log_tail=tail, log=log_name,
                            failed_process=res.failed_process, details=res.details, timings=_no_timings(elapsed))
-    return ok_record(workload, point, run_id, prov, res.output, evaluator(), elapsed, spawn,
-                     log=str(log.relative_to(run_dir)))
+    return ok_record(workload, point, run_id, prov, res.output, evaluator(), elapsed, spawn, log=log_name)
 
 
 _ENGINES: dict[tuple[str, int], Any] = {}
