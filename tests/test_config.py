@@ -27,6 +27,8 @@ def test_toml_file_roundtrip(tmp_path):
     ('[trainin]\nepochs = 3\n', "unknown section [trainin]"),
     ('[training]\nepochs = "3"\n', "training.epochs = '3': expected an integer"),
     ('[training]\nepochs = 0\n', "training.epochs = 0: must be >= 1"),
+    ('[ps]\nwindows = [1, 0]\n', "ps.windows[1] = 0: must be >= 1"),
+    ('[spark]\nconf = { "spark.x" = [1, 2] }\n', "spark.conf.spark.x = [1, 2]: expected a string"),
     ('[run]\nworkers = [0]\n', "run.workers = 0"),
     ('[run]\nworkers = 2\n', "run.workers = 2: expected a list"),
     ('[training]\nglobal_batch_size = 2\n[run]\nworkers = [4]\n', "smaller than run.workers = 4"),
@@ -125,3 +127,10 @@ def test_every_example_config_loads(path):
     """Each shipped example is a valid config (the README points users at them)."""
     cfg = config.load(path)
     assert cfg.run.strategies
+
+
+def test_spark_conf_scalars_are_spelt_as_spark_spells_them(tmp_path):
+    p = tmp_path / "c.toml"
+    p.write_text('[spark]\nconf = { "spark.task.cpus" = 1, "spark.python.worker.reuse" = true }\n')
+    cfg = config.load(p)
+    assert cfg.spark.conf == {"spark.task.cpus": "1", "spark.python.worker.reuse": "true"}

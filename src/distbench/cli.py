@@ -396,14 +396,23 @@ def list_cmd() -> None:
         click.echo(hanging(fam, f"the family: all {len(members)} {fam}:<optimizer> strategies above "
                                 f"(also {fam}:all)", width))
     click.echo("datasets:")
-    for d, desc in (("digits", "scikit-learn's bundled 8x8 digits, 1,797 images, 10 classes (default)"),
-                    ("mnist", "MNIST from a local Keras .npz or IDX files (data.path)"),
-                    ("fashion_mnist", "Fashion-MNIST from a local Keras .npz or IDX files (data.path)"),
-                    ("synthetic", "random images/labels of data.image_shape (throughput runs)")):
-        click.echo(hanging(d, desc, width))
+    for d in config_mod.DATASETS:
+        click.echo(hanging(d, DATASET_DESCRIPTIONS[d], width))
     click.echo("models:")
     for m, desc in MODEL_DESCRIPTIONS.items():
         click.echo(hanging(m, desc, width))
+
+
+DATASET_DESCRIPTIONS = {
+    "digits": "scikit-learn's bundled 8x8 digits, 1,797 images, 10 classes (default)",
+    "breast_cancer": "scikit-learn's bundled Wisconsin breast cancer table, 569 samples, 30 features, 2 classes",
+    "mnist": "MNIST from a local Keras .npz or IDX files (data.path)",
+    "fashion_mnist": "Fashion-MNIST from a local Keras .npz or IDX files (data.path)",
+    "synthetic": "random images/labels of data.image_shape (throughput runs)",
+    "npz": "your arrays: an .npz with x, y (and optionally x_test, y_test) at data.path",
+    "parquet": "your table: Parquet file(s) at data.path, streamed by row group (larger than memory)",
+}
+"""One line per dataset of ``distbench list`` (every name of :data:`distbench.config.DATASETS`)."""
 
 
 @main.command()

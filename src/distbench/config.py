@@ -414,7 +414,13 @@ def _coerce(key: str, value: Any, tp: Any) -> Any:
     if origin is dict:
         if not isinstance(value, dict):
             raise ConfigError(f"{key} = {value!r}: expected a table of strings")
-        return {str(k): str(v) for k, v in value.items()}
+        out = {}
+        for k, v in value.items():
+            if isinstance(v, (dict, list)):
+                raise ConfigError(f"{key}.{k} = {v!r}: expected a string (or a number or true/false), as Spark "
+                                  f"properties are; write it as Spark spells it, e.g. \"{k}\" = \"...\"")
+            out[str(k)] = ("true" if v else "false") if isinstance(v, bool) else str(v)  # Spark's spelling
+        return out
     if tp is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if tp is int and (isinstance(value, bool) or not isinstance(value, int)):
@@ -534,8 +540,8 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
     if not r.timeout_s > 0:
         raise ConfigError(f"run.timeout_s = {r.timeout_s!r}: must be > 0 seconds")
     _positive("ps.communication_window", cfg.ps.communication_window, 0)
-    for w in cfg.ps.windows:
-        _positive("ps.windows", w)
+    for i, w in enumerate(cfg.ps.windows):
+        _positive(f"ps.windows[{i}]", w)
     if not cfg.ps.rho > 0:
         raise ConfigError(f"ps.rho = {cfg.ps.rho!r}: must be > 0")
     _choice("tf.collective", cfg.tf.collective, ("ring", "nccl", "auto"))

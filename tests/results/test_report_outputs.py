@@ -188,6 +188,9 @@ def test_cli_merge_compare_and_errors(tmp_path):
     single = next(ln for ln in cp.stdout.splitlines() if "single (1 worker)" in ln)
     assert "+0.0%" in single and "within spread" in single
     assert not (new / "report.md").exists()  # --compare only prints
+    narrow = distbench("report", "--compare", str(RUN_A), str(new), env={"COLUMNS": "80"})
+    assert narrow.returncode == 0 and max(map(len, narrow.stdout.splitlines())) <= 80, narrow.stdout
+    assert "mirrored (2 workers)" in narrow.stdout and "Δ time -50.0%" in narrow.stdout  # one block each, uncut
 
     cp = distbench("report", "--compare", str(RUN_A), str(RUN_B))
     assert cp.returncode == 0 and "different hardware" in cp.stdout and "only in BASE" in cp.stdout

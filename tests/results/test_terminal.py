@@ -74,3 +74,7 @@ def test_list_fits_80_columns_and_names_the_families():
     assert max(len(line) for line in lines) <= 80
     assert any(line.split()[:1] == ["spark_ps:adag"] for line in lines)  # names whole, first on their line
     assert any(line.startswith("  spark_ps ") and "all 7" in line for line in lines)
+    from distbench.config import DATASETS
+
+    listed = {line.split()[0] for line in lines if line.startswith("  ") and not line.startswith("   ")}
+    assert set(DATASETS) <= listed  # every data.name the config accepts, including your own (npz, parquet)

@@ -130,24 +130,19 @@ def compare_table(rows: Sequence[CompareRow]) -> list[list[str]]:
 
 def print_comparison(base: list[dict[str, Any]], new: list[dict[str, Any]], base_name: str, new_name: str,
                      console: Any) -> None:
-    """Print the comparison of two runs as a table on a :class:`rich.console.Console`
-    (widened to fit the table when it writes to a file or pipe), then a legend and notes."""
+    """Print the comparison of two runs on a :class:`rich.console.Console` within its width
+    (:func:`~distbench.results.terminal.print_fitted`: a table, or one block per
+    configuration in a narrow terminal; names are never cut), then a legend and notes."""
     from rich.markup import escape
-    from rich.table import Table
 
-    from distbench.results.terminal import console_for
+    from distbench.results.terminal import print_fitted
 
     rows, notes = compare(base, new)
-    table = Table(title=f"distbench: BASE {base_name} -> NEW {new_name}")
-    for c in COMPARE_COLUMNS:
-        table.add_column(escape(c), justify="left" if c in ("configuration", "verdict") else "right")
-    for row in compare_table(rows):
-        table.add_row(*(escape(c) for c in row))
-    console = console_for(table, console)
-    console.print(table)
+    console, _ = print_fitted(list(COMPARE_COLUMNS), compare_table(rows), console,
+                              title=f"distbench: BASE {base_name} -> NEW {new_name}",
+                              left=("configuration", "verdict"), block_head=1)
     console.print(escape("test acc and train s: median [min-max] over repeats; Δ acc = NEW - BASE median, "
                          "percentage points; Δ time = NEW / BASE median - 1 (negative: faster); verdict compares "
-                         "the min-max ranges (changes whose ranges overlap are within run-to-run spread)."),
-                  soft_wrap=True)
+                         "the min-max ranges (changes whose ranges overlap are within run-to-run spread)."))
     for n in notes:
-        console.print(f"note: {escape(n)}", soft_wrap=True)
+        console.print(f"note: {escape(n)}")
