@@ -219,7 +219,9 @@ class Workload:
 
     def describe(self) -> dict[str, Any]:
         """Workload facts for records: dataset, sizes, model source, its output (logits or
-        probabilities) and loss, parameters, hashes."""
+        probabilities) and loss, parameters, hashes, and the configured learning rate
+        (``learning_rate``: ``training.learning_rate`` before any strategy's own rule; the
+        record's top-level ``learning_rate`` is the one its strategy trained with)."""
         from distbench.models import model_source, num_parameters
 
         loss = self.loss_spec()
@@ -233,6 +235,7 @@ class Workload:
             "num_classes": self.dataset.num_classes,
             "shuffle": self.dataset.details.get("shuffle", "rows"),
             "data_sha256": self.data_sha256,
+            "learning_rate": self.config.training.learning_rate,
         }
 
 

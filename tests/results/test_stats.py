@@ -126,3 +126,21 @@ def test_leaders_with_margins_and_overlap():
     assert fastest_to_target(summarize([_ok("single", 1, 0, 0.5, 1.0)])) is None
     close = summarize([_ok("a", 1, 0, 0.90, 1.0), _ok("a", 1, 1, 0.94, 1.0), _ok("b", 1, 0, 0.91, 1.0)])
     assert most_accurate(close).overlaps  # 0.92 [0.90-0.94] vs 0.91: within the spread
+
+
+def test_a_strategy_s_own_learning_rate_rule_stays_in_the_same_workload():
+    """Linear scaling (lr x replicas) and EAMSGD's local rate are a strategy's rule on the
+    same workload: the configured rate (workload.learning_rate) decides the workload; a
+    different configured rate is another workload; old records fall back to learning_rate."""
+    from distbench.results.stats import describe_workload, workload_key
+
+    def rec(lr, configured=None, **kw):
+        w = {"dataset": "digits", "model": "mlp"} | ({"learning_rate": configured} if configured is not None else {})
+        return {"workload": w, "epochs": 10, "global_batch_size": 64, "optimizer": "sgd", "learning_rate": lr,
+                "lr_scaling": "linear", **kw}
+
+    single, mirrored, eamsgd = rec(0.3, 0.3), rec(0.6, 0.3), rec(0.1, 0.3)
+    assert workload_key(single) == workload_key(mirrored) == workload_key(eamsgd)
+    assert workload_key(rec(0.5, 0.5)) != workload_key(single)
+    assert workload_key(rec(0.3)) == workload_key(single) and workload_key(rec(0.6)) != workload_key(single)
+    assert "sgd lr 0.3" in describe_workload(mirrored)

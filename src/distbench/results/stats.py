@@ -362,11 +362,16 @@ def _letter(i: int) -> str:
 def workload_key(record: dict[str, Any]) -> str | None:
     """What must match for two records' times to be comparable: dataset and its
     fingerprint, model, epochs, global batch, local optimizer, learning rate and its
-    scaling, as a JSON string; ``None`` when the record carries none of them."""
+    scaling, as a JSON string; ``None`` when the record carries none of them.
+
+    The learning rate is the configured one (``workload.learning_rate``), not the one a
+    strategy trained with: linear scaling (lr x replicas) and EAMSGD's own local rate are
+    the strategy's rule on the same workload. Records written before that field existed
+    fall back to their top-level ``learning_rate``."""
     w = record.get("workload") or {}
     vals = [w.get("dataset"), w.get("data_sha256"), w.get("model"), record.get("epochs"),
-            record.get("global_batch_size"), record.get("optimizer"), record.get("learning_rate"),
-            record.get("lr_scaling")]
+            record.get("global_batch_size"), record.get("optimizer"),
+            w.get("learning_rate", record.get("learning_rate")), record.get("lr_scaling")]
     return None if all(v is None for v in vals) else json.dumps(vals)
 
 
@@ -374,11 +379,12 @@ def describe_workload(record: dict[str, Any]) -> str:
     """One line: ``digits, mlp, 5 epochs, global batch 64, sgd lr 0.1`` (unknown parts left out)."""
     w = record.get("workload") or {}
     get = record.get
+    lr = w.get("learning_rate", get("learning_rate"))
     parts = [str(w["dataset"]) if w.get("dataset") else "", str(w["model"]) if w.get("model") else "",
              f"{get('epochs')} epochs" if get("epochs") is not None else "",
              f"global batch {get('global_batch_size')}" if get("global_batch_size") is not None else "",
              " ".join(x for x in (str(get("optimizer") or ""),
-                                  f"lr {get('learning_rate')}" if get("learning_rate") is not None else "") if x),
+                                  f"lr {lr}" if lr is not None else "") if x),
              f"lr scaling {get('lr_scaling')}" if get("lr_scaling") not in (None, "none") else ""]
     return ", ".join(p for p in parts if p)
 
