@@ -341,7 +341,12 @@ def advise(run_dir: str, target: str | None, as_json: bool) -> None:
     if not (Path(run_dir) / RESULTS_FILE).exists():
         raise ConfigError(f"{run_dir!r} holds no {RESULTS_FILE}: expected a run directory made by 'distbench run'")
     adv = make_advice(read_records(run_dir), run_dir, parse_target(target) if target is not None else None)
-    click.echo(json.dumps(adv.to_dict(), indent=2) if as_json else adv.to_text())
+    if as_json:
+        click.echo(json.dumps(adv.to_dict(), indent=2))
+    else:
+        from distbench.results.terminal import output_width, wrap_text
+
+        click.echo(wrap_text(adv.to_text(), output_width()))
 
 
 @main.command("env")

@@ -78,3 +78,15 @@ def test_list_fits_80_columns_and_names_the_families():
 
     listed = {line.split()[0] for line in lines if line.startswith("  ") and not line.startswith("   ")}
     assert set(DATASETS) <= listed  # every data.name the config accepts, including your own (npz, parquet)
+
+
+def test_wrap_text_keeps_bullets_indented_and_commands_whole():
+    from distbench.results.terminal import wrap_text
+
+    cmd = "  distbench run runs/x/config.json --out runs/x --resume --repeats 5 --strategies mpi_ps:easgd,single"
+    text = "Why:\n  - " + "word " * 30 + "\nRun next:\n" + cmd
+    lines = wrap_text(text, 40).splitlines()
+    assert cmd in lines  # a command to copy is never broken
+    assert all(len(ln) <= 40 for ln in lines if ln != cmd)
+    assert lines[1].startswith("  - word") and lines[2].startswith("    word")  # continuation under the bullet
+    assert wrap_text(text, None) == text  # a pipe without COLUMNS: unchanged

@@ -200,3 +200,30 @@ def hanging(name: str, text: str, width: int | None, indent: int = 2, name_width
         pad = " " * (indent + 4)
         return lead.rstrip() + "\n" + textwrap.fill(text, width, initial_indent=pad, subsequent_indent=pad)
     return textwrap.fill(text, width, initial_indent=lead, subsequent_indent=pad)
+
+
+def wrap_text(text: str, width: int | None) -> str:
+    """``text`` with each line wrapped within ``width`` columns, continuation lines indented
+    under the line's text (after its indentation and a ``- `` bullet). Lines that are
+    commands to copy (starting with ``distbench `` or ``python ``) are left whole, as is
+    everything when ``width`` is None (a pipe or file without ``COLUMNS``).
+
+    Args:
+        text: lines separated by newlines.
+        width: columns available, or None for no limit.
+    """
+    import textwrap
+
+    if width is None:
+        return text
+    out = []
+    for line in text.splitlines():
+        body = line.lstrip(" ")
+        lead = " " * (len(line) - len(body))
+        if len(line) <= width or body.startswith(("distbench ", "python ")):
+            out.append(line)
+            continue
+        sub = lead + ("  " if body.startswith("- ") else "")
+        out.append(textwrap.fill(body, width=max(20, width), initial_indent=lead, subsequent_indent=sub,
+                                 break_long_words=False, break_on_hyphens=False))
+    return "\n".join(out)
