@@ -133,8 +133,10 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
     _print_report(records, run_dir)
     from distbench.harness.runner import time_breakdown
 
-    click.echo(time_breakdown([r for r in records if (r.get("config_id"), r.get("repeat")) not in before],
-                              time.time() - t0))
+    from distbench.results.terminal import output_width, wrap_text
+
+    click.echo(wrap_text(time_breakdown([r for r in records if (r.get("config_id"), r.get("repeat")) not in before],
+                                        time.time() - t0), output_width()))
 
 
 def _records_of(run_dir: Path) -> list[dict[str, Any]]:
@@ -253,8 +255,8 @@ def _print_report(records: list[dict[str, Any]], run_dir: Path, formats: tuple[s
     paths = write_report(records, run_dir, formats or FORMATS, tensorboard=tensorboard)
     main_paths = [str(p) for p in paths if p.suffix != ".png"]
     pngs = [p for p in paths if p.suffix == ".png"]
-    console.print("wrote " + ", ".join(main_paths) + (f" and {len(pngs)} plots in {pngs[0].parent}" if pngs else ""),
-                  soft_wrap=True)
+    console.print(escape("wrote " + ", ".join(main_paths) + (f" and {len(pngs)} plots in {pngs[0].parent}" if pngs
+                                                             else "")))
 
 
 @main.command()
