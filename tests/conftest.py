@@ -55,6 +55,23 @@ def requires(*, gpu: bool = False, tpu: bool = False, executable: str | None = N
     return pytest.mark.skipif(bool(missing), reason="requires " + ", ".join(missing))
 
 
+SHARED_SWEEP = ("single", "mirrored", "multi_worker_mirrored", "horovod", "horovod_mpi", "tf_ps", "mpi_ps:downpour")
+"""The strategies of :func:`shared_sweep` (the two needing ``mpirun`` only where it exists)."""
+
+
+@pytest.fixture(scope="session")
+def shared_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The run directory of one ``distbench run`` (digits, 2 workers, 3 epochs) of
+    :data:`SHARED_SWEEP`, shared by every test that only reads a healthy sweep's records
+    (record semantics, Horovod vs single): one sweep instead of one per test module."""
+    search = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    names = [s for s in SHARED_SWEEP if shutil.which("mpirun", path=search) or "mpi" not in s]
+    out = tmp_path_factory.mktemp("shared-sweep") / "run"
+    cp = distbench("run", "--strategies", ",".join(names), "--workers", "2", "--epochs", "3", "--out", str(out))
+    assert cp.returncode == 0, cp.stderr[-3000:]
+    return out
+
+
 def distbench(*args: str, env: dict[str, str] | None = None, timeout: float = 600,
               cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """Run ``python -m distbench ARGS`` and return the completed process (text output)."""

@@ -1,6 +1,6 @@
 """Every field of a synchronous strategy's record means what it means for ``single``.
 
-One ``distbench run`` (digits, 2 workers, 2 epochs) trains the five synchronous
+One ``distbench run`` (digits, 2 workers, 3 epochs; the session's ``shared_sweep``) trains the five synchronous
 strategies (single, mirrored, multi_worker_mirrored, horovod, horovod_mpi) on the same
 global batches, plus two parameter-server strategies (tf_ps, mpi_ps:downpour). The
 synchronous records are compared field by field: identical where the schedule makes them
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from distbench.results.store import read_records
-from tests.conftest import distbench, requires
+from tests.conftest import requires
 
 SYNC = ("single", "mirrored", "multi_worker_mirrored", "horovod", "horovod_mpi")
 PS = ("tf_ps", "mpi_ps:downpour")
@@ -55,12 +55,9 @@ README's Results section says)."""
 
 
 @pytest.fixture(scope="module")
-def records(tmp_path_factory) -> dict[str, dict]:
-    out: Path = tmp_path_factory.mktemp("semantics") / "run"
-    cp = distbench("run", "--strategies", ",".join(SYNC + PS), "--workers", "2", "--epochs", "2",
-                   "--out", str(out))
-    assert cp.returncode == 0, cp.stderr[-3000:]
-    recs = {r["strategy"]: r for r in read_records(out)}
+def records(shared_sweep: Path) -> dict[str, dict]:
+    recs = {r["strategy"]: r for r in read_records(shared_sweep)}
+    assert set(SYNC + PS) <= set(recs), sorted(recs)
     for name, r in recs.items():
         assert r["status"] == "ok", (name, r["reason"], r.get("log_tail", "")[-1500:])
     return recs
@@ -114,7 +111,7 @@ def test_parameter_server_fields_mean_what_ps_meanings_says(records):
         assert r["samples"] == r["steps"] * r["per_replica_batch_size"], name
         assert math.isclose(r["samples_per_s"], r["samples"] / r["timings"]["train_s"], rel_tol=1e-9), name
         # curve: one point per epoch share, step = centre updates so far.
-        assert [p["epoch"] for p in r["curve"]] == [1, 2], name
+        assert [p["epoch"] for p in r["curve"]] == list(range(1, r["epochs"] + 1)), name
         steps = [p["step"] for p in r["curve"]]
         assert steps == sorted(steps), name
         final_updates = r["steps"] if name == "tf_ps" else d["centre_clock"]

@@ -1,6 +1,7 @@
 """Horovod for real on localhost with 2 ranks on digits: horovodrun --gloo and mpirun.
 
-One shared ``distbench run`` (single, horovod, horovod_mpi) serves the accuracy,
+The session's shared ``distbench run`` (``shared_sweep``: single, horovod, horovod_mpi and
+others, 3 epochs) serves the accuracy,
 fairness and in-sync assertions; the failure cases (a killed rank, averaging switched
 off) each need their own run because they set test hooks in the environment.
 """
@@ -46,12 +47,8 @@ def _leftovers(marker: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def main_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("hvd") / "run"
-    cp = distbench("run", "--strategies", "single,horovod,horovod_mpi", "--workers", "2", "--epochs", "3",
-                   "--out", str(out))
-    assert cp.returncode == 0, cp.stderr[-3000:]
-    return out
+def main_run(shared_sweep: Path) -> Path:
+    return shared_sweep
 
 
 @pytest.mark.parametrize("name,controller", [("horovod", "gloo"),
