@@ -18,6 +18,11 @@ def build(input_shape: tuple[int, ...], num_classes: int) -> Any:
     """A small convolutional classifier: 2 x [Conv2D 3x3, BatchNormalization, ReLU],
     then Flatten, Dropout and a Dense layer of class logits.
 
+    The BatchNormalization layers are ``synchronized=True``: under the synchronous
+    strategies (mirrored, multi_worker_mirrored, horovod, horovod_mpi) their training-batch
+    mean and variance are computed over the global batch, as ``single`` computes them,
+    instead of over each replica's share of it (README, "Your own model").
+
     Args:
         input_shape: one sample's shape ``(H, W, C)``.
         num_classes: number of classes (one logit each; the last layer has no
@@ -32,7 +37,7 @@ def build(input_shape: tuple[int, ...], num_classes: int) -> Any:
     x = inputs
     for filters in (16, 32):
         x = keras.layers.Conv2D(filters, 3, padding="same", use_bias=False)(x)
-        x = keras.layers.BatchNormalization()(x)
+        x = keras.layers.BatchNormalization(synchronized=True)(x)
         x = keras.layers.Activation("relu")(x)
         if x.shape[1] >= 16 and x.shape[2] >= 16:
             x = keras.layers.MaxPooling2D(2)(x)

@@ -208,7 +208,7 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload, scenario: Any = Non
     Returns:
         On every rank a :class:`TrainOutput` with its final weights; rank 0's also has
         the epoch-end snapshots. ``extra`` holds the controller, ranks, hosts, threads,
-        bytes allreduced per step, every rank's weights hash, ``replicas_in_sync_check``
+        bytes allreduced per step, every rank's weights hash, ``replicas_in_sync_check``, ``batchnorm``
         and ``last_train_loss`` (the last step's loss over the whole global batch, as
         for ``single``: the ranks' local means averaged by one allreduce).
     """
@@ -217,6 +217,7 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload, scenario: Any = Non
     import tensorflow as tf
 
     from distbench.launch.ranks import open_progress_board
+    from distbench.training import batchnorm
     from distbench.training.loop import TrainLoop
     from distbench.training.tf_loop import input_pipeline
     from distbench.workload import weights_sha256
@@ -235,6 +236,8 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload, scenario: Any = Non
     # rank would wait forever: start every rank from fresh name counters.
     keras.backend.clear_session()
     model = workload.build_model(rank)
+    if size > 1:  # BatchNormalization(synchronized=True): the moments over the global batch, as under Mirrored
+        batchnorm.synchronize_with_horovod(hvd, model)
     optimizer = workload.make_optimizer(size)
     optimizer.build(model.trainable_variables)  # slots exist before the tf.function traces
     # Keras 3 variables are not tf.Variables: Horovod needs the backing ones (.value).
@@ -314,6 +317,7 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload, scenario: Any = Non
         "steps_per_epoch": steps_per_epoch,
         "trace_s": res.trace_s,
         "per_replica_batch_size": local_batch,
+        "batchnorm": batchnorm.describe(model, "Horovod allreduce"),
         **({"step_delays": delays} if delays else {}),
     }
     return TrainOutput(final, res.snapshots, train_s, res.first_step_unix, steps, steps * G, size, extra)

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from distbench.training import batchnorm
 from distbench.training.loop import TrainLoop
 from distbench.training.output import TrainOutput
 from distbench.training.schedule import replica_batches, replica_indices
@@ -217,5 +218,6 @@ def train_with_strategy(strategy: Any, workload: Workload, scenario: Any = None)
         samples=res.steps * G,
         replicas=replicas,
         extra={"last_train_loss": res.loss, "steps_per_epoch": steps_per_epoch, "trace_s": res.trace_s,
+               "batchnorm": batchnorm.describe(model, "tf.distribute all-reduce"),
                **({"step_delays": res.step_delays} if res.step_delays else {})},
     )
