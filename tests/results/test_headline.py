@@ -53,8 +53,8 @@ def test_a_straggler_sweep_counts_its_unslowed_rows_and_prints_a_verdict():
     assert "Accuracy: all 3 configurations without a slowed worker tie at median test accuracy 0.950." in h.sentences
     verdict = next(t for t in terminal_lines(data) if t.startswith("Stragglers:"))
     assert verdict == ("Stragglers: with one worker 4x slower, fastest to 0.9: mpi_ps:adag (2 workers, w1 4x), 1.10 s; "
-                       "least slowed: mpi_ps:adag (2 workers) (time to target +10% over its 1x run), most: horovod "
-                       "(2 workers) (time to target +187%) (per configuration: report.md, Stragglers).")
+                       "least slowed: mpi_ps:adag (2 workers), time to target +10% over its 1x run; most: horovod "
+                       "(2 workers), time to target +187% (per configuration: report.md, Stragglers).")
     plain = build([r for r in records if r["scenario"] is None or r["scenario"]["slowdown"] == 1.0])
     assert not any(t.startswith("Stragglers:") for t in terminal_lines(plain))
 

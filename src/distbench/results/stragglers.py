@@ -254,8 +254,8 @@ def straggler_verdict(lines: Sequence[StragglerLine], target: float | None) -> s
     text = f"Stragglers: with one worker {top:g}x slower, {lead}"
     if len(growth) > 1:
         lo, hi = min(growth), max(growth)
-        text += (f"; least slowed: {lo[1]} ({lo[2]} {100 * lo[0]:+.0f}% over its 1x run), most: {hi[1]} "
-                 f"({hi[2]} {100 * hi[0]:+.0f}%)")
+        text += (f"; least slowed: {lo[1]}, {lo[2]} {100 * lo[0]:+.0f}% over its 1x run; most: {hi[1]}, "
+                 f"{hi[2]} {100 * hi[0]:+.0f}%")
     elif growth:
         text += f"; {growth[0][1]}: {growth[0][2]} {100 * growth[0][0]:+.0f}% over its 1x run"
     return text + " (per configuration: report.md, Stragglers)."
