@@ -162,10 +162,34 @@ def test_measured_rows_next_to_the_prediction_for_their_setting(run_dir):
     assert ps.predicted_epoch_s == pytest.approx(P.predict(0.0275, 4000, 1280, 32, 1e9, 0.0, [2], 12)[0].ps_epoch_s)
 
 
+def test_measured_rows_carry_the_results_tables_speedup_and_leave_stragglers_out(tmp_path):
+    # two epochs: the first holds a warm-up, so the steady speed-up (epoch 2 alone) and the
+    # table's (whole training times) differ; predict must show the table's number as well
+    from distbench.results.records import new_record
+    from distbench.results.stats import summarize
+    from distbench.scenario import Scenario
+
+    def rec(strategy, workers, first, later, scenario=None):
+        return new_record("run", strategy, workers, 0, "ok", scenario=scenario, steps=40, global_batch_size=64,
+                          epochs=2, timings={"train_s": first + later},
+                          curve=[{"epoch": 1, "step": 20, "elapsed_s": first},
+                                 {"epoch": 2, "step": 40, "elapsed_s": first + later}],
+                          workload={"num_parameters": 1000, "sizes": {"train": 1280}})
+    recs = [rec("single", 1, 0.8, 0.1), rec("horovod", 2, 0.3, 0.2),
+            rec("horovod", 2, 3.0, 2.0, scenario=Scenario(worker=1, slowdown=4.0))]
+    (tmp_path / "results.jsonl").write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    (m,) = P.measured_vs_predicted(tmp_path, P.inputs_from_run(tmp_path), 1e9, 0.0)  # the 4x row left out
+    table = next(s.speedup for s in summarize(recs[:2]) if s.strategy == "horovod")
+    assert m.table_speedup == pytest.approx(table) == pytest.approx(0.9 / 0.5)
+    assert m.measured_speedup == pytest.approx(0.1 / 0.2)  # steady-state epochs only
+    assert P.measured_rows([m])[0][-1] == "1.80x" and P.MEASURED_HEADERS[-1] == "table speed-up"
+
+
 def test_cli_predict_takes_the_run_dir_positionally(run_dir):
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--max-workers", "4"])
     assert res.exit_code == 0, res.output
     assert "measured in" in res.output and "measured/predicted" in res.output
+    assert "table speed-up: the results table's" in " ".join(res.output.split())  # the two definitions named
     assert any(ln.split()[:3] == ["horovod", "2", "allreduce"] for ln in res.output.splitlines())
     res = CliRunner().invoke(main, ["predict"])
     assert res.exit_code == 2 and "missing the run directory: give it as RUN_DIR" in res.output

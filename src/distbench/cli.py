@@ -168,7 +168,10 @@ def _run_with_progress(cfg: config_mod.ExperimentConfig, run_dir: Path, resume: 
     from distbench.results.store import read_records
 
     done = {(r.get("config_id"), r.get("repeat")) for r in read_records(run_dir)} if resume else set()
-    strategy_of = {p.key: p.strategy for p in expand(cfg) if (p.config_id, p.repeat) not in done}
+    todo = [p for p in expand(cfg) if (p.config_id, p.repeat) not in done]
+    strategy_of = {p.key: p.strategy for p in todo}
+    label_of = {p.key: p.label + (f", repeat {p.repeat + 1}/{cfg.run.repeats}" if cfg.run.repeats > 1 else "")
+                for p in todo}  # as the table and headline name it
     finished: list[tuple[str, float, float | None]] = []
     state: dict[str, Any] = {"key": None, "start": 0.0, "index": 0}
     stop = threading.Event()
@@ -201,7 +204,7 @@ def _run_with_progress(cfg: config_mod.ExperimentConfig, run_dir: Path, resume: 
         poller.start()
 
         def on_progress(key: str, i: int, n: int, rec: dict[str, Any] | None) -> None:
-            name = prog.display_name(key)
+            name = label_of.get(key, key)
             if rec is None:  # configuration i (0-based) starts
                 state.update(key=key, start=time.monotonic(), index=i)
                 progress.update(task, total=n, completed=i, description=name, counter=f"{i + 1}/{n}")
@@ -231,9 +234,9 @@ def _print_report(records: list[dict[str, Any]], run_dir: Path, formats: tuple[s
     report outputs (``formats``, default all) and optionally TensorBoard scalars into ``run_dir``."""
     from rich.markup import escape
 
-    from distbench.results.report import (FORMATS, NARROW_DROP, SHORT_COLUMNS, STARTUP_NOTE, build, table_columns,
-                                          table_rows, write_report)
-    from distbench.harness.progress import display_name
+    from distbench.results.headline import legend, terminal_lines
+    from distbench.results.report import (FORMATS, NARROW_DROP, SHORT_COLUMNS, build, table_columns, table_rows,
+                                          write_report)
     from distbench.results.terminal import print_fitted
 
     data = build(records)
@@ -243,15 +246,13 @@ def _print_report(records: list[dict[str, Any]], run_dir: Path, formats: tuple[s
                                     left=("strategy", "straggler", "status"))
     if dropped:
         console.print(escape(f"(left out at this width: {', '.join(dropped)}; see report.md)"))
-    console.print(escape("acc, train s, samples/s: median [min-max] over repeats; to target: MLPerf rule; speed-up "
-                         "vs single on the same hardware; eff.: scaling efficiency; temporal: Hermans' temporal "
-                         "efficiency. " + STARTUP_NOTE))
-    for text in [t for h in data.headlines for t in h.sentences] + data.notes:
+    console.print(escape(legend([h for h in headers if h not in dropped])))
+    for text in terminal_lines(data, run_dir if (Path(run_dir) / "results.jsonl").exists() else None):
         console.print("- " + escape(text))
     for s in summaries:
         if s.ok < s.repeats:
             for reason in s.reasons:
-                console.print(f"  {escape(display_name(s.config_id))}: {escape(reason)}")
+                console.print(f"  {escape(s.label)}: {escape(reason)}")
     paths = write_report(records, run_dir, formats or FORMATS, tensorboard=tensorboard)
     main_paths = [str(p) for p in paths if p.suffix != ".png"]
     pngs = [p for p in paths if p.suffix == ".png"]
@@ -373,17 +374,22 @@ def env_cmd(as_json: bool, workers: int, cluster_config: str | None) -> None:
     if as_json:
         click.echo(json.dumps(info, indent=2))
         return
-    p = info["provenance"]
-    click.echo(f"distbench {p['versions'].get('distbench')}  Python {p['python']}  {p['os']}")
-    click.echo(f"host {p['hostname']}: {p['cpu_count']} x {p['cpu_model']}; GPUs: {', '.join(p['gpus']) or 'none'}")
-    click.echo("packages: " + ", ".join(f"{k} {v or '-'}" for k, v in p["versions"].items()))
-    for line in info["builds"]:
-        click.echo(f"build: {line}")
-    click.echo(f"git commit: {p['git_commit']}")
+    import textwrap
+
+    from distbench.results.terminal import hanging, output_width
+
+    p, width = info["provenance"], output_width()
+    lines = [f"distbench {p['versions'].get('distbench')}  Python {p['python']}  {p['os']}",
+             f"host {p['hostname']}: {p['cpu_count']} x {p['cpu_model']}; GPUs: {', '.join(p['gpus']) or 'none'}",
+             "packages: " + ", ".join(f"{k} {v or '-'}" for k, v in p["versions"].items())]
+    lines += [f"build: {line}" for line in info["builds"]] + [f"git commit: {p['git_commit']}"]
+    for line in lines:  # (wrap_text would keep the first line whole: it starts like a command)
+        click.echo(line if width is None else textwrap.fill(line, max(20, width), subsequent_indent="  ",
+                                                              break_long_words=False, break_on_hyphens=False))
     click.echo("\nstrategies:")
     for s in info["strategies"]:
         mark = "available  " if s["available"] else "unavailable"
-        click.echo(f"  {s['name']:<22} {mark} {s['reason']}")
+        click.echo(hanging(s["name"], f"{mark} {s['reason']}".rstrip(), width))
 
 
 @main.command("list")
@@ -515,8 +521,7 @@ def predict(run_dir: str, bandwidth: float | None, latency: float | None, window
                              "batch split over N workers, its window and link rate; steady-state epochs 2..E):"))
         print_fitted(model.MEASURED_HEADERS, model.measured_rows(measured), console, left=("strategy", "scheme"),
                      block_head=3, drop=("measured s/epoch", "predicted s/epoch"))
-        console.print(escape("measured/predicted under 1: the model is optimistic here (per-call framework costs, "
-                             "processes sharing cores)."))
+        console.print(escape(model.MEASURED_LEGEND))
     console.print(escape("first-order model: no contention, stragglers, compute/communication overlap, per-call "
                          "framework costs or topology; trust the shape of scaling, not absolute times (README, "
                          "'distbench predict')"))

@@ -322,7 +322,10 @@ class Measured:
         bandwidth: the emulated link rate it ran on (tc units), or None.
         scheme: ``"allreduce"`` or ``"PS"``.
         measured_epoch_s, predicted_epoch_s: seconds per steady-state epoch (epochs 2..E).
-        measured_speedup, predicted_speedup: single's epoch time / this one's.
+        measured_speedup, predicted_speedup: single's steady-state epoch time / this one's
+            (the first epoch's one-off warm-up excluded, as the model has none).
+        table_speedup: the results table's speed-up of the same configuration (single's
+            median training time / its own, warm-up included), or None without one.
     """
 
     strategy: str
@@ -334,6 +337,7 @@ class Measured:
     predicted_epoch_s: float
     measured_speedup: float
     predicted_speedup: float
+    table_speedup: float | None = None
 
     @property
     def ratio(self) -> float:
@@ -366,24 +370,35 @@ def measured_vs_predicted(run_dir: str | Path, inp: RunInputs, bandwidth_Bps: fl
 
     Returns:
         one :class:`Measured` per (strategy, workers, window, bandwidth), in the run's
-        order; empty when the run has none or no steady-state single epoch time.
+        order, with the results table's speed-up of the same configuration next to the
+        steady-state one; rows with a slowed worker (a straggler sweep) are left out; empty
+        when the run has none or no steady-state single epoch time.
     """
     from distbench.cluster.spec import parse_rate
+    from distbench.results.records import straggler_text
 
-    recs = read_jsonl(Path(run_dir) / "results.jsonl")
+    recs = [r for r in read_jsonl(Path(run_dir) / "results.jsonl") if straggler_text(r.get("scenario")) in ("", "1x")]
     singles = [e for e in (epoch_s(r) for r in recs if r.get("strategy") == "single" and r.get("status") == "ok")
                if e]
     if not singles:
         return []
     single_meas = statistics.median(singles)
     single_pred = inp.n_train / inp.global_batch * inp.step_s
+    def train_s(rs: list[dict[str, Any]]) -> float | None:
+        ts = [(r.get("timings") or {}).get("train_s") for r in rs]
+        return statistics.median([t for t in ts if t]) if any(ts) else None
+
+    single_train = train_s([r for r in recs if r.get("strategy") == "single" and r.get("status") == "ok"])
     groups: dict[tuple[Any, ...], list[float]] = {}
+    members: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for r in recs:
         name = str(r.get("strategy", ""))
         e = epoch_s(r) if r.get("status") == "ok" else None
         if e and (name in ALLREDUCE or name.startswith(PS_FAMILIES)):
             window = (r.get("details") or {}).get("communication_window") if name not in ALLREDUCE else None
-            groups.setdefault((name, int(r["workers"]), window, r.get("bandwidth")), []).append(e)
+            key = (name, int(r["workers"]), window, r.get("bandwidth"))
+            groups.setdefault(key, []).append(e)
+            members.setdefault(key, []).append(r)
     out = []
     for (name, n, window, rate), times in groups.items():
         bits = parse_rate("bandwidth", rate) if rate else None
@@ -394,19 +409,27 @@ def measured_vs_predicted(run_dir: str | Path, inp: RunInputs, bandwidth_Bps: fl
         scheme = "allreduce" if name in ALLREDUCE else "PS"
         pred = p.allreduce_epoch_s if scheme == "allreduce" else p.ps_epoch_s
         meas = statistics.median(times)
-        out.append(Measured(name, n, window, rate, scheme, meas, pred, single_meas / meas, single_pred / pred))
+        own = train_s(members[(name, n, window, rate)])
+        out.append(Measured(name, n, window, rate, scheme, meas, pred, single_meas / meas, single_pred / pred,
+                            single_train / own if single_train and own else None))
     return out
 
 
-MEASURED_HEADERS = ("strategy", "workers", "scheme", "measured s/epoch", "predicted s/epoch", "measured speed-up",
-                    "predicted speed-up", "measured/predicted")
+MEASURED_HEADERS = ("strategy", "workers", "scheme", "measured s/epoch", "predicted s/epoch", "steady speed-up",
+                    "predicted speed-up", "measured/predicted", "table speed-up")
+MEASURED_LEGEND = ("steady speed-up: single's steady-state seconds per epoch / the row's (epochs 2..E, the first "
+                   "epoch's one-off warm-up left out, as the model has none); measured/predicted divides it by the "
+                   "prediction (under 1: the model is optimistic here: per-call framework costs, processes sharing "
+                   "cores); table speed-up: the results table's (single's training time / the row's, warm-up "
+                   "included), so the two differ where the warm-up weighs.")
 
 
 def measured_rows(rows: Sequence[Measured]) -> list[list[str]]:
     """Rows (strings) matching :data:`MEASURED_HEADERS`."""
     return [[m.strategy + (f" (window {m.window})" if m.window else "") + (f" ({m.bandwidth})" if m.bandwidth else ""),
              str(m.workers), m.scheme, _t(m.measured_epoch_s), _t(m.predicted_epoch_s), f"{m.measured_speedup:.2f}x",
-             f"{m.predicted_speedup:.2f}x", f"{m.ratio:.2f}"] for m in rows]
+             f"{m.predicted_speedup:.2f}x", f"{m.ratio:.2f}",
+             f"{m.table_speedup:.2f}x" if m.table_speedup is not None else "-"] for m in rows]
 
 
 def plot(preds: Sequence[Prediction], path: str | Path, title: str = "") -> Path:

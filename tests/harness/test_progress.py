@@ -43,3 +43,32 @@ def test_eta_is_seeded_per_family_then_measured():
     finished.append(("spark_ps:adag", 121.0, 117.0))
     assert P.eta_s(["spark_ps:downpour", "my_plugin"], finished) == pytest.approx(
         121.0 + P.DEFAULT_STARTUP_S + 5.5)
+
+
+def test_progress_lines_name_configurations_as_the_table_does(tmp_path, capsys):
+    """The finished-configuration lines use the label of the table and headline
+    (``spark_ps:adag (2 workers)``), not a mix of the config id and the strategy name."""
+    from distbench import config
+    from distbench.cli import _run_with_progress
+    from distbench.harness.matrix import expand
+    from distbench.results.records import new_record
+    from distbench.scenario import Scenario
+
+    cfg = config.override(config.load(None), run__strategies=["single", "spark_ps:adag"], run__repeats=2)
+    points = expand(cfg)
+
+    def fake_sweep(cfg, run_dir, resume, on_progress):
+        for i, p in enumerate(points):
+            on_progress(p.key, i, len(points), None)
+            rec = new_record("run", p.strategy, p.workers, p.repeat, "ok", final_test_accuracy=0.9,
+                             timings={"train_s": 1.0, "startup_s": 2.0})
+            on_progress(p.key, i + 1, len(points), rec)
+        return []
+
+    _run_with_progress(cfg, tmp_path, False, fake_sweep)
+    err = capsys.readouterr().err
+    assert "[4/4] spark_ps:adag (2 workers), repeat 2/2: ok test acc 0.900, train 1.0 s" in err
+    assert "[1/4] single (1 worker), repeat 1/2: ok" in err and "spark_ps-adag" not in err and "_r0" not in err
+    point = next(p for p in points if p.strategy == "spark_ps:adag")
+    assert point.label == "spark_ps:adag (2 workers)"
+    assert type(point)("horovod", 2, 0, scenario=Scenario(1, 4.0)).label == "horovod (2 workers, w1 4x)"

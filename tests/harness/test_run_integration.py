@@ -44,7 +44,7 @@ def test_single_mirrored_tpu_and_a_crash(tmp_path):
     crash = recs["test_crash"]
     assert crash["status"] == "failed" and "exit code 3" in crash["reason"] and "about to crash" in crash["log_tail"]
     report = (out / "report.md").read_text()
-    assert "| single | 1 | ok |" in report and "`tpu_w2` (unavailable)" in report
+    assert "| single | 1 | ok |" in report and "- tpu (2 workers) (unavailable)" in report
     assert "single" in cp.stdout and "mirrored" in cp.stdout  # the table is printed
     assert re.search(r"^sweep: 4 configuration\(s\) in [\d.]+ s: training [\d.]+ s \(\d+%\)", cp.stdout, re.M)
 

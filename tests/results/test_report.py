@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 
 from distbench.results.records import new_record
-from distbench.results.report import build, render_markdown, write_report
+from distbench.results.report import build, render_markdown, table_rows, write_report
 from distbench.results.notes import warmup_note
 from distbench.results.stats import summarize
 
@@ -44,8 +44,8 @@ def test_markdown_and_csv(tmp_path):
             "not reached (2/3 reached) | 1.00x | 1.00 | 1.00 |") in md
     assert "| mirrored | 2 | 1/2 ok | 0.920 | 5.50 | 4.0 | 10.5 | 2000 | 3.00 | 2.18x | 1.09 | - |" in md
     assert "kept out of speed-up and time to target" in md  # why start-up is not in any speed-up
-    assert "`tpu_w2` (unavailable): no TPU found" in md
-    assert "`mirrored_w2` (failed, ok): worker 1 failed with exit code 3" in md
+    assert "- tpu (2 workers) (unavailable): no TPU found" in md  # named as the table and headline name it
+    assert "- mirrored (2 workers) (failed, ok): worker 1 failed with exit code 3" in md
     paths = write_report(RECORDS, tmp_path)
     assert [p.name for p in paths[:4]] == ["report.md", "summary.csv", "summary.json", "report.html"]
     rows = list(csv.DictReader(open(paths[1])))
@@ -102,11 +102,11 @@ def test_headline_lists_every_tie_and_always_names_the_shortest_training():
             _run("multi_worker_mirrored", 2, 0.867, 1.01), _run("spark_ps:adag", 2, 0.586, 2.16)]
     (h,) = build(recs).headlines
     text = " ".join(h.sentences)
-    assert "No configuration reached the target test accuracy 0.9." in text
+    assert "No configuration reached the target test accuracy 0.9, so none is ranked by time to target" in text
     assert ("Most accurate: single (1 worker), median test accuracy 0.867, tied with mirrored (2 workers), "
             "horovod (2 workers) and multi_worker_mirrored (2 workers), +28.1 points over spark_ps:adag") in text
-    assert "Shortest training time: mirrored (2 workers), 0.44 s (1.75x single), then single (1 worker) at 0.77 s" \
-        in text
+    assert ("Training time alone (secondary: it ignores accuracy): shortest mirrored (2 workers), below target, "
+            "0.44 s (1.75x single), then single (1 worker) at 0.77 s") in text
     assert text.count("from a single run") == 1  # the caveat once per group
     assert [t.config_id for t in h.accurate.ties] == ["mirrored_w2", "horovod_w2", "multi_worker_mirrored_w2"]
 
@@ -115,9 +115,10 @@ def test_headline_says_so_when_single_wins_and_when_all_tie():
     recs = [_run("single", 1, 0.9, 0.5), _run("horovod", 2, 0.9, 0.8), _run("mirrored", 2, 0.9, 0.6)]
     text = " ".join(build(recs).headlines[0].sentences)
     assert "Accuracy: all 3 configurations that ran tie at median test accuracy 0.900." in text
-    assert ("Shortest training time: single (1 worker), 0.50 s; no distributed configuration beat it here: the "
-            "quickest, mirrored (2 workers), took 0.60 s (0.83x single), so on this machine and workload train "
-            "with single") in text
+    assert ("Training time alone (secondary: it ignores accuracy): shortest single (1 worker), 0.50 s; no "
+            "distributed configuration trained faster here: the quickest, mirrored (2 workers), took 0.60 s "
+            "(0.83x single)") in text
+    assert "train with single" not in text  # no verdict from training time: nothing reached the target
 
 
 def test_warmup_note_when_the_first_epoch_dominates():
@@ -127,6 +128,10 @@ def test_warmup_note_when_the_first_epoch_dominates():
     assert note.startswith("Warm-up: the first epoch of single (1 worker) took 0.71 s against 0.06 s for each later one, "
                            "84% of its training time; with 2 epochs")
     assert "about --epochs 98 would bring it under 10%" in note  # 0.65 s warm-up < 10% of 0.71 + 97 x 0.06 s
+    near_zero = [_run("single", 1, 0.9, 0.74)]
+    near_zero[0]["curve"] = _curve(0.9, 0.73, 0.735, 0.74)  # later epochs ~5 ms: ~1,300 epochs would be needed
+    note = warmup_note(near_zero)
+    assert "--epochs" not in note and "over 100" in note and "bigger workload" in note
     steady = [_run("single", 1, 0.9, 2.0)]
     steady[0]["curve"] = _curve(0.9, 0.55, 1.05, 1.55, 2.0)
     assert warmup_note(steady) is None
@@ -144,3 +149,30 @@ def test_ps_notes_explain_a_trailing_row_and_commits_that_never_overlapped():
     ps["details"] = {"staleness": {"median": 1, "max": 3}}
     ps["final_test_accuracy"] = 0.85
     assert not [n for n in build(recs).notes if "spark_ps" in n]  # close enough, and overlapping
+
+
+def test_the_row_that_started_the_shared_spark_engine_is_marked_and_explained():
+    def spark(strategy, startup, finished, log="logs/spark-engine-1.log", status="ok"):
+        r = _ok(strategy, 2, 0, 0.95, 1.0, 1000, 0.5) if status == "ok" else \
+            new_record("run", strategy, 2, 0, status, reason="boom")
+        r["timings"] = {**(r["timings"] or {}), "startup_s": startup}
+        r.update(log=log, finished_unix=finished, details={"spark_session": "shared"} if status == "ok" else {})
+        return r
+    recs = [_ok("single", 1, 0, 0.95, 1.0, 1000, 0.5), spark("spark_ps:adag", 2.5, 200.0),
+            spark("spark_ps:averaging", 23.3, 100.0), spark("spark_ps:easgd", 3.1, 300.0)]
+    d = build(recs)
+    md = render_markdown(recs, data=d)
+    assert "| spark_ps:averaging | 2 | ok | 0.950 | 1.00 | 23.3* |" in md  # it ran first: it paid the start
+    assert "| spark_ps:adag | 2 | ok | 0.950 | 1.00 | 2.5 |" in md
+    from distbench.results.htmlpage import render_html
+
+    assert '<td class="n">23.3*</td>' in render_html(d, []) and '<td class="n">2.5*</td>' not in render_html(d, [])
+    (note,) = [n for n in d.notes if n.startswith("Shared Spark engine")]
+    assert ("the start-up marked * (spark_ps:averaging (2 workers), 23.3 s) includes starting the engine" in note
+            and "reused it started in 2.5-3.1 s" in note and "share_session = false" in note)
+    # an engine whose first configuration failed: nothing ok paid its start; its own engine per row: no note
+    failed_first = recs[:2] + [spark("spark_ps:averaging", 0.0, 50.0, status="failed")]
+    assert "*" not in " ".join(" ".join(row) for row in table_rows(build(failed_first).summaries))
+    own = [r for r in recs if r["strategy"] == "single"] + [{**recs[1], "details": {},
+                                                             "log": "logs/spark_ps-adag_w2_r0.log"}]
+    assert not [n for n in build(own).notes if n.startswith("Shared Spark engine")]

@@ -51,7 +51,8 @@ def test_report_html_renders_in_chromium_with_every_image(tmp_path):
     text = _text(dom)
     for expected in (
         "distbench report", "Runs fixture-a, fixture-b", "14 records",
-        "Hardware A: Fastest to 0.9 test accuracy: spark_ps:adag (2 workers, window 1), 2.00 s",
+        "Hardware A: Fastest to 0.9 test accuracy (the ranking criterion, as in the recommendation): "
+        "spark_ps:adag (2 workers, window 1), 2.00 s",
         "Hardware B: Most accurate: single (1 worker), median test accuracy 0.960",
         "hardware B host beta: 4 x Test CPU B", "Comparison",
         "0.920 [0.900-0.940]", "0.920 ± 0.032", "5.00 [3.00-6.00] · 4/5 reached", "1.71x", "2.50x", "not reached",

@@ -69,12 +69,12 @@ def test_markdown(outputs):
     assert "| mirrored | 2 | B | ok | 0.950 | 8.00 | 2.0 | 11.0 | 1250 | 4.00 | 2.50x | 1.25 | 1.54 |" in md
     assert "- **B**: host beta: 4 x Test CPU B, 16.0 GiB, 1 GPU: GPU 0: Fake GPU" in md
     assert "| single (1 worker) [hw A] | 3 | 0.920 ± 0.032 | 12.00 ± 3.20 | 900 ± 160 |" in md
-    assert ("Hardware A: Fastest to 0.9 test accuracy: spark_ps:adag (2 workers, window 1), 2.00 s "
-            "(MLPerf score over 1 run), 2.50x faster than mirrored (2 workers) (5.00 s); from a single run, "
+    assert ("Hardware A: Fastest to 0.9 test accuracy (the ranking criterion, as in the recommendation): "
+            "spark_ps:adag (2 workers, window 1), 2.00 s (MLPerf score over 1 run), 2.50x faster than mirrored (2 workers) (5.00 s); from a single run, "
             "so run-to-run noise is unknown: use --repeats 3 or more before choosing.") in md
     assert "Hardware B: Most accurate: single (1 worker), median test accuracy 0.960, +1.0 points over" in md
-    assert "`mirrored_w4` (failed): worker 3 failed with exit code 1" in md
-    assert "`tpu_w2` (unavailable): no TPU found" in md
+    assert "- mirrored (4 workers) [hw A] (failed): worker 3 failed with exit code 1" in md
+    assert "- tpu (2 workers) [hw A] (unavailable): no TPU found" in md
     assert "- run `fixture-b` (2 records, hardware B)" in md
     for name in ("accuracy_vs_time", "time_and_accuracy", "throughput_vs_workers", "window_sweep", "staleness"):
         assert f"](plots/{name}.png)" in md

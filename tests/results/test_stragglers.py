@@ -41,7 +41,7 @@ def test_report_outputs_show_the_sweep(tmp_path):
     assert (tmp_path / "plots" / "straggler_sweep.png").stat().st_size > 10_000
     md = (tmp_path / "report.md").read_text()
     assert "| horovod | 2 | w1 4x | ok |" in md and "| single | 1 | - | ok |" in md
-    assert "Fastest to 0.9 test accuracy: single (1 worker)" in md  # leaders are unslowed rows
+    assert "Fastest to 0.9 test accuracy (the ranking criterion, as in the recommendation): single (1 worker)" in md  # leaders are unslowed rows
     rows = {r["config_id"]: r for r in csv.DictReader(open(tmp_path / "summary.csv"))}
     assert rows["horovod_w2_slow4x"]["slowdown"] == "4.0" and rows["horovod_w2_slow4x"]["slow_worker"] == "1"
     assert rows["single_w1"]["slowdown"] == ""

@@ -90,3 +90,28 @@ def test_wrap_text_keeps_bullets_indented_and_commands_whole():
     assert all(len(ln) <= 40 for ln in lines if ln != cmd)
     assert lines[1].startswith("  - word") and lines[2].startswith("    word")  # continuation under the bullet
     assert wrap_text(text, None) == text  # a pipe without COLUMNS: unchanged
+
+
+def test_env_fits_columns_with_reasons_under_their_strategy(monkeypatch):
+    from click.testing import CliRunner
+
+    import distbench.env
+    from distbench.cli import main
+
+    tpu_why = ("no TPU found: TPUClusterResolver has nothing to connect to here (no TPU_NAME, "
+               "KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS, COLAB_TPU_ADDR set, no /dev/accel* or /dev/vfio device)")
+    fake = {"provenance": {"versions": {"distbench": "0.1.0", "tensorflow": "2.21.0", "keras": "3.15.1",
+                                        "numpy": "2.4.6", "horovod": "0.28.1", "pyspark": "4.3.0"},
+                           "python": "3.11.7", "os": "Linux-6.1-x86_64-with-glibc2.36", "hostname": "vm",
+                           "cpu_count": 2, "cpu_model": "Test CPU", "gpus": [], "git_commit": "0123abcd"},
+            "builds": ["Horovod 0.28.1 built against TensorFlow 2.21.0; installed 2.21.0"],
+            "strategies": [{"name": "single", "available": True, "reason": "", "description": ""},
+                           {"name": "tpu", "available": False, "reason": tpu_why, "description": ""}]}
+    monkeypatch.setattr(distbench.env, "report", lambda cfg, workers: fake)
+    res = CliRunner().invoke(main, ["env"], env={"COLUMNS": "60"})
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert max(len(line) for line in lines) <= 60, res.output
+    tpu = lines.index(next(line for line in lines if line.split()[:2] == ["tpu", "unavailable"]))
+    assert " ".join(" ".join(line.split()) for line in lines[tpu:]).startswith("tpu unavailable " + tpu_why)
+    assert "  single                 available" in lines

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from distbench.config import ExperimentConfig
-from distbench.results.records import config_id, record_key
+from distbench.results.records import config_id, config_label, record_key
 from distbench.scenario import Scenario
 from distbench.strategies import registry
 
@@ -32,6 +32,13 @@ class ConfigPoint:
     def key(self) -> str:
         """See :func:`distbench.results.records.record_key`."""
         return record_key(self.config_id, self.repeat)
+
+    @property
+    def label(self) -> str:
+        """The configuration as the reports name it (:func:`~distbench.results.records.config_label`):
+        ``spark_ps:adag (2 workers)``."""
+        return config_label(self.strategy, self.workers, self.window, self.bandwidth,
+                            self.scenario.to_dict() if self.scenario is not None else None)
 
 
 def strategy_names(cfg: ExperimentConfig) -> list[str]:

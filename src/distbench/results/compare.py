@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from distbench.results.report import fmt_spread
-from distbench.results.stats import ConfigSummary, Spread, summarize
+from distbench.results.stats import ConfigSummary, Spread, summarize, workload_fields
 
 COMPARE_COLUMNS = ["configuration", "test acc BASE", "test acc NEW", "Δ acc (points)", "train s BASE",
                    "train s NEW", "Δ time", "verdict"]
@@ -105,11 +105,29 @@ def compare(base: list[dict[str, Any]], new: list[dict[str, Any]]) -> tuple[list
     if hb and hn and hb != hn:
         notes.append("BASE and NEW ran on different hardware: time changes mix the code change and the machine "
                      f"(BASE {', '.join(sorted(hb))}; NEW {', '.join(sorted(hn))}).")
-    wb, wn = {s.workload_key for s in sb}, {s.workload_key for s in sn}
-    if wb and wn and wb != wn:
-        notes.append("BASE and NEW trained different workloads (data, model, epochs, batch or optimizer); "
-                     "compare their numbers with care.")
+    changed = workload_changes(base, new)
+    if changed:
+        notes.append(f"BASE and NEW trained different workloads ({'; '.join(changed)}): their times and accuracies "
+                     "differ by that as well as by any code change.")
     return rows, notes
+
+
+def _values(records: Sequence[dict[str, Any]], name: str) -> str:
+    vals = [v for v in dict.fromkeys(workload_fields(r)[name] for r in records) if v is not None]
+    text = [str(v)[:12] if name == "data fingerprint" else str(v) for v in vals]
+    return "/".join(text) if text else "-"
+
+
+def workload_changes(base: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]]) -> list[str]:
+    """Each workload setting (:func:`~distbench.results.stats.workload_fields`) whose values
+    differ between the two runs, as ``name: BASE value -> NEW value`` (several values of a
+    run joined by ``/``; a data fingerprint cut to 12 characters)."""
+    out = []
+    for name in workload_fields({}):
+        b, n = _values(base, name), _values(new, name)
+        if b != n and base and new:
+            out.append(f"{name}: {b} -> {n}")
+    return out
 
 
 def compare_table(rows: Sequence[CompareRow]) -> list[list[str]]:
@@ -130,19 +148,30 @@ def compare_table(rows: Sequence[CompareRow]) -> list[list[str]]:
 
 def print_comparison(base: list[dict[str, Any]], new: list[dict[str, Any]], base_name: str, new_name: str,
                      console: Any) -> None:
-    """Print the comparison of two runs on a :class:`rich.console.Console` within its width
-    (:func:`~distbench.results.terminal.print_fitted`: a table, or one block per
-    configuration in a narrow terminal; names are never cut), then a legend and notes."""
+    """Print the comparison of two runs on a :class:`rich.console.Console` within its width:
+    first the notes (different hardware; which workload settings differ, ``name: old ->
+    new``), then the configurations of both runs (:func:`~distbench.results.terminal.print_fitted`:
+    a table, or one block per configuration in a narrow terminal; names are never cut), one
+    line per run listing the configurations only it has, and a legend."""
     from rich.markup import escape
 
-    from distbench.results.terminal import print_fitted
+    from distbench.results.terminal import console_for, print_fitted
 
     rows, notes = compare(base, new)
-    console, _ = print_fitted(list(COMPARE_COLUMNS), compare_table(rows), console,
-                              title=f"distbench: BASE {base_name} -> NEW {new_name}",
-                              left=("configuration", "verdict"), block_head=1)
+    for n in notes:  # first: they change how every row reads
+        console_for(None, console).print(f"note: {escape(n)}")
+    both = [r for r in rows if r.base is not None and r.new is not None]
+    if both:
+        console, _ = print_fitted(list(COMPARE_COLUMNS), compare_table(both), console,
+                                  title=f"distbench: BASE {base_name} -> NEW {new_name}",
+                                  left=("configuration", "verdict"), block_head=1)
+    else:
+        console = console_for(None, console)
+        console.print(escape(f"no configuration ran in both BASE {base_name} and NEW {new_name}"))
+    for side, name in (("BASE", base_name), ("NEW", new_name)):
+        only = [r.label for r in rows if (r.new if side == "BASE" else r.base) is None]
+        if only:
+            console.print(escape(f"only in {side} ({name}): {', '.join(only)}"))
     console.print(escape("test acc and train s: median [min-max] over repeats; Δ acc = NEW - BASE median, "
                          "percentage points; Δ time = NEW / BASE median - 1 (negative: faster); verdict compares "
                          "the min-max ranges (changes whose ranges overlap are within run-to-run spread)."))
-    for n in notes:
-        console.print(f"note: {escape(n)}")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import jinja2
 
+from distbench.results.notes import engine_starters
 from distbench.results.report import (STARTUP_NOTE, fmt_mean_ci, fmt_spread, fmt_staleness, fmt_ttt,
                                       has_scenarios, has_staleness, provenance_lines)
 
@@ -90,8 +91,10 @@ def render_html(data: "ReportData", plots: Sequence["Plot"], title: str = "distb
                 "src": "data:image/png;base64," + base64.b64encode(p.png).decode("ascii")} for p in plots]
     best = {h.fastest.summary.config_id + h.hardware.key for h in data.headlines if h.fastest}
     top = {h.accurate.summary.config_id + h.hardware.key for h in data.headlines if h.accurate}
+    engine = engine_starters(data.summaries)  # start-ups that include the shared Spark engine's (marked *)
     rows = [{"s": s, "cls": _row_class(s), "fastest": s.config_id + s.hardware_key in best,
-             "accurate": s.config_id + s.hardware_key in top} for s in data.summaries]
+             "accurate": s.config_id + s.hardware_key in top, "engine": s.config_id in engine}
+            for s in data.summaries]
     failures = []
     for s in data.failures:
         tails = [r.get("log_tail") for r in s.records if r.get("status") != "ok" and r.get("log_tail")]

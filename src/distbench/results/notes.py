@@ -1,7 +1,8 @@
 """Notes under a report's headline about whether its numbers can be read as they stand:
-first-epoch warm-up that dominates a short run (:func:`warmup_note`), and parameter-server
+first-epoch warm-up that dominates a short run (:func:`warmup_note`), parameter-server
 rows that trail the synchronous strategies or whose replicas barely overlapped
-(:func:`ps_notes`)."""
+(:func:`ps_notes`), and a start-up that includes the shared Spark engine's start
+(:func:`engine_start_note`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from distbench.results.stats import ConfigSummary, _points
 
 
 WARMUP_SHARE = 0.2  # share of the training time above which the first-epoch warm-up is reported
+MAX_SUGGESTED_EPOCHS = 100  # a warm-up note never suggests more epochs than this
 
 
 def warmup_share(record: dict[str, Any]) -> tuple[float, float, float] | None:
@@ -49,7 +51,9 @@ def warmup_note(records: Sequence[dict[str, Any]], epochs_share: float = 0.1) ->
     Returns:
         ``None`` when every ok record's warm-up is under :data:`WARMUP_SHARE` of its
         training time; else a sentence naming the worst configuration, its first and later
-        epoch times and an epoch count that would bring the warm-up under ``epochs_share``.
+        epoch times and an epoch count that would bring the warm-up under ``epochs_share``,
+        or, when that count is over :data:`MAX_SUGGESTED_EPOCHS` (later epochs take almost
+        no time), a bigger workload instead.
         Runs of one epoch cannot separate warm-up and get their own sentence.
     """
     ok = [r for r in records if r.get("status") == "ok"]
@@ -64,12 +68,70 @@ def warmup_note(records: Sequence[dict[str, Any]], epochs_share: float = 0.1) ->
     (share, first, later), r = worst
     excess = first - later
     need = (math.ceil(1 + (excess / epochs_share - first) / later) if later > 0 else None)
-    suggestion = f" (about --epochs {need} would bring it under {epochs_share:.0%})" if need else ""
     who = f"{r.get('strategy')} ({r.get('workers')} worker{'s' if r.get('workers') != 1 else ''})"
-    return (f"Warm-up: the first epoch of {who} took {first:.2f} s against {later:.2f} s for "
+    text = (f"Warm-up: the first epoch of {who} took {first:.2f} s against {later:.2f} s for "
             f"each later one, {share:.0%} of its training time; with {r.get('epochs')} epochs the speed-ups "
             f"compare mostly this one-off cost (graph tracing, first collective or server connection), not "
-            f"steady-state training: run more epochs{suggestion}.")
+            f"steady-state training: ")
+    if need is not None and need <= MAX_SUGGESTED_EPOCHS:
+        return text + f"run more epochs (about --epochs {need} would bring it under {epochs_share:.0%})."
+    return text + (f"later epochs are too short for more epochs to wash it out (under {epochs_share:.0%} would take "
+                   f"over {MAX_SUGGESTED_EPOCHS}), so compare on a bigger workload (more data, a larger model or "
+                   "batch) or read the steady-state epoch times (distbench predict RUN_DIR).")
+
+
+def _in_engine(record: dict[str, Any]) -> bool:
+    """True when ``record`` ran in a shared Spark engine: it says so, or (a failed one, whose
+    details may be empty) its log is an engine's (``logs/spark-engine-*.log``)."""
+    log = str(record.get("log") or "")
+    return bool(log) and ((record.get("details") or {}).get("spark_session") == "shared"
+                          or log.rsplit("/", 1)[-1].startswith("spark-engine-"))
+
+
+def engine_starters(summaries: Sequence[ConfigSummary]) -> dict[str, dict[str, Any]]:
+    """The ok records whose start-up includes starting a shared Spark engine.
+
+    ``distbench run`` starts one engine for a sweep's ``spark_ps`` configurations
+    (``[spark] share_session``, the default; records say ``details.spark_session =
+    "shared"``) and they run in it one after another, so the first configuration of each
+    engine (each engine writes its own log, named in the records' ``log``) pays the engine's
+    start (JVM, SparkSession, Python workers) in its start-up; the others reuse it.
+
+    Args:
+        summaries: the report's configurations.
+
+    Returns:
+        ``{config_id: record}`` of the records that started an engine (empty without one).
+    """
+    first: dict[tuple[Any, Any], tuple[float, str, dict[str, Any]]] = {}
+    for s in summaries:
+        for r in s.records:
+            if not _in_engine(r):
+                continue
+            key, when = (r.get("run_id"), r["log"]), float(r.get("finished_unix") or 0.0)
+            if key not in first or when < first[key][0]:
+                first[key] = (when, s.config_id, r)
+    return {cid: r for _, cid, r in first.values() if r.get("status") == "ok"}
+
+
+def engine_start_note(summaries: Sequence[ConfigSummary]) -> str | None:
+    """The footnote of the start-up cells marked ``*``: which row's start-up includes the
+    shared Spark engine's start (:func:`engine_starters`), and what the rows reusing it
+    took; ``None`` when no row does."""
+    starters = engine_starters(summaries)
+    if not starters:
+        return None
+    labels = {s.config_id: s.label for s in summaries}
+    reused = [s.startup_s.median for s in summaries if s.config_id not in starters and s.startup_s.median is not None
+              and any(_in_engine(r) for r in s.records)]
+    who = "; ".join(f"{labels[cid]}, {(r.get('timings') or {}).get('startup_s') or 0:.1f} s"
+                    for cid, r in starters.items())
+    lo, hi = (min(reused), max(reused)) if reused else (0.0, 0.0)
+    rest = (f"; the spark_ps configurations that reused it started in {lo:.1f}" + (f"-{hi:.1f}" if hi > lo else "")
+            + " s" if reused else "")
+    return (f"Shared Spark engine: the start-up marked * ({who}) includes starting the engine (JVM, SparkSession, "
+            f"Python workers) that the sweep's spark_ps configurations share{rest}. [spark] share_session = false "
+            "gives each configuration its own start.")
 
 
 #: Why a parameter-server optimizer may trail the synchronous strategies after few epochs.

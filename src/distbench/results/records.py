@@ -52,6 +52,40 @@ def config_id(strategy: str, workers: int, window: int | None = None, bandwidth:
             + (f"_bw{bandwidth}" if bandwidth else "") + (scenario.suffix if scenario is not None else ""))
 
 
+def straggler_text(scenario: dict[str, Any] | None) -> str:
+    """A straggler scenario (a record's ``scenario``) in a few characters: ``1x`` (the sweep's
+    baseline), ``w1 3x`` (worker 1 three times slower), ``+ jit 0.3`` appended with jitter;
+    ``""`` for None (outside a scenario sweep)."""
+    if scenario is None:
+        return ""
+    slow = scenario.get("slowdown", 1.0)
+    text = "1x" if scenario.get("worker") is None or slow == 1 else f"w{scenario['worker']} {slow:g}x"
+    return text + (f" + jit {scenario['jitter_cv']:g}" if scenario.get("jitter_cv") else "")
+
+
+def config_label(strategy: str, workers: int, window: int | None = None, bandwidth: str | None = None,
+                 scenario: dict[str, Any] | None = None) -> str:
+    """How every output names a configuration: the strategy as ``--strategies`` spells it,
+    then its settings: ``mirrored (2 workers)``, ``spark_ps:adag (2 workers, window 5)``,
+    ``mpi_ps:adag (2 workers, 100mbit links)``, ``horovod (2 workers, w1 3x)``.
+
+    Args:
+        strategy: the strategy name (``spark_ps:adag``).
+        workers: worker count.
+        window: a window sweep's communication window (None outside one).
+        bandwidth: an emulated cluster's link rate (tc units), or None.
+        scenario: the straggler scenario as a record stores it, or None.
+    """
+    parts = [f"{workers} worker{'s' if workers != 1 else ''}"]
+    if window:
+        parts.append(f"window {window}")
+    if bandwidth:
+        parts.append(f"{bandwidth} links")
+    if straggler_text(scenario):
+        parts.append(straggler_text(scenario))
+    return f"{strategy} ({', '.join(parts)})"
+
+
 def record_key(cid: str, repeat: int) -> str:
     """Unique key of one record in a run: ``<config_id>_r<repeat>``."""
     return f"{cid}_r{repeat}"

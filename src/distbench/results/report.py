@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from distbench.results.notes import ps_notes, warmup_note
-from distbench.results.stats import (ConfigSummary, Leader, Spread, describe_workload, fastest_to_target,
-                                     fastest_training,
-                                     hardware_labels, most_accurate, record_groups, summarize, workload_labels)
+from distbench.results.headline import Headline, HardwareInfo, WorkloadInfo, make_headline
+from distbench.results.notes import engine_start_note, engine_starters, ps_notes, warmup_note
+from distbench.results.stats import (ConfigSummary, Leader, Spread, describe_workload, hardware_labels, record_groups,
+                                     summarize, workload_labels)
 
 FORMATS = ("md", "html", "csv", "json")
 
@@ -149,14 +149,18 @@ def table_columns(summaries: Sequence[ConfigSummary]) -> list[str]:
 
 def table_rows(summaries: list[ConfigSummary], target: float | None = None) -> list[list[str]]:
     """Rows of the comparison table (strings), one per configuration, matching
-    :func:`table_columns` (``target`` is accepted for compatibility and unused)."""
+    :func:`table_columns` (``target`` is accepted for compatibility and unused); a start-up
+    that includes the shared Spark engine's start ends with ``*``
+    (:func:`~distbench.results.notes.engine_start_note`)."""
     multi, multi_wl, stale = multi_hardware(summaries), multi_workload(summaries), has_staleness(summaries)
     swept = has_scenarios(summaries)
+    engine = engine_starters(summaries)  # start-up cells that include the shared Spark engine's start
     rows = []
     for s in summaries:
         name = s.strategy + (f" (window {s.window})" if s.window else "") + (f" ({s.bandwidth})" if s.bandwidth else "")
         row = [name, str(s.workers), fmt_status(s), fmt_spread(s.accuracy), fmt_spread(s.train_s, 2),
-               fmt_spread(s.startup_s, 1), fmt_spread(s.total_s, 1), fmt_spread(s.samples_per_s, 0), fmt_ttt(s),
+               fmt_spread(s.startup_s, 1) + ("*" if s.config_id in engine else ""),
+               fmt_spread(s.total_s, 1), fmt_spread(s.samples_per_s, 0), fmt_ttt(s),
                _x(s.speedup), _f(s.scaling_efficiency),
                _f(s.temporal_efficiency)] + ([fmt_staleness(s)] if stale else [])
         extra = ([s.straggler or "-"] if swept else []) + ([s.hardware] if multi else []) + \
@@ -166,37 +170,6 @@ def table_rows(summaries: list[ConfigSummary], target: float | None = None) -> l
 
 
 # ---------------------------------------------------------------------------- the data
-
-@dataclass
-class HardwareInfo:
-    """One hardware key: its letter, key and a one-line description."""
-
-    letter: str
-    key: str
-    description: str
-
-
-@dataclass
-class WorkloadInfo:
-    """One workload key: its number, key and a one-line description."""
-
-    label: str
-    key: str
-    description: str
-
-
-@dataclass
-class Headline:
-    """The summary for one comparable group (hardware x workload): fastest configuration to
-    the target, most accurate one (with its ties) and shortest training time."""
-
-    hardware: HardwareInfo
-    workload: WorkloadInfo
-    fastest: Leader | None
-    accurate: Leader | None
-    sentences: list[str] = field(default_factory=list)
-    quickest: Leader | None = None  # shortest training time, whatever the accuracy
-
 
 @dataclass
 class ReportData:
@@ -249,108 +222,6 @@ def describe_hardware(prov: dict[str, Any]) -> str:
     return f"host {prov.get('hostname')}: " + ", ".join(parts)
 
 
-def _headline(hw: HardwareInfo, wl: WorkloadInfo, subset: list[ConfigSummary], target: float | None,
-              data_multi: tuple[bool, bool]) -> Headline:
-    unslowed = [s for s in subset if s.straggler in ("", "1x")]  # a straggler sweep's slowed rows are not leaders
-    fast, acc = fastest_to_target(unslowed), most_accurate(unslowed)
-    h = Headline(hw, wl, fast, acc)
-    parts = ([f"hardware {hw.letter}"] if data_multi[0] else []) + ([f"workload {wl.label}"] if data_multi[1] else [])
-    prefix = (", ".join(parts) + ": ") if parts else ""
-    prefix = prefix[:1].upper() + prefix[1:]
-    if fast is not None:
-        text = (f"{prefix}Fastest to {target} test accuracy: {fast.summary.label}, {fast.value:.2f} s "
-                f"(MLPerf score over {fast.summary.ttt.runs} run{'s' if fast.summary.ttt.runs != 1 else ''})")
-        if fast.runner_up is not None and fast.runner_up_value:
-            text += (f", {fast.runner_up_value / fast.value:.2f}x faster than {fast.runner_up.label} "
-                     f"({fast.runner_up_value:.2f} s)")
-            text += _noise_note(fast)
-        h.sentences.append(text + ".")
-    elif target is not None and any(s.ok for s in subset):
-        h.sentences.append(f"{prefix}No configuration reached the target test accuracy {target}.")
-    if acc is not None:
-        h.sentences.append(prefix + _accuracy_sentence(acc, subset))
-    quick = fastest_training(subset)
-    h.quickest = quick
-    if quick is not None and quick.runner_up is not None:
-        h.sentences.append(prefix + _training_sentence(quick))
-    once = _SINGLE_RUN_NOTE  # said once per group, after the first sentence that needs it
-    for i, text in enumerate(h.sentences):
-        if once in text and any(once in t for t in h.sentences[:i]):
-            h.sentences[i] = text.replace(once, "")
-    named = {lead.summary.strategy for lead in (fast, acc) if lead is not None}
-    for s in subset:
-        if "collapsed" in s.flags or "diverged" in s.flags:
-            h.sentences.append(prefix + _collapse_sentence(s, subset, target, s.strategy in named))
-    return h
-
-
-def _names(summaries: Sequence[ConfigSummary]) -> str:
-    """``a``, ``a and b``, ``a, b and c`` of the summaries' labels."""
-    labels = [s.label for s in summaries]
-    return labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
-
-
-def _accuracy_sentence(acc: Leader, subset: Sequence[ConfigSummary]) -> str:
-    """The most-accurate sentence: the leader and every configuration tied with it, then the
-    margin over the next one."""
-    if acc.ties and acc.runner_up is None:
-        return (f"Accuracy: all {len(acc.ties) + 1} configurations that ran tie at median test accuracy "
-                f"{acc.value:.3f}.")
-    text = f"Most accurate: {acc.summary.label}, median test accuracy {acc.value:.3f}"
-    if acc.ties:
-        text += f", tied with {_names(acc.ties)}"
-    if acc.runner_up is not None and acc.runner_up_value is not None:
-        text += f", {100 * (acc.value - acc.runner_up_value):+.1f} points over {acc.runner_up.label} " \
-                f"({acc.runner_up_value:.3f})"
-        text += _noise_note(acc)
-    return text + "."
-
-
-def _training_sentence(quick: Leader) -> str:
-    """Shortest training time, and the plain conclusion when ``single`` has it."""
-    s = quick.summary
-    if s.strategy == "single" and quick.runner_up is not None:
-        other = quick.runner_up
-        versus = f" ({other.speedup:.2f}x single)" if other.speedup is not None else ""
-        return (f"Shortest training time: {s.label}, {quick.value:.2f} s; no distributed configuration beat it "
-                f"here: the quickest, {other.label}, took {quick.runner_up_value:.2f} s{versus}, so on this "
-                f"machine and workload train with single{_noise_note(quick)}.")
-    versus = f" ({s.speedup:.2f}x single)" if s.speedup is not None else ""
-    return (f"Shortest training time: {s.label}, {quick.value:.2f} s{versus}, then {quick.runner_up.label} "
-            f"at {quick.runner_up_value:.2f} s{_noise_note(quick)}.")
-
-
-def _collapse_sentence(s: ConfigSummary, subset: Sequence[ConfigSummary], target: float | None,
-                       named: bool) -> str:
-    """One sentence warning that ``s`` collapsed or diverged, with its staleness and the
-    best configuration of the same strategy (``named``: that strategy leads a sentence above)."""
-    how = "diverged" if "diverged" in s.flags else "collapsed"
-    text = f"Caution: {s.label} {how}, median test accuracy {s.accuracy.median:.3f}"
-    if target is not None:
-        text += f" (target {target})"
-    if s.staleness_median is not None:
-        text += f", commit staleness median {s.staleness_median:g}, max {s.staleness_max}"
-    others = sorted((o for o in subset if o is not s and o.strategy == s.strategy and o.accuracy.median is not None),
-                    key=lambda o: -o.accuracy.median)  # type: ignore[operator]
-    if others:
-        text += f", while {others[0].label} reached {others[0].accuracy.median:.3f}"
-    if named:
-        text += f"; {s.strategy} leads above only in its other settings"
-    return text + "."
-
-
-_SINGLE_RUN_NOTE = "; from a single run, so run-to-run noise is unknown: use --repeats 3 or more before choosing"
-
-
-def _noise_note(lead: Any) -> str:
-    """The caveat after a leader sentence: one run gives no spread; overlapping ranges mean noise."""
-    if min(lead.summary.ok, lead.runner_up.ok) < 2:
-        return _SINGLE_RUN_NOTE
-    if lead.overlaps:
-        return "; their ranges over repeats overlap, so the margin is within run-to-run noise"
-    return ""
-
-
 def build(records: list[dict[str, Any]], run_dir: Path | None = None) -> ReportData:
     """Summarise ``records`` into a :class:`ReportData` (statistics, headlines, hardware and
     workload legends, provenance per run, the recommendation of
@@ -372,7 +243,7 @@ def build(records: list[dict[str, Any]], run_dir: Path | None = None) -> ReportD
     workloads = [WorkloadInfo(label, key, describe_workload(first_rec[key])) for key, label in wl_labels.items()]
     target = next((r.get("target_accuracy") for r in records if r.get("target_accuracy")), None)
     multi = (len(hardware) > 1, len(workloads) > 1)
-    headlines = [_headline(hw, wl, subset, target, multi) for hw in hardware for wl in workloads
+    headlines = [make_headline(hw, wl, subset, target, multi) for hw in hardware for wl in workloads
                  for subset in [[s for s in summaries if (s.hardware_key, s.workload_key) == (hw.key, wl.key)]]
                  if subset]
     notes = []
@@ -383,7 +254,8 @@ def build(records: list[dict[str, Any]], run_dir: Path | None = None) -> ReportD
         notes.append("The merged runs used different workloads (column 'workload'); their rows are kept apart "
                      "and compared only with `single` of the same workload.")
     warm = warmup_note(records)
-    notes += ([warm] if warm else []) + ps_notes(summaries)
+    engine = engine_start_note(summaries)
+    notes += ([warm] if warm else []) + ([engine] if engine else []) + ps_notes(summaries)
     prov_groups: "OrderedDict[tuple[str, str], dict[str, Any]]" = OrderedDict()
     for r, (hw, _) in zip(records, groups):
         g = prov_groups.setdefault((str(r.get("run_id", "?")), hw), {
@@ -472,7 +344,7 @@ def render_markdown(records: list[dict[str, Any]], title: str = "distbench repor
         lines += ["", "## Not run or failed", ""]
         for s in d.failures:
             for reason in s.reasons:
-                lines.append(f"- `{s.config_id}` ({', '.join(sorted(set(s.statuses)))}): {reason}")
+                lines.append(f"- {s.label}{d.tag(s)} ({', '.join(sorted(set(s.statuses)))}): {reason}")
     if d.provenance:
         lines += ["", "## Provenance", ""]
         for g in d.provenance:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from distbench.results.provenance import hardware_key
+from distbench.results.records import config_label, straggler_text
 
 Z95 = 1.96  # two-sided 95 % quantile of the standard normal distribution
 
@@ -319,25 +320,13 @@ class ConfigSummary:
     def straggler(self) -> str:
         """The scenario in a few characters: ``1x`` (the sweep's baseline), ``w1 3x`` (worker 1
         three times slower), ``+ jit 0.3`` appended with jitter; ``""`` outside a sweep."""
-        sc = self.scenario
-        if sc is None:
-            return ""
-        slow = sc.get("slowdown", 1.0)
-        text = "1x" if sc.get("worker") is None or slow == 1 else f"w{sc['worker']} {slow:g}x"
-        return text + (f" + jit {sc['jitter_cv']:g}" if sc.get("jitter_cv") else "")
+        return straggler_text(self.scenario)
 
     @property
     def label(self) -> str:
-        """Human name: ``mirrored (2 workers)``, ``spark_ps:adag (2 workers, window 5)``,
-        ``horovod (2 workers, w1 3x)`` under a straggler scenario."""
-        parts = [f"{self.workers} worker{'s' if self.workers != 1 else ''}"]
-        if self.window:
-            parts.append(f"window {self.window}")
-        if self.bandwidth:
-            parts.append(f"{self.bandwidth} links")
-        if self.straggler:
-            parts.append(self.straggler)
-        return f"{self.strategy} ({', '.join(parts)})"
+        """Human name (:func:`config_label`): ``mirrored (2 workers)``, ``spark_ps:adag (2
+        workers, window 5)``, ``horovod (2 workers, w1 3x)`` under a straggler scenario."""
+        return config_label(self.strategy, self.workers, self.window, self.bandwidth, self.scenario)
 
 
 def hardware_labels(records: Sequence[dict[str, Any]]) -> "OrderedDict[str, str]":
@@ -368,11 +357,19 @@ def workload_key(record: dict[str, Any]) -> str | None:
     strategy trained with: linear scaling (lr x replicas) and EAMSGD's own local rate are
     the strategy's rule on the same workload. Records written before that field existed
     fall back to their top-level ``learning_rate``."""
-    w = record.get("workload") or {}
-    vals = [w.get("dataset"), w.get("data_sha256"), w.get("model"), record.get("epochs"),
-            record.get("global_batch_size"), record.get("optimizer"),
-            w.get("learning_rate", record.get("learning_rate")), record.get("lr_scaling")]
+    vals = list(workload_fields(record).values())
     return None if all(v is None for v in vals) else json.dumps(vals)
+
+
+def workload_fields(record: dict[str, Any]) -> dict[str, Any]:
+    """The settings :func:`workload_key` compares, by the name a user knows them by:
+    ``dataset``, ``data fingerprint``, ``model``, ``epochs``, ``global batch``,
+    ``optimizer``, ``learning rate``, ``lr scaling`` (``None`` where the record has none)."""
+    w = record.get("workload") or {}
+    return {"dataset": w.get("dataset"), "data fingerprint": w.get("data_sha256"), "model": w.get("model"),
+            "epochs": record.get("epochs"), "global batch": record.get("global_batch_size"),
+            "optimizer": record.get("optimizer"), "learning rate": w.get("learning_rate", record.get("learning_rate")),
+            "lr scaling": record.get("lr_scaling")}
 
 
 def describe_workload(record: dict[str, Any]) -> str:

@@ -219,3 +219,43 @@ def bound_sentences(lines: Sequence[StragglerLine]) -> list[str]:
             verdict = ""
         out.append(f"{head}; {train}; {ttt}" + (f": {verdict}." if verdict else "."))
     return out
+
+
+def straggler_verdict(lines: Sequence[StragglerLine], target: float | None) -> str | None:
+    """The straggler sweep in one sentence, for the terminal: at the sweep's largest
+    slowdown, the configuration fastest to the target, and whose time (to target when both
+    it and its 1x run reached it, else training time) grew least and most over its 1x run.
+
+    Args:
+        lines: :func:`straggler_lines` of the report.
+        target: the target test accuracy (fraction), or None.
+
+    Returns:
+        the sentence, or None without a line measured against its 1x baseline.
+    """
+    lines = [ln for ln in lines if ln.baseline is not None]
+    if not lines:
+        return None
+    top = max(p.slowdown for ln in lines for p in ln.points)
+    points = [ln.points[-1] for ln in lines if ln.points[-1].slowdown == top]
+    reached = [p.summary for p in points if p.summary.ttt.value is not None]
+    if reached:
+        fast = min(reached, key=lambda s: s.ttt.value)  # type: ignore[arg-type, return-value]
+        lead = f"fastest to {target}: {fast.label}, {fast.ttt.value:.2f} s"
+    else:
+        lead = f"none reached {target}"
+    growth = []
+    for ln, p in ((ln, ln.points[-1]) for ln in lines if ln.points[-1].slowdown == top):
+        b = ln.baseline
+        if p.ttt_growth_s is not None and b is not None and b.ttt.value:
+            growth.append((p.summary.ttt.value / b.ttt.value - 1, ln.label, "time to target"))  # type: ignore[operator]
+        elif p.train_growth_s is not None and b is not None and b.train_s.median:
+            growth.append((p.summary.train_s.median / b.train_s.median - 1, ln.label, "training time"))  # type: ignore
+    text = f"Stragglers: with one worker {top:g}x slower, {lead}"
+    if len(growth) > 1:
+        lo, hi = min(growth), max(growth)
+        text += (f"; least slowed: {lo[1]}, {lo[2]} {100 * lo[0]:+.0f}% over its 1x run; most: {hi[1]}, "
+                 f"{hi[2]} {100 * hi[0]:+.0f}%")
+    elif growth:
+        text += f"; {growth[0][1]}: {growth[0][2]} {100 * growth[0][0]:+.0f}% over its 1x run"
+    return text + " (per configuration: report.md, Stragglers)."

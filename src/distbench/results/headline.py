@@ -1,0 +1,239 @@
+"""The headline under a report's table: which configuration leads, on which criterion.
+
+One criterion ranks the configurations, the one :func:`distbench.results.advice.advise`
+recommends by: the time to the target accuracy (MLPerf's rule), because it counts speed and
+accuracy together. The most accurate configuration and the shortest training time follow
+as facts, the training time labelled as secondary (it ignores accuracy, so a row far below
+the target can have it). When no configuration reached the target nothing is ranked, as
+``advise`` gives no advice then. In a straggler sweep the leaders are picked among the rows
+without a slowed worker, and the sentences say so.
+
+:func:`legend` and :func:`terminal_lines` are what ``distbench run`` and ``distbench report``
+print after the terminal table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from distbench.results.stats import ConfigSummary, Leader, fastest_to_target, fastest_training, most_accurate
+
+
+@dataclass
+class HardwareInfo:
+    """One hardware key: its letter, key and a one-line description."""
+
+    letter: str
+    key: str
+    description: str
+
+
+@dataclass
+class WorkloadInfo:
+    """One workload key: its number, key and a one-line description."""
+
+    label: str
+    key: str
+    description: str
+
+
+@dataclass
+class Headline:
+    """The summary for one comparable group (hardware x workload): fastest configuration to
+    the target, most accurate one (with its ties) and shortest training time."""
+
+    hardware: HardwareInfo
+    workload: WorkloadInfo
+    fastest: Leader | None
+    accurate: Leader | None
+    sentences: list[str] = field(default_factory=list)
+    quickest: Leader | None = None  # shortest training time, whatever the accuracy
+
+
+def unslowed(s: ConfigSummary) -> bool:
+    """True for a configuration without a slowed worker (outside a straggler sweep, or its 1x point)."""
+    return s.straggler in ("", "1x")
+
+
+def rankable(s: ConfigSummary) -> bool:
+    """True for a configuration the ranking by time to target considers: unslowed, and
+    neither collapsed nor diverged (the rows :func:`~distbench.results.advice.advise` ranks)."""
+    return unslowed(s) and not {"collapsed", "diverged"} & set(s.flags)
+
+
+def make_headline(hw: HardwareInfo, wl: WorkloadInfo, subset: list[ConfigSummary], target: float | None,
+                  data_multi: tuple[bool, bool]) -> Headline:
+    """The headline of one (hardware, workload) group (see the module docstring).
+
+    Args:
+        hw, wl: the group's hardware and workload.
+        subset: the group's configurations.
+        target: the target test accuracy (fraction), or None.
+        data_multi: whether the report merges several hardware keys and several workloads
+            (then each sentence names the group).
+
+    Returns:
+        the :class:`Headline` with its sentences in reading order.
+    """
+    base = [s for s in subset if unslowed(s)]
+    slowed = len(subset) - len(base)
+    fast, acc = fastest_to_target([s for s in base if rankable(s)]), most_accurate(base)
+    quick = fastest_training(base)
+    h = Headline(hw, wl, fast, acc, quickest=quick)
+    parts = ([f"hardware {hw.letter}"] if data_multi[0] else []) + ([f"workload {wl.label}"] if data_multi[1] else [])
+    prefix = (", ".join(parts) + ": ") if parts else ""
+    prefix = prefix[:1].upper() + prefix[1:]
+    if slowed and base:
+        h.sentences.append(f"{prefix}Leaders among the {len(base)} configuration{'s' if len(base) != 1 else ''} "
+                           f"without a slowed worker; the {slowed} with one are judged against their 1x runs "
+                           "(Stragglers).")
+    if fast is not None:
+        text = (f"{prefix}Fastest to {target} test accuracy (the ranking criterion, as in the recommendation): "
+                f"{fast.summary.label}, {fast.value:.2f} s (MLPerf score over "
+                f"{fast.summary.ttt.runs} run{'s' if fast.summary.ttt.runs != 1 else ''})")
+        if fast.runner_up is not None and fast.runner_up_value:
+            text += (f", {fast.runner_up_value / fast.value:.2f}x faster than {fast.runner_up.label} "
+                     f"({fast.runner_up_value:.2f} s)")
+            text += _noise_note(fast)
+        h.sentences.append(text + ".")
+    elif target is not None and any(s.ok for s in subset):
+        h.sentences.append(f"{prefix}No configuration reached the target test accuracy {target}, so none is ranked "
+                           "by time to target (distbench advise prints the run that would).")
+    if acc is not None:
+        h.sentences.append(prefix + _accuracy_sentence(acc, slowed > 0))
+    if quick is not None and quick.runner_up is not None:
+        h.sentences.append(prefix + _training_sentence(quick))
+    once = _SINGLE_RUN_NOTE  # said once per group, after the first sentence that needs it
+    for i, text in enumerate(h.sentences):
+        if once in text and any(once in t for t in h.sentences[:i]):
+            h.sentences[i] = text.replace(once, "")
+    named = {lead.summary.strategy for lead in (fast, acc) if lead is not None}
+    for s in subset:
+        if "collapsed" in s.flags or "diverged" in s.flags:
+            h.sentences.append(prefix + _collapse_sentence(s, subset, target, s.strategy in named))
+    return h
+
+
+def _names(summaries: Sequence[ConfigSummary]) -> str:
+    """``a``, ``a and b``, ``a, b and c`` of the summaries' labels."""
+    labels = [s.label for s in summaries]
+    return labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
+
+
+def _accuracy_sentence(acc: Leader, among_unslowed: bool) -> str:
+    """The most-accurate sentence: the leader and every configuration tied with it, then the
+    margin over the next one (``among_unslowed``: a straggler sweep, whose slowed rows are
+    not counted)."""
+    if acc.ties and acc.runner_up is None:
+        which = "without a slowed worker" if among_unslowed else "that ran"
+        return (f"Accuracy: all {len(acc.ties) + 1} configurations {which} tie at median test accuracy "
+                f"{acc.value:.3f}.")
+    text = f"Most accurate: {acc.summary.label}, median test accuracy {acc.value:.3f}"
+    if acc.ties:
+        text += f", tied with {_names(acc.ties)}"
+    if acc.runner_up is not None and acc.runner_up_value is not None:
+        text += f", {100 * (acc.value - acc.runner_up_value):+.1f} points over {acc.runner_up.label} " \
+                f"({acc.runner_up_value:.3f})"
+        text += _noise_note(acc)
+    return text + "."
+
+
+def _training_sentence(quick: Leader) -> str:
+    """Shortest training time, labelled as secondary: it ignores accuracy."""
+    s = quick.summary
+    below = ", below target" if "below target" in s.flags else ""
+    head = f"Training time alone (secondary: it ignores accuracy): shortest {s.label}{below}, {quick.value:.2f} s"
+    if s.strategy == "single" and quick.runner_up is not None:
+        other = quick.runner_up
+        versus = f" ({other.speedup:.2f}x single)" if other.speedup is not None else ""
+        return (f"{head}; no distributed configuration trained faster here: the quickest, {other.label}, took "
+                f"{quick.runner_up_value:.2f} s{versus}{_noise_note(quick)}.")
+    versus = f" ({s.speedup:.2f}x single)" if s.speedup is not None else ""
+    return f"{head}{versus}, then {quick.runner_up.label} at {quick.runner_up_value:.2f} s{_noise_note(quick)}."
+
+
+def _collapse_sentence(s: ConfigSummary, subset: Sequence[ConfigSummary], target: float | None,
+                       named: bool) -> str:
+    """One sentence warning that ``s`` collapsed or diverged, with its staleness and the
+    best configuration of the same strategy (``named``: that strategy leads a sentence above)."""
+    how = "diverged" if "diverged" in s.flags else "collapsed"
+    text = f"Caution: {s.label} {how}, median test accuracy {s.accuracy.median:.3f}"
+    if target is not None:
+        text += f" (target {target})"
+    if s.staleness_median is not None:
+        text += f", commit staleness median {s.staleness_median:g}, max {s.staleness_max}"
+    others = sorted((o for o in subset if o is not s and o.strategy == s.strategy and o.accuracy.median is not None),
+                    key=lambda o: -o.accuracy.median)  # type: ignore[operator]
+    if others:
+        text += f", while {others[0].label} reached {others[0].accuracy.median:.3f}"
+    if named:
+        text += f"; {s.strategy} leads above only in its other settings"
+    return text + "."
+
+
+_SINGLE_RUN_NOTE = "; from a single run, so run-to-run noise is unknown: use --repeats 3 or more before choosing"
+
+
+def _noise_note(lead: Any) -> str:
+    """The caveat after a leader sentence: one run gives no spread; overlapping ranges mean noise."""
+    if min(lead.summary.ok, lead.runner_up.ok) < 2:
+        return _SINGLE_RUN_NOTE
+    if lead.overlaps:
+        return "; their ranges over repeats overlap, so the margin is within run-to-run noise"
+    return ""
+
+
+#: What each terminal-table column means, by its short header (the spread columns aside).
+LEGEND = (("to target s", "to target: MLPerf rule"),
+          ("speed-up", "speed-up: single's train s / the row's, same hardware"),
+          ("eff.", "eff.: scaling efficiency (speed-up / workers)"),
+          ("temporal", "temporal: Hermans' temporal efficiency (> 1: more accuracy sooner than single)"),
+          ("stale", "stale: commit staleness median/max"))
+SPREAD_COLUMNS = ("test acc", "train s", "samples/s")  # median [min-max] over repeats
+TIMED = (("start-up s", "start-up s (spawn to the first training step: processes, framework, cluster)"),
+         ("total s", "total s (spawn to the end of training)"))
+
+
+def legend(headers: Sequence[str]) -> str:
+    """The legend of a terminal table showing ``headers`` (short headers, see
+    :data:`~distbench.results.report.SHORT_COLUMNS`): only the columns it shows.
+
+    Args:
+        headers: the headers printed (a table's columns, or every header in block layout).
+
+    Returns:
+        one paragraph; ``""`` when no column needs explaining.
+    """
+    spread = [h for h in SPREAD_COLUMNS if h in headers]
+    parts = ([", ".join(spread) + ": median [min-max] over repeats"] if spread else []) + \
+        [text for h, text in LEGEND if h in headers]
+    text = "; ".join(parts) + ("." if parts else "")
+    timed = [desc for h, desc in TIMED if h in headers]
+    if timed:
+        cols = " and ".join(timed)
+        text += ((" " if text else "") + cols[:1].upper() + cols[1:] + (" are" if len(timed) > 1 else " is") +
+                 " kept out of speed-up and time to target: a fixed cost per run that does not grow with the epochs.")
+    return text
+
+
+def terminal_lines(data: Any, run_dir: Any = None) -> list[str]:
+    """The sentences printed under the terminal table, in order: the headline, the
+    recommendation of :func:`~distbench.results.advice.advise` (one line, the same
+    criterion), the straggler verdict, then the notes.
+
+    Args:
+        data: the :class:`~distbench.results.report.ReportData`.
+        run_dir: the run directory, named in the ``distbench advise`` command (None: ``RUN_DIR``).
+
+    Returns:
+        sentences, without bullets.
+    """
+    from distbench.results.stragglers import straggler_verdict
+
+    out = [t for h in data.headlines for t in h.sentences]
+    if data.advice is not None and data.advice.verdict != "unavailable":
+        out.append(f"Recommendation (distbench advise {run_dir or 'RUN_DIR'} for the reasons): "
+                   f"{data.advice.headline}")
+    verdict = straggler_verdict(data.stragglers, data.target)
+    return out + ([verdict] if verdict else []) + list(data.notes)
