@@ -19,9 +19,10 @@ and the replicas poll for it every :data:`IDLE_POLL_S` seconds (a blocking MPI b
 would spin a core each).
 
 Parent and engine: :mod:`distbench.harness.shared_engine`. Requests and replies go
-through two named pipes in a private temporary directory (``mpirun`` passes its ranks no
-other descriptors); rank 0 reads the requests and broadcasts each to the other ranks
-(its length, then its bytes: no pickle). ``mpirun``'s output goes to
+through two named pipes (``mpirun`` passes its ranks no other descriptors) in
+``logs/mpi-engine-<n>/``, removed when the engine ends; rank 0 reads the requests and
+broadcasts each to the other ranks (its length, then its bytes: no pickle). ``mpirun``'s
+output goes to
 ``logs/mpi-engine-<n>.log``; while a configuration runs, each rank's stdout and stderr go
 to ``logs/<key>/ranks/1/rank.<r>/stdout|stderr``, where a separate ``mpirun
 --output-filename`` would put them. A replica rank that fails exits 1 and ``mpirun`` ends
@@ -37,10 +38,8 @@ import contextlib
 import functools
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import traceback
 from pathlib import Path
@@ -94,15 +93,17 @@ class SharedMPIEngine(SharedEngine):
         self._timeout_s = 0.0
 
     def _spawn(self, log: IO[bytes]) -> None:
-        """Make the two named pipes (the parent holds both ends open: a write never blocks
-        and a read never sees end-of-file), then start ``mpirun`` in its own session."""
-        self._dir = Path(tempfile.mkdtemp(prefix="distbench-mpi-engine-"))
-        req, rep = self._dir / "requests", self._dir / "replies"
+        """Make the two named pipes in ``mpirun``'s output directory next to the log (the
+        parent holds both ends open: a write never blocks and a read never sees
+        end-of-file), then start ``mpirun`` in its own session."""
+        self._dir = self.log.with_suffix("")
+        self._dir.mkdir(parents=True, exist_ok=True)
+        req, rep = self._dir / "requests.fifo", self._dir / "replies.fifo"
         os.mkfifo(req, 0o600)
         os.mkfifo(rep, 0o600)
         self._requests = os.fdopen(os.open(req, os.O_RDWR), "wb")
         self._reply = os.open(rep, os.O_RDWR | os.O_NONBLOCK)
-        argv, env = mpirun_engine_command(self.ranks, self.run_dir, req, rep, self.log.with_suffix(""), sys.executable)
+        argv, env = mpirun_engine_command(self.ranks, self.run_dir, req, rep, self._dir, sys.executable)
         self.proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                      start_new_session=True, preexec_fn=process._die_with_parent)
 
@@ -125,10 +126,10 @@ class SharedMPIEngine(SharedEngine):
         return err.reason, err.failed_process
 
     def _cleanup(self) -> None:
-        """Remove the named pipes' directory."""
-        if self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
-            self._dir = None
+        """Remove the named pipes (the rank logs stay)."""
+        for name in ("requests.fifo", "replies.fifo"):
+            if self._dir is not None:
+                (self._dir / name).unlink(missing_ok=True)
 
 
 @contextlib.contextmanager
