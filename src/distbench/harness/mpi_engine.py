@@ -62,7 +62,7 @@ def ranks_dir(run_dir: Path, key: str) -> Path:
 
 
 def mpirun_engine_command(ranks: int, run_dir: Path, requests: Path, replies: Path, output_dir: Path,
-                   python: str, base_env: dict[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
+                          python: str, base_env: dict[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
     """``mpirun`` with ``ranks`` ranks on this machine running the engine's ranks
     (``distbench worker mpi-ps-engine --run-dir DIR --requests FIFO --replies FIFO``).
 
@@ -90,7 +90,6 @@ class SharedMPIEngine(SharedEngine):
         super().__init__(run_dir, log)
         self.ranks = ranks
         self._dir: Path | None = None
-        self._timeout_s = 0.0
 
     def _spawn(self, log: IO[bytes]) -> None:
         """Make the two named pipes in ``mpirun``'s output directory next to the log (the
@@ -107,12 +106,6 @@ class SharedMPIEngine(SharedEngine):
         self.proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                      start_new_session=True, preexec_fn=process._die_with_parent)
 
-    def run(self, key: str, strategy: str, workers: int, window: int | None, spawn_unix: float,
-            timeout_s: float, scenario: Any = None) -> Any:
-        """See :meth:`SharedEngine.run` (the timeout also bounds the failure report)."""
-        self._timeout_s = timeout_s
-        return super().run(key, strategy, workers, window, spawn_unix, timeout_s, scenario)
-
     def describe_death(self, rc: int | None, key: str) -> tuple[str, str | None]:
         """The rank ``mpirun`` saw fail, how, and its last error (from the configuration's
         rank logs); else how ``mpirun`` itself ended."""
@@ -122,7 +115,7 @@ class SharedMPIEngine(SharedEngine):
         if rc is None or found is None or found.rank is None:
             return super().describe_death(rc, key)
         group = process.GroupResult(False, False, 0.0, process.ProcResult("mpirun", rc, self.log))
-        err = failure_error("mpirun", group, self.log, ranks_dir(self.run_dir, key), self._timeout_s)
+        err = failure_error("mpirun", group, self.log, ranks_dir(self.run_dir, key), timeout_s=0.0)  # (no timeout)
         return err.reason, err.failed_process
 
     def _cleanup(self) -> None:
