@@ -1,8 +1,8 @@
 """One ``mpirun`` job shared by a sweep's ``mpi_ps`` configurations.
 
 Starting an ``mpi_ps`` configuration costs an ``mpirun`` and N+1 Python processes that
-import TensorFlow before the first replica steps (about 6 s of a configuration that
-trains for 1-2 s on the default workload). With ``[mpi] share_engine = true`` (the
+import TensorFlow before the first replica steps: seconds, for configurations that train
+for 1-5 s on the default workload. With ``[mpi] share_engine = true`` (the
 default) ``distbench run`` starts one ``mpirun -np N+1`` per (ranks, threads per rank)
 whose ranks (``distbench worker mpi-ps-engine``) stay up between configurations and run
 the sweep's ``mpi_ps`` configurations one after another, each exactly as
