@@ -125,3 +125,5 @@ def test_sweep_startup_quick(tmp_path, request):
     run_quick("sweep_startup.py", out, timeout=1200)
     s = section(out, "sweep_startup")
     assert "| separate |" in s and "| shared |" in s and "one hash in every record of both modes" in s
+    same = s.split("identical for", 1)[1].split(";")[0]  # the synchronous optimizers on both shared engines
+    assert "spark_ps:easgd" in same and "mpi_ps:easgd" in same and "mpi_ps:averaging" in same

@@ -13,6 +13,13 @@ from distbench.config import ConfigError
 def test_default_is_valid():
     cfg = config.load(None)
     assert cfg.data.name == "digits" and cfg.run.workers == [2] and cfg.run.strategies == ["all"]
+    assert cfg.spark.share_session and cfg.mpi.share_engine  # the sweep's engines are shared by default
+
+
+def test_mpi_share_engine_can_be_turned_off(tmp_path):
+    p = tmp_path / "c.toml"
+    p.write_text("[mpi]\nshare_engine = false\n")
+    assert config.load(p).mpi.share_engine is False
 
 
 def test_toml_file_roundtrip(tmp_path):
@@ -30,6 +37,8 @@ def test_toml_file_roundtrip(tmp_path):
     ('[ps]\nwindows = [1, 0]\n', "ps.windows[1] = 0: must be >= 1"),
     ('[spark]\nconf = { "spark.x" = [1, 2] }\n', "spark.conf.spark.x = [1, 2]: expected a string"),
     ('[run]\nworkers = [0]\n', "run.workers = 0"),
+    ('[mpi]\nshare_engine = "no"\n', "mpi.share_engine = 'no': expected"),
+    ('[mpi]\nshare_sesion = false\n', "unknown key 'mpi.share_sesion'"),
     ('[run]\nworkers = 2\n', "run.workers = 2: expected a list"),
     ('[training]\nglobal_batch_size = 2\n[run]\nworkers = [4]\n', "smaller than run.workers = 4"),
     ('[training]\nglobal_batch_size = 10\n[run]\nworkers = [4]\n', "not divisible by run.workers = 4"),

@@ -1,7 +1,7 @@
 """Experiment configuration: TOML -> validated dataclasses, with clear errors.
 
 A config file has the sections ``[data]``, ``[model]``, ``[training]``, ``[run]``,
-``[ps]``, ``[tf]``, ``[spark]``, ``[cluster]`` and ``[scenario]`` (straggler scenarios,
+``[ps]``, ``[tf]``, ``[spark]``, ``[mpi]``, ``[cluster]`` and ``[scenario]`` (straggler scenarios,
 :mod:`distbench.scenario`); every key is optional and falls back to the default below
 (the embedded default experiment: digits, a small MLP, every strategy available here,
 2 workers). Unknown sections or keys and values of the wrong type or out of range
@@ -276,6 +276,20 @@ class SparkConfig:
     share_session: bool = True
 
 
+@dataclass
+class MPIConfig:
+    """Settings of the ``mpi_ps`` strategies' MPI launch.
+
+    Attributes:
+        share_engine: ``distbench run`` runs the sweep's ``mpi_ps`` configurations on one
+            ``mpirun`` job whose ranks stay up between them (one per rank count and thread
+            count, :mod:`distbench.harness.mpi_engine`); false = a new ``mpirun`` per
+            configuration. Only on this machine (not under ``[cluster]``).
+    """
+
+    share_engine: bool = True
+
+
 RATE_FORM = re.compile(r"([0-9]+(?:\.[0-9]+)?)(bit|kbit|mbit|gbit)", re.IGNORECASE)
 RATE_UNITS = {"bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9}
 UNLIMITED = "unlimited"
@@ -364,6 +378,7 @@ class ExperimentConfig:
     run: RunConfig = field(default_factory=RunConfig)
     ps: PSConfig = field(default_factory=PSConfig)
     spark: SparkConfig = field(default_factory=SparkConfig)
+    mpi: MPIConfig = field(default_factory=MPIConfig)
     tf: TFConfig = field(default_factory=TFConfig)
     scenario: ScenarioConfig = field(default_factory=ScenarioConfig)
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
@@ -598,6 +613,7 @@ SECTIONS = {
     "run": RunConfig,
     "ps": PSConfig,
     "spark": SparkConfig,
+    "mpi": MPIConfig,
     "tf": TFConfig,
     "scenario": ScenarioConfig,
     "cluster": ClusterConfig,

@@ -163,3 +163,37 @@ def test_last_error_line_is_clipped_not_cut():
     line = "ValueError: " + "bad value. " * 60
     out = last_error_line("noise\n" + line)
     assert len(out) <= 400 and out.endswith("bad value. [...]")
+
+
+def test_kill_session_reaches_processes_in_other_process_groups(tmp_path):
+    """mpirun puts each rank in a process group of its own: killing the session kills them."""
+    from distbench.launch.process import kill_session
+
+    pidfile = tmp_path / "gc"
+    code = ("import os,subprocess,sys,time;"
+            "p=subprocess.Popen([sys.executable,'-c','import time; time.sleep(60)'], process_group=0);"
+            f"open({str(pidfile)!r},'w').write(str(p.pid)); time.sleep(60)")
+    leader = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not (pidfile.exists() and pidfile.read_text()):
+            assert time.monotonic() < deadline, "the grandchild never started"
+            time.sleep(0.05)
+        grandchild = int(pidfile.read_text())
+        assert os.getpgid(grandchild) != leader.pid and os.getsid(grandchild) == leader.pid
+        assert sorted(kill_session(leader.pid)) == sorted([leader.pid, grandchild])
+        assert leader.wait(10) == -signal.SIGKILL
+        time.sleep(0.2)
+        assert not _running(grandchild)  # (orphaned, it may stay a zombie until init reaps it)
+        assert kill_session(os.getsid(0)) == []  # never the caller's own session
+    finally:
+        leader.kill()
+        leader.wait()
+
+
+def _running(pid: int) -> bool:
+    """The process exists and is not a zombie."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

@@ -7,7 +7,9 @@ configuration, ``python -m distbench worker config ...`` (:func:`child_main`) in
 process group; the child loads the workload and calls the strategy's ``launch``, which
 trains in the child or starts more processes. The child saves a
 :class:`~distbench.training.TrainOutput` in ``<run_dir>/artifacts/<key>/``; the parent
-evaluates it (:mod:`distbench.harness.evaluate`) and writes the record.
+evaluates it (:mod:`distbench.harness.evaluate`) and writes the record. The ``spark_ps``
+and ``mpi_ps`` configurations go to one engine shared by the sweep instead
+(:mod:`distbench.harness.shared_engine`), which leaves the same result.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any, Callable, Iterator
 from distbench.text import clip
 from distbench.config import ConfigError, ExperimentConfig, from_dict
 from distbench.harness.evaluate import Evaluator
+from distbench.harness.shared_engine import close_engines, engine_for
 from distbench.harness.matrix import ConfigPoint, expand
 from distbench.results import provenance
 from distbench.results.records import Status, new_record
@@ -227,7 +230,8 @@ def _no_timings(total_s: float | None) -> dict[str, float | None]:
 
 def run_point(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[str, Any],
               evaluator: Callable[[], Evaluator]) -> dict[str, Any]:
-    """Run one configuration in a fresh child process and return its record."""
+    """Run one configuration in a fresh child process, or on the sweep's shared engine
+    (:func:`~distbench.harness.shared_engine.engine_for`), and return its record."""
     cfg = workload.config
     run_dir = workload.run_dir
     strat = registry.get(point.strategy)
@@ -240,12 +244,14 @@ def run_point(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[st
             if f.is_file():
                 f.unlink()
     spawn = time.time()
-    engine = shared_spark_engine(workload, point)
+    engine = engine_for(workload, point)
+    failed_process = None
     if engine is not None:
         log = engine.log
         done = engine.run(point.key, point.strategy, point.workers, point.window, spawn, cfg.run.timeout_s,
                           point.scenario)
         timed_out, exited_ok, why, elapsed = done.timed_out, done.ok, done.reason, done.elapsed_s
+        failed_process = done.failed_process
     else:
         log = run_dir / "logs" / f"{point.key}.log"
         argv, env = commands.config_child_command(run_dir, point.key, point.strategy, point.workers, spawn,
@@ -264,45 +270,11 @@ def run_point(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[st
     if res is not None and res.status == Status.UNAVAILABLE:
         return make_record(workload, point, run_id, prov, Status.UNAVAILABLE, reason=res.reason)
     if res is None or res.status != Status.OK or not exited_ok:
-        res = res or ChildResult(Status.FAILED)
+        res = res or ChildResult(Status.FAILED, failed_process=failed_process)
         reason = res.reason or why or "no result written"
         return make_record(workload, point, run_id, prov, Status.FAILED, reason=reason, log_tail=tail, log=log_name,
                            failed_process=res.failed_process, details=res.details, timings=_no_timings(elapsed))
     return ok_record(workload, point, run_id, prov, res.output, evaluator(), elapsed, spawn, log=log_name)
-
-
-_ENGINES: dict[tuple[str, int], Any] = {}
-"""The sweep's shared Spark engines by (master, threads per replica); at most one runs."""
-
-
-def shared_spark_engine(workload: Workload, point: ConfigPoint) -> Any:
-    """The running shared Spark engine for ``point`` (started when needed), or None when
-    ``point`` runs in its own child process: not a ``spark_ps`` strategy, ``[spark]
-    share_session = false``, or a cluster (``[cluster]``: each configuration its own
-    placement). Starting an engine for a new (master, threads) key stops the previous one.
-    """
-    from distbench.harness.spark_engine import SharedSparkEngine
-    from distbench.training.loop import threads_per_process
-
-    cfg = workload.config
-    if (not cfg.spark.share_session or registry.family_of(point.strategy) != "spark_ps"
-            or not Placement.from_config(cfg.cluster).is_local):
-        return None
-    key = (cfg.spark.master or f"local[{point.workers}]", threads_per_process(cfg.training.threads, point.workers))
-    engine = _ENGINES.get(key)
-    if engine is not None and engine.alive:
-        return engine
-    close_spark_engines()
-    engine = _ENGINES[key] = SharedSparkEngine(workload.run_dir, key[0], workload.run_dir / "logs" /
-                                               f"spark-engine-{time.strftime('%H%M%S')}-{os.getpid()}.log").start()
-    return engine
-
-
-def close_spark_engines() -> None:
-    """Stop every shared Spark engine of this sweep (each stops its session, then is killed
-    if it lingers)."""
-    while _ENGINES:
-        _ENGINES.popitem()[1].close()
 
 
 def ok_record(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[str, Any], out: TrainOutput,
@@ -432,7 +404,7 @@ def run_sweep(cfg: ExperimentConfig, run_dir: Path, resume: bool = False,
         return cached[0]
 
     with emulated_cluster(cfg) as cluster, contextlib.ExitStack() as stack:
-        stack.callback(close_spark_engines)
+        stack.callback(close_engines)
         for i, point in enumerate(todo):
             if on_progress:
                 on_progress(point.key, i, len(todo), None)
@@ -487,25 +459,52 @@ def child_main(run_dir: Path, key: str, strategy: str, workers: int, window: int
     marks = {"child_start_unix": time.time()}
     process.install_cleanup_handler()
     art = artifacts_dir(run_dir, key)
-    art.mkdir(parents=True, exist_ok=True)  # the strategy may write there (LaunchContext.artifacts_dir)
-    try:
+
+    def train() -> TrainOutput:
         workload = Workload.load(run_dir)
         marks["workload_unix"] = time.time()
         ctx = LaunchContext(workload, run_dir, key, workers, art, run_dir / "logs" / key,
                             workload.config.run.timeout_s, window, scenario=scenario,
                             placement=Placement.from_config(workload.config.cluster))
-        out = registry.get(strategy).launch(ctx)
+        return registry.get(strategy).launch(ctx)
+
+    return 0 if run_configuration(art, marks, train) else 1
+
+
+def run_configuration(art: Path, marks: dict[str, float], train: Callable[[], TrainOutput],
+                      extra: dict[str, Any] | None = None) -> bool:
+    """Run one configuration's training in this process and leave its result in ``art``
+    (:func:`~distbench.training.output.write_child_result`), as the per-configuration
+    child and the shared engines (:mod:`distbench.harness.shared_engine`) do.
+
+    Args:
+        art: the configuration's artifacts directory (created; the strategy may write there).
+        marks: the phase timestamps so far (``child_start_unix``, ``workload_unix``, which
+            ``train`` may set); ``launch_end_unix`` is added and they go into the output's
+            ``extra`` under :data:`PHASE_MARKS`.
+        train: trains and returns the output.
+        extra: more ``extra`` fields of the output (``{"mpi_engine": "shared"}``).
+
+    Returns:
+        False when it failed: any exception but
+        :class:`~distbench.strategies.base.StrategyUnavailable` (recorded ``unavailable``)
+        is recorded ``failed`` with :func:`failure_reason`, the traceback on stderr.
+    """
+    art.mkdir(parents=True, exist_ok=True)
+    try:
+        out = train()
         marks["launch_end_unix"] = time.time()
         out.extra[PHASE_MARKS] = marks
+        out.extra.update(extra or {})
         write_child_result(art, Status.OK, out)
-        return 0
+        return True
     except StrategyUnavailable as e:
         write_child_result(art, Status.UNAVAILABLE, reason=str(e))
-        return 0
+        return True
     except Exception as e:  # recorded as failed, with the traceback in the log
         traceback.print_exc()
         failed = e if isinstance(e, TrainingFailed) else None
         write_child_result(art, Status.FAILED, reason=failure_reason(e),
                            failed_process=failed.failed_process if failed else None,
                            details=failed.details if failed else None)
-        return 1
+        return False

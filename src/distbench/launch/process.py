@@ -160,6 +160,29 @@ def terminate_groups(pids: list[int], grace_s: float = GRACE_S) -> None:
         _live_groups.discard(pid)
 
 
+def kill_session(sid: int) -> list[int]:
+    """SIGKILL every process of session ``sid`` (a process started with
+    ``start_new_session=True`` leads the session of its pid): ``mpirun`` puts each rank in a
+    process group of its own, so killing its group does not reach a rank that outlived it.
+
+    Returns:
+        The pids signalled.
+    """
+    killed: list[int] = []
+    if sid == os.getsid(0):  # never this process's own session
+        return killed
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            if os.getsid(int(entry)) == sid:
+                os.kill(int(entry), signal.SIGKILL)
+                killed.append(int(entry))
+        except (ProcessLookupError, PermissionError):
+            pass
+    return killed
+
+
 def install_cleanup_handler() -> None:
     """In a child that starts its own groups: on SIGTERM, kill them, then exit 143."""
 

@@ -9,7 +9,10 @@ replica loop as the Spark tasks (:func:`~distbench.ps_async.worker.train_replica
 their shard of the training split, over :class:`~distbench.ps_async.mpi.MPIClient`.
 The rules (:mod:`distbench.ps_async.rules`) are unchanged: they do not know the engine.
 
-How it is launched: :func:`mpi_ps_command` (pure) builds ``mpirun --allow-run-as-root
+How it is launched: by ``distbench run`` on this machine, on the sweep's shared MPI
+engine (:mod:`distbench.harness.mpi_engine`, ``[mpi] share_engine``): one ``mpirun``
+whose ranks run the sweep's ``mpi_ps`` configurations one after another. Otherwise
+:func:`mpi_ps_command` (pure) builds ``mpirun --allow-run-as-root
 -np N+1 -H localhost:N+1 --oversubscribe -bind-to none -map-by slot ...`` around
 ``distbench worker mpi-ps``; the harness's process-group runner starts it, kills the
 whole group on failure or timeout, and the record names the failing rank. Under a
@@ -90,6 +93,7 @@ def rank_main(workload: Workload, optimizer: str, window: int | None, timeout_s:
     if rank != 0:
         wid = rank - 1
         res = train_replica(spec, wid, workload.dataset.train, ready=replicas.Barrier, client_factory=mpi.MPIClient)
+        replicas.Free()  # a shared engine's ranks run many configurations (a failure ends the job anyway)
         mpi.send_result(res)
         return None
     server = mpi.MPIParameterServer(workload.initial_weights, optimizer, secret, num_workers=n,
@@ -123,7 +127,8 @@ class MPIPS(Strategy):
     takes_window = True
     scales_learning_rate = False
     optimizer: ClassVar[str] = ""
-    worker_entries = {"mpi-ps": "distbench.harness.cluster:mpi_ps_command"}
+    worker_entries = {"mpi-ps": "distbench.harness.cluster:mpi_ps_command",
+                      "mpi-ps-engine": "distbench.harness.mpi_engine:engine_command"}
 
     @classmethod
     def run_rank(cls, workload: Workload, window: int | None, timeout_s: float,
@@ -161,8 +166,15 @@ class MPIPS(Strategy):
         if not group.ok:
             raise failure_error("mpirun", group, log, out_dir, ctx.timeout_s)
         out = TrainOutput.load(ctx.artifacts_dir)
-        out.extra.update(pl.describe({f"replica {w}": w for w in range(ctx.workers)}, driver=["server (rank 0)"]))
+        out.extra.update(placement_details(pl, ctx.workers))
         return out
+
+
+def placement_details(placement: Any, workers: int) -> dict[str, Any]:
+    """The ``details`` fields saying where an ``mpi_ps`` run's processes ran: the server
+    (rank 0) on the launching host, replica w on rank w + 1 (``placement``: a
+    :class:`~distbench.cluster.placement.Placement`)."""
+    return placement.describe({f"replica {w}": w for w in range(workers)}, driver=["server (rank 0)"])
 
 
 register_family("mpi_ps", [type(f"MPIPS_{o}", (MPIPS,), {
