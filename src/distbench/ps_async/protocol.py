@@ -135,6 +135,8 @@ class Message:
         worker_id, req_id, seq, clock, aux, flags: header integers (unsigned, see layout).
         token: 16-byte session token (``b"\\0" * 16`` before authentication).
         tensors: list of C-contiguous little-endian arrays (views of the frames after decode).
+        frames: after :func:`decode`, the received tensor frames that ``tensors`` view (so a
+            server can send a tensor on without copying it); empty otherwise.
     """
 
     type: MsgType
@@ -146,6 +148,7 @@ class Message:
     flags: int = 0
     token: bytes = bytes(TOKEN_BYTES)
     tensors: list = field(default_factory=list)
+    frames: list = field(default_factory=list)
 
 
 # --------------------------------------------------------------------------- templates
@@ -441,7 +444,7 @@ def decode(frames: Sequence[Frame], expected: Template | Mapping[MsgType, Templa
                                              "contains NaN or inf; expected finite values")
         tensors.append(arr)
     return Message(h.type, h.worker_id, h.seq, h.clock, h.aux, h.req_id, h.flags, h.token,
-                   tensors)
+                   tensors, list(frames[1:]))
 
 
 # --------------------------------------------------------------------------- single buffer
