@@ -182,6 +182,7 @@ class ParameterServer:
         u8 = [((P.NONCE_BYTES,), np.dtype("u1"))]
         self._expected = {P.MsgType.HELLO: u8, P.MsgType.AUTH: u8,
                           P.MsgType.COMMIT: self.template, P.MsgType.SYNC: self.template}
+        self._known = P.KnownDescriptors([self.template])
         self._lock = threading.Lock()
         self._stop_evt = threading.Event()
         self._done_evt = threading.Event()
@@ -312,7 +313,7 @@ class ParameterServer:
                                               f"frames exceeds the limit of {self.max_bytes}")
             if not body:
                 raise P.ProtocolError("truncated", "message has no header frame")
-            hdr = P.decode_header(body[0])
+            hdr = P.decode_header(body[0], self._known)
             if hdr.type in (P.MsgType.HELLO, P.MsgType.AUTH):
                 msg = P.decode(body, self._expected, header=hdr)
                 (self._on_hello if hdr.type == P.MsgType.HELLO else self._on_auth)(ident, msg)
