@@ -187,3 +187,64 @@ def test_tune_malloc_only_for_large_messages():
     assert P.tune_malloc(1 << 20) is False  # small messages: glibc's adaptive threshold suffices
     if platform.libc_ver()[0] == "glibc":
         assert P.tune_malloc(64 << 20) is True
+
+
+# ----------------------------------------------------------------------------- known descriptors
+def _outcome(frame, known=None):
+    """What decode_header makes of ``frame``: its fields and descriptors, or the error."""
+    try:
+        h = P.decode_header(frame, known)
+    except P.ProtocolError as e:
+        return ("error", e.kind, str(e))
+    return ("ok", h.type, h.worker_id, h.seq, h.clock, h.token,
+            [(tuple(s), np.dtype(dt)) for s, dt in h.descriptors])
+
+
+def test_known_descriptors_take_the_template_for_its_exact_header():
+    known = P.KnownDescriptors([TEMPLATE])
+    h = P.decode_header(commit_frames()[0], known)
+    assert h.descriptors is TEMPLATE  # no per-descriptor parsing: decode skips the comparison
+    msg = P.decode(commit_frames(), TEMPLATE, header=h, require_finite=True)
+    for got, want in zip(msg.tensors, good_tensors()):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_known_descriptors_change_no_verdict_on_other_headers():
+    """Every mutation of a header (descriptor bytes, tensor count, length) gets the same
+    descriptors or the same error with and without the known template."""
+    known = P.KnownDescriptors([TEMPLATE])
+    base = bytearray(commit_frames()[0])
+    frames = [bytes(base), bytes(base[:-1]), bytes(base) + b"\0",
+              P.encode(P.Message(P.MsgType.COMMIT, tensors=[np.zeros((2, 3), np.float32),
+                                                            np.zeros(4, np.float32)]))[0],
+              P.encode(P.Message(P.MsgType.COMMIT, tensors=[np.zeros((3, 2), np.float64),
+                                                            np.zeros(4, np.float32)]))[0],
+              P.encode(P.Message(P.MsgType.COMMIT, tensors=good_tensors()[:1]))[0]]
+    for n in (1, 3, P.MAX_TENSORS + 1):  # the template's descriptor bytes, another count
+        h = bytearray(base)
+        struct.pack_into("<I", h, 12, n)
+        frames.append(bytes(h))
+    rng = np.random.default_rng(0)
+    for _ in range(300):  # random byte flips in the descriptor part
+        h = bytearray(base)
+        for pos in rng.integers(P.FIXED_HEADER_BYTES, len(h), size=rng.integers(1, 3)):
+            h[pos] = int(rng.integers(0, 256))
+        frames.append(bytes(h))
+    for f in frames:
+        assert _outcome(f, known) == _outcome(f), f
+
+
+def test_decode_keeps_the_received_frames():
+    frames = commit_frames()
+    msg = P.decode(frames, TEMPLATE)
+    assert msg.frames == frames[1:] and all(a is b for a, b in zip(msg.frames, frames[1:]))
+    assert P.Message(P.MsgType.PULL).frames == []
+
+
+def test_encode_normalises_byte_order_and_layout():
+    be = np.arange(6, dtype=">f4").reshape(3, 2)
+    frames = P.encode(P.Message(P.MsgType.SYNC, tensors=[be, np.arange(8, dtype=np.float32)[::2]]))
+    assert frames[1].dtype == np.dtype("<f4") and frames[2].flags.c_contiguous
+    msg = P.decode([bytes(frames[0])] + [f.tobytes() for f in frames[1:]], TEMPLATE)
+    np.testing.assert_array_equal(msg.tensors[0], be)
+    np.testing.assert_array_equal(msg.tensors[1], [0, 2, 4, 6])

@@ -110,6 +110,7 @@ class PSClient:
                          for s, dt in P.template_from(template)]
         self.timeout_s = float(timeout_s)
         self.max_bytes = int(max_bytes) if max_bytes else P.default_max_bytes(self.template)
+        self._known = P.KnownDescriptors([self.template])
         if tune_malloc is not False:  # None (auto) or True: acts only for messages > 16 MiB
             P.tune_malloc(self.max_bytes)
         self.num_workers: int | None = None
@@ -171,7 +172,7 @@ class PSClient:
                 raise PSTimeout(f"no reply to {msg.type.name} from {self.address} within "
                                 f"{timeout} s (worker {self.worker_id})")
             try:
-                hdr = P.decode_header(got[0])
+                hdr = P.decode_header(got[0], self._known)
             except P.ProtocolError as e:
                 raise PSError(f"malformed reply to {msg.type.name}: {e}", e.kind) from None
             if hdr.req_id != self._req:

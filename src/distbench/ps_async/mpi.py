@@ -163,11 +163,9 @@ class MPIServerTransport(ServerTransport):
         except P.ProtocolError as e:
             return Incoming(ident, [], e)
 
-    def send(self, ident: bytes, frames: list, track: bool = False) -> list:
-        """Send to the rank in ``ident`` (``MPI_Send`` returns once the buffers may be reused,
-        so nothing needs tracking)."""
+    def send(self, ident: bytes, frames: list) -> None:
+        """Send to the rank in ``ident`` (``MPI_Send`` returns once the buffers may be reused)."""
         send_frames(self._comm, frames, int.from_bytes(ident, "little"), REP_META, REP_DATA)
-        return []
 
     def close(self) -> None:
         """Nothing to release: MPI is finalised at process exit."""

@@ -51,7 +51,7 @@ __all__ = [
     "FLAG_DUPLICATE", "FLAG_PULL", "MAX_TENSORS", "MAX_NDIM", "NONCE_BYTES", "TOKEN_BYTES",
     "DTYPE_CODES", "template_from", "template_nbytes", "default_max_bytes", "encode",
     "decode_header", "decode", "join_frames", "split_frames", "new_secret", "check_secret",
-    "hmac_digest", "all_finite", "tune_malloc",
+    "hmac_digest", "all_finite", "tune_malloc", "KnownDescriptors",
 ]
 
 MAGIC = b"DBPS"
@@ -135,6 +135,8 @@ class Message:
         worker_id, req_id, seq, clock, aux, flags: header integers (unsigned, see layout).
         token: 16-byte session token (``b"\\0" * 16`` before authentication).
         tensors: list of C-contiguous little-endian arrays (views of the frames after decode).
+        frames: after :func:`decode`, the received tensor frames that ``tensors`` view (so a
+            server can send a tensor on without copying it); empty otherwise.
     """
 
     type: MsgType
@@ -146,6 +148,7 @@ class Message:
     flags: int = 0
     token: bytes = bytes(TOKEN_BYTES)
     tensors: list = field(default_factory=list)
+    frames: list = field(default_factory=list)
 
 
 # --------------------------------------------------------------------------- templates
@@ -190,6 +193,38 @@ def template_nbytes(template: Template) -> int:
 
 def _header_bytes(template: Template) -> int:
     return FIXED_HEADER_BYTES + sum(_DESC.size + 8 * len(s) for s, _ in template)
+
+
+def _descriptor(code: int, shape: tuple) -> bytes:
+    return _DESC.pack(code, len(shape)) + struct.pack(f"<{len(shape)}Q", *shape)
+
+
+class KnownDescriptors:
+    """The header descriptors of the templates a peer expects, by their exact bytes.
+
+    A header's descriptor bytes (everything after the fixed part) have one encoding per
+    list of ``(shape, dtype)``, so a header whose bytes equal a template's encoding
+    describes exactly that template: :func:`decode_header` then takes the template
+    instead of parsing each descriptor (one comparison per message instead of Python work
+    per tensor), and :func:`decode` skips comparing the template with itself. Any other
+    header is parsed and checked field by field as before, with the same errors.
+
+    Args:
+        templates: the templates (see :func:`template_from`) a message may describe.
+    """
+
+    def __init__(self, templates: Sequence[Template]) -> None:
+        self._by_bytes: dict[bytes, Template] = {}
+        for t in templates:
+            self._by_bytes[b"".join(_descriptor(_CODE_OF[dt], tuple(s)) for s, dt in t)] = t
+        self._lengths = frozenset(len(k) for k in self._by_bytes)
+
+    def match(self, tail: memoryview, n_tensors: int) -> Template | None:
+        """The template whose descriptors are exactly ``tail`` (``n_tensors`` of them), or None."""
+        if len(tail) not in self._lengths:
+            return None
+        t = self._by_bytes.get(tail.tobytes())
+        return t if t is not None and len(t) == n_tensors else None
 
 
 def default_max_bytes(template: Template, slack: int = 64 * 1024) -> int:
@@ -277,9 +312,10 @@ def encode(msg: Message) -> list:
     """
     if len(msg.tensors) > MAX_TENSORS:
         raise ProtocolError("count", f"{len(msg.tensors)} tensors, at most {MAX_TENSORS}")
-    for name, v, lim in (("worker_id", msg.worker_id, _U32), ("req_id", msg.req_id, _U32),
-                         ("seq", msg.seq, _U64), ("clock", msg.clock, _U64),
-                         ("aux", msg.aux, _U64), ("flags", msg.flags, 2 ** 16)):
+    fields = (("worker_id", msg.worker_id, _U32), ("req_id", msg.req_id, _U32),
+              ("seq", msg.seq, _U64), ("clock", msg.clock, _U64), ("aux", msg.aux, _U64),
+              ("flags", msg.flags, 2 ** 16))
+    for name, v, lim in fields:
         if not 0 <= int(v) < lim:
             raise ProtocolError("range", f"header field {name}={v} outside [0, {lim})")
     if len(msg.token) != TOKEN_BYTES:
@@ -289,17 +325,19 @@ def encode(msg: Message) -> list:
                          bytes(msg.token))]
     arrays = []
     for i, t in enumerate(msg.tensors):
-        a = np.asarray(t)
-        dt = a.dtype.newbyteorder("<") if a.dtype.itemsize > 1 else a.dtype
-        code = _CODE_OF.get(dt)
+        a = t if isinstance(t, np.ndarray) else np.asarray(t)
+        code = _CODE_OF.get(a.dtype)  # native little-endian dtypes hit here
         if code is None:
-            raise ProtocolError("dtype", f"tensor {i}: dtype {a.dtype} is not supported")
+            dt = a.dtype.newbyteorder("<") if a.dtype.itemsize > 1 else a.dtype
+            code = _CODE_OF.get(dt)
+            if code is None:
+                raise ProtocolError("dtype", f"tensor {i}: dtype {a.dtype} is not supported")
+            a = np.ascontiguousarray(a, dtype=dt)
         if a.ndim > MAX_NDIM:
             raise ProtocolError("shape", f"tensor {i}: {a.ndim} dims, at most {MAX_NDIM}")
-        if a.dtype != dt or not a.flags.c_contiguous:
-            a = np.ascontiguousarray(a, dtype=dt)
-        parts.append(_DESC.pack(code, a.ndim))
-        parts.append(struct.pack(f"<{a.ndim}Q", *a.shape))
+        if not a.flags.c_contiguous:
+            a = np.ascontiguousarray(a)
+        parts.append(_descriptor(code, a.shape))
         arrays.append(a)
     return [b"".join(parts)] + arrays
 
@@ -314,11 +352,13 @@ def frame_view(frame: Frame) -> memoryview:
     return mv.cast("B") if mv.format != "B" or mv.ndim != 1 else mv
 
 
-def decode_header(frame: Frame) -> Header:
+def decode_header(frame: Frame, known: KnownDescriptors | None = None) -> Header:
     """Parse and check the header frame (magic, version, type, descriptors).
 
     Args:
         frame: bytes-like or ``zmq.Frame``.
+        known: templates to recognise by their exact descriptor bytes (no per-descriptor
+            parsing for them; see :class:`KnownDescriptors`); None parses every header.
     Returns:
         :class:`Header`.
     Raises:
@@ -342,6 +382,10 @@ def decode_header(frame: Frame) -> Header:
                                     f"{[int(t) for t in MsgType]}") from None
     if ntens > MAX_TENSORS:
         raise ProtocolError("count", f"header announces {ntens} tensors, at most {MAX_TENSORS}")
+    if known is not None:
+        tmpl = known.match(mv[FIXED_HEADER_BYTES:], ntens)
+        if tmpl is not None:
+            return Header(mt, flags, wid, req, seq, clock, aux, bytes(token), tmpl)
     off = FIXED_HEADER_BYTES
     descs = []
     for i in range(ntens):
@@ -413,7 +457,7 @@ def decode(frames: Sequence[Frame], expected: Template | Mapping[MsgType, Templa
         tmpl = expected.get(h.type, [])
     else:
         tmpl = expected
-    if tmpl is not None:
+    if tmpl is not None and h.descriptors is not tmpl:  # (a header matched by identity is tmpl)
         if len(h.descriptors) != len(tmpl):
             raise ProtocolError("count", f"{h.type.name}: received {len(h.descriptors)} "
                                          f"tensors, expected {len(tmpl)}")
@@ -441,7 +485,7 @@ def decode(frames: Sequence[Frame], expected: Template | Mapping[MsgType, Templa
                                              "contains NaN or inf; expected finite values")
         tensors.append(arr)
     return Message(h.type, h.worker_id, h.seq, h.clock, h.aux, h.req_id, h.flags, h.token,
-                   tensors)
+                   tensors, list(frames[1:]))
 
 
 # --------------------------------------------------------------------------- single buffer

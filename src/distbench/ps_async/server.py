@@ -23,9 +23,12 @@ rejects any message whose frames add up to more than ``max_bytes``.
 
 Everything about ``C`` happens in one background thread of the driver process;
 the fold runs under ``self._lock`` (which ``center()`` and ``stats()`` also take).
-Pulled tensors are sent zero-copy; a fold that finds a previous send of ``C``
-still in flight writes a new array instead of modifying it in place
-(copy-on-write), so no reply is ever torn.
+``C`` is never modified in place once it exists: an async commit is folded out of
+place into the commit's own received buffers (``C_new = C + delta`` written over
+``delta``, which the server owns and nobody else reads), which then *are* the new
+centre, and a sync round writes new arrays. So replies send ``C`` without copying
+(a received ZeroMQ frame is re-sent by reference count) and no reply is ever torn
+by a later fold, without tracking sends in flight.
 """
 from __future__ import annotations
 
@@ -179,6 +182,7 @@ class ParameterServer:
         u8 = [((P.NONCE_BYTES,), np.dtype("u1"))]
         self._expected = {P.MsgType.HELLO: u8, P.MsgType.AUTH: u8,
                           P.MsgType.COMMIT: self.template, P.MsgType.SYNC: self.template}
+        self._known = P.KnownDescriptors([self.template])
         self._lock = threading.Lock()
         self._stop_evt = threading.Event()
         self._done_evt = threading.Event()
@@ -187,7 +191,7 @@ class ParameterServer:
         self.port: int | None = None
         self._peers = _Peers()  # serving thread only
         self._applied: dict[int, set] = collections.defaultdict(set)  # worker -> applied seqs
-        self._trackers: list = []  # sends that may still read C's buffers
+        self._center_frames: list = list(self._center)  # what a reply sends for each tensor of C
         self._sync = _SyncRound()
         self._n = _Counters()  # under self._lock
 
@@ -309,7 +313,7 @@ class ParameterServer:
                                               f"frames exceeds the limit of {self.max_bytes}")
             if not body:
                 raise P.ProtocolError("truncated", "message has no header frame")
-            hdr = P.decode_header(body[0])
+            hdr = P.decode_header(body[0], self._known)
             if hdr.type in (P.MsgType.HELLO, P.MsgType.AUTH):
                 msg = P.decode(body, self._expected, header=hdr)
                 (self._on_hello if hdr.type == P.MsgType.HELLO else self._on_auth)(ident, msg)
@@ -346,24 +350,22 @@ class ParameterServer:
                         tensors=[np.frombuffer(f"{kind}: {reason}".encode()[:4000], np.uint8)])
         self._send(ident, err)
 
-    def _send(self, ident: bytes, msg: P.Message, track: bool = False) -> None:
+    def _send(self, ident: bytes, msg: P.Message, tensor_frames: list | None = None) -> None:
+        """Encode and send ``msg``; ``tensor_frames`` (one per tensor: a received frame or an
+        array with the tensor's bytes) replace the tensors' arrays on the wire."""
         frames = P.encode(msg)
+        nbytes = sum(len(f) if isinstance(f, bytes) else f.nbytes for f in frames)
+        if tensor_frames is not None:
+            frames[1:] = tensor_frames
         try:
-            trackers = self._transport.send(ident, frames, track)
+            self._transport.send(ident, frames)
         except SendFailed as e:  # peer gone, or its queue is full
             with self._lock:
                 self._n.n["send_failures"] += 1
             _LOG.info("could not send %s to a peer: %s", msg.type.name, e)
             return
-        if trackers:
-            if len(self._trackers) > 16:
-                # A tracker keeps its frames (old versions of C) alive: drop finished ones
-                # eagerly, or memory grows with the send rate (up to 4096 copies of C were
-                # kept before; seen as a 1.2 GB server under load).
-                self._trackers = [t for t in self._trackers if not t.done]
-            self._trackers.extend(trackers)
         with self._lock:
-            self._n.n["bytes_sent"] += sum(len(f) if isinstance(f, bytes) else f.nbytes for f in frames)
+            self._n.n["bytes_sent"] += nbytes
 
     # ------------------------------------------------------------------ handshake
     def _on_hello(self, ident: bytes, msg: P.Message) -> None:
@@ -411,7 +413,7 @@ class ParameterServer:
                       seq: int = 0, aux: int = 0, flags: int = 0) -> None:
         self._send(ident, P.Message(mtype, worker_id=req.worker_id, req_id=req.req_id, seq=seq,
                                     clock=clock, aux=aux, flags=flags,
-                                    tensors=list(self._center)), track=True)
+                                    tensors=list(self._center)), self._center_frames)
 
     def _on_pull(self, ident: bytes, msg: P.Message) -> None:
         with self._lock:
@@ -436,18 +438,15 @@ class ParameterServer:
                 raise P.ProtocolError("state", f"commit seq {seq} claims pull clock {msg.clock}"
                                                f", but the server clock is only {clock}")
             tau, dup = clock - msg.clock, False
-            # Copy-on-write: if an earlier reply still references C, do not modify it in place.
-            busy = any(not t.done for t in self._trackers)
             if self._nt:
                 self._latest_state[wid] = [np.array(msg.tensors[i], dtype=np.float32) for i in self._nt]
             with self._lock:
-                self._center = self._fold(msg.tensors, tau, busy)
+                self._center, self._center_frames = self._fold(msg, tau)
                 self._n.clock += 1
                 clock = self._n.clock
                 self._n.n["commits"] += 1
                 self._n.per_worker[wid] += 1
                 self._n.staleness[tau] += 1
-            self._trackers = []  # all done, or C was replaced: none references C now
             self._applied[wid].add(seq)
         if msg.flags & P.FLAG_PULL:
             with self._lock:
@@ -459,22 +458,29 @@ class ParameterServer:
                                         seq=seq, clock=clock, aux=tau,
                                         flags=P.FLAG_DUPLICATE if dup else 0))
 
-    def _fold(self, payload: list, tau: int, busy: bool) -> list:
-        """The centre after one commit: the optimizer's fold of the trainable positions (in
-        place unless a send still reads ``C``: ``busy``), the non-trainable ones the mean of
-        the workers' latest values. Called under the lock."""
-        if not self._nt:
-            new = self.spec.server_fold(self._center, payload, staleness=tau, out=None if busy else self._center)
-            return [np.ascontiguousarray(a, dtype=np.float32) for a in new] if busy else self._center
-        centre = [self._center[i] for i in self._tr]
-        folded = self.spec.server_fold(centre, [payload[i] for i in self._tr], staleness=tau,
-                                       out=None if busy else centre)
-        new = list(self._center) if busy else self._center
-        for i, a in zip(self._tr, folded):
-            new[i] = np.ascontiguousarray(a, dtype=np.float32)
+    def _fold(self, msg: P.Message, tau: int) -> tuple[list, list]:
+        """The centre after commit ``msg`` (``C`` itself is left untouched), and what a reply
+        sends for each of its tensors. Called under the lock.
+
+        The optimizer folds the trainable positions out of place into the commit's own
+        received buffers when they are writable (they are then the new centre and are sent on
+        as the frames they arrived in), else into new arrays; the non-trainable positions
+        become the mean of the workers' latest values.
+        """
+        payload = [msg.tensors[i] for i in self._tr]
+        out = payload if all(a.flags.writeable for a in payload) else None
+        folded = self.spec.server_fold([self._center[i] for i in self._tr], payload,
+                                       staleness=tau, out=out)
+        new, frames = list(self._center), list(self._center_frames)
+        for k, (i, a) in enumerate(zip(self._tr, folded)):
+            if out is not None and a is out[k] and msg.frames:
+                new[i], frames[i] = a, msg.frames[i]
+            else:
+                new[i] = frames[i] = np.ascontiguousarray(a, dtype=np.float32)
         for k, i in enumerate(self._nt):
-            new[i] = np.mean([s[k] for s in self._latest_state.values()], axis=0, dtype=np.float64).astype(np.float32)
-        return new
+            new[i] = frames[i] = np.mean([s[k] for s in self._latest_state.values()], axis=0,
+                                         dtype=np.float64).astype(np.float32)
+        return new, frames
 
     def _on_sync(self, ident: bytes, msg: P.Message) -> None:
         if self.spec.kind != "sync":
@@ -511,11 +517,10 @@ class ParameterServer:
                 new[i] = np.ascontiguousarray(a, dtype=np.float32)
             for i in self._nt:
                 new[i] = np.mean([p[i] for p in payloads], axis=0, dtype=np.float64).astype(np.float32)
-            self._center = new
+            self._center, self._center_frames = new, list(new)
             self._n.clock += 1
             rnd.number += 1
             number = rnd.number
-        self._trackers = []
         rnd.last_workers = set(rnd.contributions)
         waiters = rnd.waiters
         rnd.contributions, rnd.waiters = {}, {}

@@ -23,7 +23,7 @@ from __future__ import annotations
 import abc
 import logging
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
 import zmq
 
@@ -78,13 +78,16 @@ class ServerTransport(abc.ABC):
         """The next message, or None if none arrived within ``timeout_s`` seconds."""
 
     @abc.abstractmethod
-    def send(self, ident: bytes, frames: list, track: bool = False) -> list:
+    def send(self, ident: bytes, frames: list) -> None:
         """Send one message's frames to peer ``ident`` without blocking.
 
+        Frames may be sent without copying: the caller never modifies a frame's buffer
+        after passing it here (the server never modifies its centre in place).
+
         Args:
-            track: return objects whose ``done`` attribute turns True once the transport
-                no longer reads the frames' buffers (zero-copy sends); transports that
-                copy or send synchronously return an empty list.
+            ident: the peer, as :meth:`receive` reported it.
+            frames: the header then one frame per tensor: bytes-likes, arrays, or frames as
+                this transport received them (which it may send on by reference).
 
         Raises:
             SendFailed: the message could not be queued (peer gone, queue full).
@@ -186,24 +189,19 @@ class ZmqServerTransport(ServerTransport):
             return None
         return Incoming(frames[0].bytes, frames[1:])
 
-    def send(self, ident: bytes, frames: list, track: bool = False) -> list:
-        """Queue the frames for ``ident`` zero-copy (``copy=False``); with ``track``, return
-        the ``zmq.MessageTracker`` of each frame.
+    def send(self, ident: bytes, frames: list) -> None:
+        """Queue the frames for ``ident`` without copying (``copy=False``): a received
+        ``zmq.Frame`` goes out by reference count, an array through pyzmq's zero-copy path
+        (frames under its copy threshold, 64 KiB, are copied).
 
         Raises:
             SendFailed: the peer is gone (EHOSTUNREACH) or its queue is full (EAGAIN).
         """
-        trackers: list[Any] = []
         try:
             self._sock.send(ident, zmq.SNDMORE | zmq.NOBLOCK)
-            last = len(frames) - 1
-            for i, f in enumerate(frames):
-                t = self._sock.send(f, zmq.NOBLOCK | (zmq.SNDMORE if i < last else 0), copy=False, track=track)
-                if track and t is not None:
-                    trackers.append(t)
+            self._sock.send_multipart(frames, zmq.NOBLOCK, copy=False)
         except zmq.ZMQError as e:
             raise SendFailed(str(e)) from None
-        return trackers
 
     def close(self) -> None:
         """Close the socket and terminate the context."""
