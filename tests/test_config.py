@@ -143,3 +143,16 @@ def test_spark_conf_scalars_become_strings(tmp_path):
     p.write_text('[spark]\nconf = { "spark.task.cpus" = 1, "spark.python.worker.reuse" = true }\n')
     cfg = config.load(p)
     assert cfg.spark.conf == {"spark.task.cpus": "1", "spark.python.worker.reuse": "True"}
+
+
+def test_relative_data_paths_are_recorded_absolute(tmp_path, monkeypatch):
+    """A run started in one directory can be resumed (and its config re-read) from another."""
+    (tmp_path / "mydata.npz").write_bytes(b"")
+    monkeypatch.chdir(tmp_path)
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[data]\nname = "npz"\npath = "mydata.npz"\n')
+    assert config.load(cfg).data.path == str(tmp_path / "mydata.npz")
+    cfg.write_text('[data]\nname = "parquet"\npath = "pq/*.parquet"\ntest_path = "s3://bucket/test"\n'
+                   'features_col = "f"\nlabel_col = "y"\n')
+    d = config.load(cfg).data
+    assert (d.path, d.test_path) == (str(tmp_path / "pq" / "*.parquet"), "s3://bucket/test")

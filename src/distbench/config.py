@@ -485,9 +485,15 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
                     "a Keras-format .npz (x_train, y_train, x_test, y_test) or a directory of IDX files")
             raise ConfigError(f"data.path is empty but data.name = {d.name!r} needs a local file: "
                               f"set data.path to {what}")
-        if not Path(d.path).exists():
-            raise ConfigError(f"data.path = {d.path!r}: no such file or directory")
+        if not Path(d.path).expanduser().exists():
+            raise ConfigError(f"data.path = {d.path!r}: no such file or directory (relative paths are read from "
+                              f"the directory distbench runs in, {os.getcwd()})")
+        d.path = str(Path(d.path).expanduser().resolve())  # recorded absolute: --resume works from anywhere
     if d.name == "parquet":
+        for key in ("path", "test_path"):  # local paths and globs recorded absolute; URIs (hdfs://, s3://) as given
+            value = getattr(d, key)
+            if value and "://" not in value:
+                setattr(d, key, os.path.abspath(os.path.expanduser(value)))
         if not d.path:
             raise ConfigError("data.path is empty but data.name = 'parquet' needs the training data: set "
                               "data.path to a Parquet file, a directory of them or a glob (e.g. 'data/*.parquet')")

@@ -73,3 +73,20 @@ def test_legend_describes_only_the_columns_shown():
     assert legend(["strategy", "workers", "start-up s"]).startswith("Start-up s (spawn") and "is kept out" in \
         legend(["start-up s"])
     assert legend(["strategy", "workers", "status"]) == ""
+
+
+def test_a_leader_that_trains_slower_than_single_says_it_needs_fewer_passes():
+    # the user test's default sweep: a PS row reaches the target first although its training took longer
+    records = runs("single", 1, [0.50, 0.52, 0.54], train_s=0.20) + \
+        runs("spark_ps:aeasgd", 2, [0.25, 0.26, 0.27], train_s=0.40)
+    (h,) = build(records).headlines
+    assert h.sentences[0].endswith("; it gets there in fewer passes over the data, not by training faster: its "
+                                   "whole training took 2.00x single's time (speed-up 0.50x).")
+
+
+def test_the_noise_caveat_names_the_row_with_a_single_run():
+    records = runs("single", 1, [0.20, 0.21, 0.22], train_s=0.2) + runs("mirrored", 2, [0.30], train_s=0.2)
+    (h,) = build(records).headlines
+    assert h.sentences[0].endswith("(MLPerf score over 3 runs), 1.43x faster than mirrored (2 workers) (0.30 s); "
+                                   "mirrored (2 workers) has a single run, so run-to-run noise is unknown: use "
+                                   "--repeats 3 or more before choosing.")

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from distbench.results.headline import fewer_passes_note
 from distbench.results.stats import ConfigSummary, summarize
 from distbench.results.stragglers import straggler_lines
 
@@ -301,7 +302,8 @@ def advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, tar
                                f"({100 * (acc_l - acc_s):+.1f} points).")
     if single is not None and "single" not in names and single.ttt.value:  # (else said above)
         adv.reasons.append(f"Against one device: {lead.strategy} reaches {target_acc} "
-                           f"{single.ttt.value / lead.ttt.value:.2f}x as fast as single ({_range(single)}).")
+                           f"{single.ttt.value / lead.ttt.value:.2f}x as fast as single ({_range(single)})"
+                           f"{fewer_passes_note(lead)}.")
     adv.reasons += _straggler_reasons(ok, names, target_acc)
     if few:
         adv.verdict = "too_few"

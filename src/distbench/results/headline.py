@@ -96,6 +96,7 @@ def make_headline(hw: HardwareInfo, wl: WorkloadInfo, subset: list[ConfigSummary
             text += (f", {fast.runner_up_value / fast.value:.2f}x faster than {fast.runner_up.label} "
                      f"({fast.runner_up_value:.2f} s)")
             text += _noise_note(fast)
+        text += fewer_passes_note(fast.summary)
         h.sentences.append(text + ".")
     elif target is not None and any(s.ok for s in subset):
         h.sentences.append(f"{prefix}No configuration reached the target test accuracy {target}, so none is ranked "
@@ -127,14 +128,15 @@ def _accuracy_sentence(acc: Leader, among_unslowed: bool) -> str:
     not counted)."""
     if acc.ties and acc.runner_up is None:
         which = "without a slowed worker" if among_unslowed else "that ran"
-        return (f"Accuracy: all {len(acc.ties) + 1} configurations {which} tie at median test accuracy "
+        count = "both" if len(acc.ties) == 1 else f"all {len(acc.ties) + 1}"
+        return (f"Accuracy: {count} configurations {which} tie at median test accuracy "
                 f"{acc.value:.3f}.")
     text = f"Most accurate: {acc.summary.label}, median test accuracy {acc.value:.3f}"
     if acc.ties:
         text += f", tied with {_names(acc.ties)}"
     if acc.runner_up is not None and acc.runner_up_value is not None:
-        text += f", {100 * (acc.value - acc.runner_up_value):+.1f} points over {acc.runner_up.label} " \
-                f"({acc.runner_up_value:.3f})"
+        points = 100 * (round(acc.value, 3) - round(acc.runner_up_value, 3))  # of the accuracies as printed
+        text += f", {points:+.1f} points over {acc.runner_up.label} ({acc.runner_up_value:.3f})"
         text += _noise_note(acc)
     return text + "."
 
@@ -175,10 +177,24 @@ def _collapse_sentence(s: ConfigSummary, subset: Sequence[ConfigSummary], target
 _SINGLE_RUN_NOTE = "; from a single run, so run-to-run noise is unknown: use --repeats 3 or more before choosing"
 
 
+def fewer_passes_note(s: ConfigSummary) -> str:
+    """Why a configuration that trains slower than ``single`` can still reach the target
+    first: it needs fewer passes over the data (e.g. a parameter-server optimizer whose
+    replicas each train on their own shard), not faster training. Empty when it trains
+    at least as fast as ``single`` or is ``single``."""
+    if s.strategy == "single" or s.speedup is None or s.speedup >= 1:
+        return ""
+    return (f"; it gets there in fewer passes over the data, not by training faster: its whole training took "
+            f"{1 / s.speedup:.2f}x single's time (speed-up {s.speedup:.2f}x)")
+
+
 def _noise_note(lead: Any) -> str:
     """The caveat after a leader sentence: one run gives no spread; overlapping ranges mean noise."""
-    if min(lead.summary.ok, lead.runner_up.ok) < 2:
+    if lead.summary.ok < 2:
         return _SINGLE_RUN_NOTE
+    if lead.runner_up.ok < 2:
+        return (f"; {lead.runner_up.label} has a single run, so run-to-run noise is unknown: use --repeats 3 or "
+                "more before choosing")
     if lead.overlaps:
         return "; their ranges over repeats overlap, so the margin is within run-to-run noise"
     return ""
