@@ -70,3 +70,11 @@ def test_a_workload_received_without_its_loss_reads_it_from_the_model(tmp_path):
     assert rank.loss is None
     rank.build_model()
     assert rank.loss == a.loss
+
+
+def test_a_model_built_differently_in_another_process_names_the_rule(tmp_path):
+    a = Workload.create(config.load(None), tmp_path)
+    other = Workload(a.config, a.dataset, [w[..., :1] for w in a.initial_weights], a.initial_weights_sha256,
+                     a.data_sha256, tmp_path)  # as if the factory had drawn other layer sizes when they were saved
+    with pytest.raises(ValueError, match="the model must have the same architecture every time it is built"):
+        other.build_model()

@@ -183,6 +183,10 @@ class Workload:
 
         Args:
             replica: the replica (rank, worker) that will train this model.
+
+        Raises:
+            ValueError: the model built here does not fit the saved initial weights (a
+                factory that builds another architecture in another process), naming the rule.
         """
         import keras
 
@@ -191,7 +195,14 @@ class Workload:
         keras.utils.set_random_seed(self.config.training.seed + replica)
         ds = self.dataset
         model = build_model(self.config.model, ds.input_shape, ds.num_classes)
-        model.set_weights(self.initial_weights)
+        try:
+            model.set_weights(self.initial_weights)
+        except ValueError as e:  # a factory whose architecture depends on the process or a random draw
+            shapes = [tuple(w.shape) for w in self.initial_weights]
+            raise ValueError(f"the model built in this process does not match the run's initial weights ({e}; saved "
+                             f"shapes {shapes[:6]}{'...' if len(shapes) > 6 else ''}): the model must have the same "
+                             "architecture every time it is built (a factory must not depend on randomness, the "
+                             "process or the host; README, 'Your own model')") from None
         if self.loss is None:
             self.loss = check_model(model, self.config.model, ds.input_shape, ds.num_classes)
         return model

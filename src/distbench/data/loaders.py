@@ -92,7 +92,8 @@ def npz_problem(e: BaseException) -> str:
     """
     text = " ".join(str(e).split())
     if "pickle" in text.lower():
-        return "it is not a zip archive of NumPy arrays (distbench never loads pickled data)"
+        return ("it holds an object (pickled) array, or is not a zip archive of NumPy arrays at all; save plain "
+                "numeric arrays with np.savez (distbench never loads pickled data)")
     return f"{type(e).__name__}: {text}"[:300]
 
 
@@ -131,7 +132,8 @@ def load_npz(cfg: DataConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray | None
     except DataError:
         raise
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
-        raise DataError(f"{p}: not a valid .npz file (cannot read as .npz: {npz_problem(e)}); expected arrays "
+        hint = " (a Parquet file: set data.name = 'parquet')" if p.suffix == ".parquet" else ""
+        raise DataError(f"{p}: not a valid .npz file{hint} (cannot read as .npz: {npz_problem(e)}); expected arrays "
                         "x and y saved with numpy.savez") from None
     pairs, widths, details = [], set(), {"source": str(p)}
     for xk, yk in (("x", "y"), ("x_test", "y_test")):
