@@ -163,6 +163,7 @@ def _run_with_progress(cfg: config_mod.ExperimentConfig, run_dir: Path, resume: 
     from rich.markup import escape
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from distbench.cluster.placement import Placement
     from distbench.harness import progress as prog
     from distbench.harness.matrix import expand
     from distbench.results.store import read_records
@@ -173,14 +174,20 @@ def _run_with_progress(cfg: config_mod.ExperimentConfig, run_dir: Path, resume: 
     label_of = {p.key: p.label + (f", repeat {p.repeat + 1}/{cfg.run.repeats}" if cfg.run.repeats > 1 else "")
                 for p in todo}  # as the table and headline name it
     finished: list[tuple[str, float, float | None]] = []
+    local = Placement.from_config(cfg.cluster).is_local
+    shared = ({"spark_ps"} if cfg.spark.share_session and local else set()) | (
+        {"mpi_ps"} if cfg.mpi.share_engine and local else set())  # one engine per sweep: as the runner decides
     state: dict[str, Any] = {"key": None, "start": 0.0, "index": 0}
     stop = threading.Event()
 
     console = Console(stderr=True)
     console.print(f"distbench: run directory [bold]{run_dir}[/]")
-    with Progress(TextColumn("configuration {task.fields[counter]}"), TextColumn("[bold]{task.description}"),
-                  TextColumn("{task.fields[phase]}"), BarColumn(bar_width=20), TimeElapsedColumn(),
-                  TextColumn("ETA {task.fields[eta]}"), console=console, transient=False) as progress:
+    narrow = console.width < 110  # an 80-column terminal: no bar, no "configuration" word, so the times stay whole
+    columns = ([TextColumn("{task.fields[counter]}")] if narrow else
+               [TextColumn("configuration {task.fields[counter]}")]) + \
+        [TextColumn("[bold]{task.description}"), TextColumn("{task.fields[phase]}")] + \
+        ([] if narrow else [BarColumn(bar_width=20)]) + [TimeElapsedColumn(), TextColumn("ETA {task.fields[eta]}")]
+    with Progress(*columns, console=console, transient=False) as progress:
         task = progress.add_task("preparing workload", total=None, counter="", phase="", eta="-")
 
         def refresh() -> None:
@@ -189,9 +196,9 @@ def _run_with_progress(cfg: config_mod.ExperimentConfig, run_dir: Path, resume: 
                 return
             keys = list(strategy_of)
             todo = [strategy_of[k] for k in keys[state["index"]:]]
-            ahead = prog.eta_s(todo, finished)
+            ahead = prog.eta_s(todo, finished, shared)
             ran = time.monotonic() - state["start"]
-            current = prog.eta_s(todo[:1], finished)
+            current = prog.eta_s(todo[:1], finished, shared)
             eta = ahead - min(ran, current)
             progress.update(task, phase=prog.phase(run_dir / "logs", key),
                             eta=("~" if not finished else "") + time.strftime("%H:%M:%S", time.gmtime(max(0.0, eta))))

@@ -72,3 +72,17 @@ def test_progress_lines_name_configurations_as_the_table_does(tmp_path, capsys):
     point = next(p for p in points if p.strategy == "spark_ps:adag")
     assert point.label == "spark_ps:adag (2 workers)"
     assert type(point)("horovod", 2, 0, scenario=Scenario(1, 4.0)).label == "horovod (2 workers, w1 4x)"
+
+
+def test_eta_counts_a_shared_engine_s_start_once():
+    """The user test's default sweep: ETA ~19 min for a 4 min 43 s sweep, because every
+    spark_ps and mpi_ps configuration was charged a whole engine start."""
+    seed, nxt = P.STARTUP_SEED_S, P.SHARED_NEXT_S
+    todo = ["spark_ps:adag", "spark_ps:downpour", "spark_ps:easgd"]
+    assert P.eta_s(todo, [], shared={"spark_ps"}) == pytest.approx(seed["spark_ps"] + 2 * nxt)
+    assert P.eta_s(todo, []) == pytest.approx(3 * seed["spark_ps"])  # separate applications
+    # the first (engine start) finished in 30 s, 3 s of them after start-up; later ones use the next-seed, then measured
+    finished = [("spark_ps:adag", 30.0, 27.0)]
+    assert P.eta_s(todo[1:], finished, shared={"spark_ps"}) == pytest.approx(2 * (nxt + 3.0))
+    finished.append(("spark_ps:downpour", 5.0, 2.0))
+    assert P.eta_s(todo[2:], finished, shared={"spark_ps"}) == pytest.approx(5.0)

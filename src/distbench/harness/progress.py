@@ -20,6 +20,9 @@ from typing import Iterable
 STARTUP_SEED_S = {"single": 15.0, "mirrored": 15.0, "tpu": 10.0, "multi_worker_mirrored": 30.0, "tf_ps": 20.0,
                   "horovod": 45.0, "horovod_mpi": 25.0, "spark_ps": 110.0, "mpi_ps": 30.0}
 DEFAULT_STARTUP_S = 30.0  # a plugin's family
+SHARED_NEXT_S = 4.0
+"""Typical start-up of a configuration that reuses its family's shared engine (spark_ps,
+mpi_ps): no new processes, the framework already imported."""
 
 EPOCH_DONE = re.compile(r"epoch (\d+)/(\d+) done")
 KEY_STRATEGY = re.compile(r"^(.*?)_w\d+")  # a key's strategy part (``:`` spelt ``-``)
@@ -70,19 +73,26 @@ def phase(log_dir: Path, key: str) -> str:
     return STARTING.get(fam, "starting")
 
 
-def eta_s(todo: Iterable[str], finished: Iterable[tuple[str, float, float | None]]) -> float:
+def eta_s(todo: Iterable[str], finished: Iterable[tuple[str, float, float | None]],
+          shared: Iterable[str] = ()) -> float:
     """Seconds the configurations in ``todo`` (their strategy names) should take.
 
     Args:
         todo: strategy of each configuration still to run (the running one included).
         finished: ``(strategy, wall seconds, start-up seconds or None)`` of each
             configuration finished in this sweep.
+        shared: the families whose configurations run on one engine per sweep (``spark_ps``,
+            ``mpi_ps`` by default): only the first of them pays the engine's start-up.
 
     Returns:
         the sum, per configuration, of the median wall time of its family in ``finished``,
         else its family's :data:`STARTUP_SEED_S` plus the median time after start-up of all
-        finished configurations (0 before the first).
+        finished configurations (0 before the first). In a shared family the first
+        configuration's wall time (the engine's start included) stands only for itself: the
+        others count the median of the family's later ones, else :data:`SHARED_NEXT_S` plus
+        that median time after start-up.
     """
+    shared = set(shared)
     by_family: dict[str, list[float]] = {}
     after_startup: list[float] = []
     for strategy, wall, startup in finished:
@@ -92,6 +102,14 @@ def eta_s(todo: Iterable[str], finished: Iterable[tuple[str, float, float | None
     rest = statistics.median(after_startup) if after_startup else 0.0
     total = 0.0
     for strategy in todo:
-        walls = by_family.get(family(strategy))
-        total += statistics.median(walls) if walls else STARTUP_SEED_S.get(family(strategy), DEFAULT_STARTUP_S) + rest
+        fam = family(strategy)
+        walls = by_family.get(fam)
+        if fam in shared:
+            if walls is None:  # this one starts the engine
+                total += STARTUP_SEED_S.get(fam, DEFAULT_STARTUP_S) + rest
+                by_family[fam] = []
+            else:
+                total += statistics.median(walls[1:]) if len(walls) > 1 else SHARED_NEXT_S + rest
+        else:
+            total += statistics.median(walls) if walls else STARTUP_SEED_S.get(fam, DEFAULT_STARTUP_S) + rest
     return total
