@@ -200,7 +200,8 @@ def test_a_configuration_past_its_timeout_gets_a_timeout_record_and_no_engine_is
     assert time.monotonic() - t0 < 200
     (rec,) = read_records(out)
     assert rec["status"] == "timeout", rec
-    assert rec["reason"] == ("timed out after 30 s (the shared MPI engine was stopped; the next configuration "
-                             "starts a new one)")
+    assert rec["reason"].startswith("timed out after 30 s (the shared MPI engine was stopped; the next configuration "
+                                    "starts a new one); it was "), rec["reason"]
+    assert rec["reason"].endswith(" when stopped") and ("training, epoch" in rec["reason"] or "starting" in rec["reason"])
     assert 30 <= rec["timings"]["total_s"] < 45  # counted from the configuration's spawn, engine start included
     assert not pids_with(f"--run-dir {out}")

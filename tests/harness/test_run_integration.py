@@ -63,6 +63,7 @@ def test_timeout_record_and_no_process_left(tmp_path):
     assert cp.returncode == 0, cp.stderr[-2000:]
     (rec,) = read_records(out)
     assert rec["status"] == "timeout" and "timed out after 20 s" in rec["reason"]
+    assert rec["reason"].endswith("; it was starting when stopped"), rec["reason"]  # the hang never trained
     pid = int((out / "artifacts" / "test_hang_w2_r0" / "pid").read_text())
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)

@@ -26,6 +26,7 @@ from typing import Any, Callable, Iterator
 
 from distbench.text import clip
 from distbench.config import ConfigError, ExperimentConfig, from_dict
+from distbench.harness import progress
 from distbench.harness.evaluate import Evaluator
 from distbench.harness.shared_engine import close_engines, engine_for
 from distbench.harness.matrix import ConfigPoint, expand
@@ -260,7 +261,8 @@ def run_point(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[st
         timed_out, exited_ok, elapsed = group.timed_out, group.ok, group.elapsed_s
         why = group.reason(cfg.run.timeout_s)
     tail, log_name = process.log_tail(log), str(log.relative_to(run_dir))
-    if timed_out:
+    if timed_out:  # say where it was: a start-up longer than the timeout reads differently from a slow epoch
+        why = f"{why}; it was {progress.phase(run_dir / 'logs', point.key)} when stopped"
         return make_record(workload, point, run_id, prov, Status.TIMEOUT, reason=why, log_tail=tail, log=log_name,
                            timings=_no_timings(elapsed))
     try:
