@@ -145,6 +145,9 @@ def test_target_prediction_from_the_run_dir(tmp_path):
     assert text.startswith("8 nodes x 4 GPUs, 25 Gbit/s: 32 workers, 25 Gbit/s, 50 us per message.")
     assert "horovod (ring allreduce) predicted" in text and "mpi_ps:adag (one parameter server, window 1)" in text
     assert "measured here on CPUs" in text
+    assert "less than one" not in text
+    thin = "\n".join(advise(records, tmp_path, parse_target("64 nodes x 4 GPUs, 25 Gbit/s")).target)
+    assert "At 256 workers each worker takes " in thin and "steps per epoch (less than one): the data" in thin
     assert "No prediction" in "\n".join(advise(records, None, parse_target("2 nodes, 1 Gbit/s")).target)
 
 

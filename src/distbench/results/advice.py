@@ -396,7 +396,8 @@ def _target_sentences(target: Target, run_dir: str | None, cands: Sequence[Confi
         return [head, f"No prediction: {e}."]
     out = [head]
     gb = inp.global_batch
-    sent = []
+    sent: list[str] = []
+    steps: list[float] = []  # each distributed candidate's steps per worker and epoch at the target's size
     for s in cands:
         try:
             fam = registry.strategy_class(s.strategy).family
@@ -409,6 +410,8 @@ def _target_sentences(target: Target, run_dir: str | None, cands: Sequence[Confi
         preds = model.predict(inp.step_s * b / gb, inp.model_bytes, inp.n_train, b, target.bandwidth_Bps,
                               target.latency_s, [1, target.workers], int(win))
         one, far = preds
+        if kind != "none":
+            steps.append(far.steps_per_epoch)
         if kind == "none":
             sent.append(f"single stays one device ({one.allreduce_epoch_s:.3g} s per epoch at batch {b})")
             continue
@@ -419,6 +422,11 @@ def _target_sentences(target: Target, run_dir: str | None, cands: Sequence[Confi
             sent[-1] += " (but mirrored runs on one machine: across nodes use multi_worker_mirrored or horovod)"
     out.append("; ".join(sent) + f" (per-worker batch fixed, {inp.model_bytes:,} bytes of weights, "
                f"{inp.n_train:,} samples per epoch).")
+    per_worker = min(steps, default=1.0)
+    if per_worker < 1:  # as distbench predict warns
+        out.append(f"At {target.workers} workers each worker takes {per_worker:.2f} steps per epoch (less than one): "
+                   "the data, not the model, limits these predictions; the parameter server still pays one whole "
+                   "exchange per worker and epoch (give distbench predict --samples for a larger dataset).")
     gpus_here = any((r.get("provenance") or {}).get("gpus") for r in records)
     if target.gpus and not gpus_here:
         out.append(f"The compute per step ({inp.step_s * 1e3:.2f} ms at batch {gb}) was measured here on CPUs; a "
