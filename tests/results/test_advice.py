@@ -168,3 +168,14 @@ def test_advise_cli(tmp_path):
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--target 'lots of GPUs'" in bad.stderr
     missing = distbench("advise", str(tmp_path / "nope"), timeout=120)
     assert missing.returncode == 2 and "holds no results.jsonl" in missing.stderr
+
+
+def test_too_few_runs_repeat_every_contender_at_once():
+    """The user test: after repeating the leader and runner-up, a third row (within 1.5x of
+    the leader on one run) became runner-up and advise asked for another round."""
+    records = runs("single", 1, [2.0]) + runs("mirrored", 2, [1.0]) + runs("mpi_ps:easgd", 2, [1.2]) + \
+        runs("mpi_ps:adag", 2, [1.4]) + runs("horovod", 2, [3.0])
+    adv = advise(records, "runs/x")
+    assert adv.verdict == "too_few"
+    assert adv.next_command == (f"distbench run runs/x/config.json --out runs/x --resume --repeats {MIN_REPEATS} "
+                                "--strategies mirrored,mpi_ps:easgd,mpi_ps:adag,single --workers 2")

@@ -232,6 +232,13 @@ def _group(summaries: Sequence[ConfigSummary]) -> tuple[list[ConfigSummary], str
 
 # ---------------------------------------------------------------------------- advice
 
+CONTENDER_RATIO = 1.5
+"""A row whose time to target is within this factor of the leader's is a contender while
+runs are too few: single runs of the same configuration varied by more than that here."""
+MAX_CONTENDERS = 5
+"""At most this many contenders are asked to repeat (the leader's first)."""
+
+
 def advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, target: Target | None = None,
            min_repeats: int = MIN_REPEATS) -> Advice:
     """Advise which strategy to use from ``records`` (see the module docstring).
@@ -309,8 +316,12 @@ def advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, tar
         adv.verdict = "too_few"
         adv.headline = (f"No advice yet: {', '.join(f'{s.label} has {_runs(s.ok)}' for s in few)}; distbench "
                         f"advises from at least {min_repeats} runs of each candidate.")
-        strategies = ",".join(dict.fromkeys(names + ["single"]))  # the reference, and predict's step time
-        workers = ",".join(str(w) for w in sorted({s.workers for s in (lead, second) if s and s.workers > 1}))
+        # every row that one more run could put in the lead (within CONTENDER_RATIO of it), so one round answers
+        contenders = [s for s in ranked[:MAX_CONTENDERS]
+                      if s.ttt.value <= CONTENDER_RATIO * lead.ttt.value]  # type: ignore[operator]
+        strategies = ",".join(dict.fromkeys([s.strategy for s in contenders] + names + ["single"]))
+        workers = ",".join(str(w) for w in sorted({s.workers for s in contenders + [lead] + ([second] if second else [])
+                                                   if s.workers > 1}))
         adv.next_command = run_command(rd, resume=True, repeats=min_repeats, strategies=strategies,
                                        workers=workers or None)
     elif second is not None and _overlap(lead, second):
