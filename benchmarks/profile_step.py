@@ -430,7 +430,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the benchmark, print its Markdown section, optionally write it into a file."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true",
-                    help="smoke run: 512 samples, 2 epochs, one round of single and spark_ps:adag, profile of single")
+                    help="smoke run: 512 samples, 2 epochs, one round of single and horovod, profile of single")
     ap.add_argument("--reps", type=int, default=3, help="rounds (one repetition of every configuration each)")
     ap.add_argument("--epochs", type=int, default=3, help="epochs per run (the first is the warm-up)")
     ap.add_argument("--samples", type=int, default=2048, help="synthetic samples (80%% x 90%% train)")
@@ -451,7 +451,7 @@ def main(argv: list[str] | None = None) -> int:
     strategies = [s.strip() for s in args.strategies.split(",") if s.strip() and s.strip() != "single"]
     profiled = [s for s in PROFILED if s == "single" or s in strategies]
     if args.quick:
-        reps, epochs, samples, strategies, profiled = 1, 2, 512, ["spark_ps:adag"], ["single"]
+        reps, epochs, samples, strategies, profiled = 1, 2, 512, ["horovod"], ["single"]
     if reps < 1 or epochs < 2:
         ap.error("--reps >= 1 and --epochs >= 2 (the first epoch is the warm-up)")
     trees: dict[str, Path] = {}

@@ -125,3 +125,13 @@ def test_sweep_startup_quick(tmp_path, request):
     run_quick("sweep_startup.py", out, timeout=1200)
     s = section(out, "sweep_startup")
     assert "| separate |" in s and "| shared |" in s and "one hash in every record of both modes" in s
+
+
+def test_profile_step_quick(tmp_path):
+    out = tmp_path / "B.md"
+    run_quick("profile_step.py", out)
+    s = section(out, "profile_step")
+    assert "| this | `single` | 1 |" in s and "| this | `horovod` | 1 |" in s and "ratio to single" in s
+    row = next(ln for ln in s.splitlines() if ln.startswith("| `single` |"))  # the profile of single
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert float(cells[1]) > 0 and float(cells[2]) > 0, row  # step and op time measured, in ms

@@ -141,8 +141,8 @@ def test_shard_indices_gather_exactly_shard_batches():
         for k, (x, y) in enumerate(got):
             np.testing.assert_array_equal(s.x[idx[k * B:(k + 1) * B]], x)
             np.testing.assert_array_equal(s.y[idx[k * B:(k + 1) * B]], y)
-    with pytest.raises(ValueError, match="shard 1 holds 67 rows, fewer than 5 batches of 16"):
-        shard_indices(203, 1, 0, 16, 1, 3, 5)
+    with pytest.raises(ValueError, match="shard 2 holds 67 rows, fewer than 5 batches of 16"):
+        shard_indices(203, 1, 0, 16, 2, 3, 5)
 
 
 def test_shard_batches_cover_the_shard_of_a_block_split(tmp_path):
