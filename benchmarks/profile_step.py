@@ -131,6 +131,7 @@ class Timers:
 
 TIMERS = Timers()
 OFF_CLOCK = "off the clock (snapshots, sync)"
+COPIES = "copies TF <-> NumPy (weights)"
 WINDOW: dict[str, Any] = {}
 
 
@@ -153,6 +154,7 @@ def instrument() -> None:
     import keras
     from tensorflow.python.data.ops import iterator_ops
     from tensorflow.python.eager.polymorphic_function import polymorphic_function
+    from tensorflow.python.ops import resource_variable_ops
 
     from distbench.ps_async import client
     from distbench.training import output, schedule
@@ -162,7 +164,9 @@ def instrument() -> None:
     TIMERS.wrap(polymorphic_function.Function, "__call__", "tf.function calls")
     TIMERS.wrap(iterator_ops.OwnedIterator, "__next__", "input (next batch)")
     for name in ("get_weights", "set_weights"):
-        TIMERS.wrap(keras.layers.Layer, name, "copies TF <-> NumPy (get/set_weights)")
+        TIMERS.wrap(keras.layers.Layer, name, COPIES)
+    for name in ("numpy", "assign"):  # eager reads and writes of whole variables (a replica's exchange)
+        TIMERS.wrap(resource_variable_ops.BaseResourceVariable, name, COPIES)
     for name in ("pull", "commit", "commit_and_pull", "sync"):
         TIMERS.wrap(client.PSClient, name, "exchange: server request (round trip)")
     TIMERS.wrap(client.WorkerSession, "exchange", "exchange: session (rule, copies, request)")
@@ -396,7 +400,7 @@ def _group(recs: list[dict], strategy: str, workers: int) -> list[dict]:
 
 
 LABELS = ["tf.function calls", "input (next batch)", "exchange: server request (round trip)",
-          "exchange: session (rule, copies, request)", "copies TF <-> NumPy (get/set_weights)"]
+          "exchange: session (rule, copies, request)", COPIES]
 
 
 def render_profile(prof: dict[str, dict]) -> list[str]:
@@ -495,7 +499,7 @@ def main(argv: list[str] | None = None) -> int:
             "the graph: `single`'s input pipeline and loop); *allreduce op* the step's extra time with "
             "`hvd.DistributedGradientTape` (one rank); *request* the parameter-server round trip (client, "
             "loopback, server; the server in another process); *rule + copies* the rest of the exchange "
-            "(ADAG's delta, copies of the pulled centre); *TF<->NumPy* `get_weights`/`set_weights`; *Python, "
+            "(ADAG's delta, copies of the pulled centre); *TF<->NumPy* the weights read out of and written into the model's variables; *Python, "
             "other* what no timer holds. `mpi_ps` runs the same replica code as `spark_ps` (its request goes "
             "over MPI instead of ZeroMQ).", "",
             "| strategy | step | op time | dispatch | allreduce op | input | request | rule + copies | "

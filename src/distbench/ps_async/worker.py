@@ -198,8 +198,17 @@ def train_replica(spec: ReplicaSpec, worker_id: int, split: Any = None,
     window = session.window
     count = {"steps": 0, "since": 0, "exchanges": 0}
 
+    # The model's weights in get_weights() order, as their backing tf.Variables: Keras'
+    # get_weights/set_weights walk the layers and check every shape on each call (about 3x
+    # the copies' own time); the server's replies are checked against the template already.
+    held = [v.value for v in model.weights]
+
+    def load(arrays: list) -> None:
+        for v, a in zip(held, arrays, strict=True):
+            v.assign(a)
+
     def exchange() -> None:
-        model.set_weights(session.exchange(model.get_weights(), count["since"]))
+        load(session.exchange([v.numpy() for v in held], count["since"]))
         count["since"], count["exchanges"] = 0, count["exchanges"] + 1
 
     def run_epoch(epoch: int) -> tuple[int, float | None]:
@@ -221,7 +230,7 @@ def train_replica(spec: ReplicaSpec, worker_id: int, split: Any = None,
             exchange()
 
     try:
-        model.set_weights(session.start())
+        load(session.start())
         res = loop.run(run_epoch, finish)
         session.finish()
     finally:
