@@ -197,6 +197,11 @@ def share_workload(hvd: Any, run_dir: Path, load_on_root: Callable[[], Workload]
 def train_rank(hvd: Any, info: RankInfo, workload: Workload, scenario: Any = None) -> TrainOutput:
     """Train this rank's share of every global batch with gradients averaged by Horovod.
 
+    Each epoch is one call of one traced graph (the steps in a ``tf.while_loop`` over the
+    input iterator). Under the harness the rank writes the steps it has started to the
+    progress board (:func:`~distbench.launch.ranks.open_progress_board`) at each epoch's
+    start and end.
+
     Args:
         hvd: the initialised ``horovod.tensorflow`` module (:func:`init_rank`).
         info: this rank's :class:`RankInfo`.
