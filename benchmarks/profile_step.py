@@ -393,10 +393,8 @@ def render_throughput(records: dict[str, list[dict]], configs: list[tuple[str, i
 
 
 def _group(recs: list[dict], strategy: str, workers: int) -> list[dict]:
-    """The records of configuration ``strategy`` (``spark_ps:adag`` style names) with ``workers``."""
-    base, _, opt = strategy.partition(":")
-    return [r for r in recs if r["strategy"] == base and r["workers"] == workers
-            and (not opt or (r.get("details") or {}).get("ps_optimizer") == opt)]
+    """The records of configuration ``strategy`` (e.g. ``spark_ps:adag``) with ``workers`` workers."""
+    return [r for r in recs if r["strategy"] == strategy and r["workers"] == workers]
 
 
 LABELS = ["tf.function calls", "input (next batch)", "exchange: server request (round trip)",
@@ -408,7 +406,7 @@ def render_profile(prof: dict[str, dict]) -> list[str]:
     rows = []
     for s, p in prof.items():
         if "error" in p:
-            rows.append(f"| `{s}` | failed: {' '.join(p['error'])[:200]} |" + " |" * 7)
+            rows.append(f"| `{s}` | failed: {' '.join(p['error'])[:200]} |" + " |" * 9)
             continue
         steps = max(1, p["steps"])
         sec = p["seconds"]
