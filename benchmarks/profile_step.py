@@ -361,20 +361,25 @@ def throughput(tmp: Path, trees: dict[str, Path], configs: list[tuple[str, int]]
     return {name: C.read_records(tmp / f"run_{name}") for name in names}
 
 
-def profile(tmp: Path, strategies: list[str], samples: int, epochs: int, batch: int) -> dict[str, dict]:
-    """Each strategy's instrumented run (:func:`profile_worker`) in a fresh process."""
+def profile(tmp: Path, trees: dict[str, Path], strategies: list[str], samples: int, epochs: int,
+            batch: int) -> dict[tuple[str, str], dict]:
+    """Each strategy's instrumented run (:func:`profile_worker`) in a fresh process, with
+    each tree's ``src`` first on the path; keyed by ``(tree, strategy)``."""
     out = {}
     for s in strategies:
-        f = tmp / f"profile_{s.replace(':', '_')}.json"
-        cp = subprocess.run([sys.executable, __file__, "--profile-worker", s, "--out", str(f), "--samples",
-                             str(samples), "--epochs", str(epochs), "--batch-size", str(batch)],
-                            capture_output=True, text=True, env=C.child_env(), timeout=900)
-        if cp.returncode != 0:
-            out[s] = {"error": (cp.stdout + cp.stderr).strip().splitlines()[-1:] or ["exit " + str(cp.returncode)]}
-            print(f"profile {s} failed:\n{(cp.stdout + cp.stderr)[-3000:]}", file=sys.stderr)
-            continue
-        out[s] = json.loads(f.read_text())
-        print(f"profiled {s}", file=sys.stderr, flush=True)
+        for name, src in trees.items():
+            f = tmp / f"profile_{name}_{s.replace(':', '_')}.json"
+            env = C.child_env()
+            env["PYTHONPATH"] = os.pathsep.join([str(src), env["PYTHONPATH"]])
+            cp = subprocess.run([sys.executable, __file__, "--profile-worker", s, "--out", str(f), "--samples",
+                                 str(samples), "--epochs", str(epochs), "--batch-size", str(batch)],
+                                capture_output=True, text=True, env=env, timeout=900)
+            if cp.returncode != 0:
+                out[name, s] = {"error": (cp.stdout + cp.stderr).strip().splitlines()[-1:] or [f"exit {cp.returncode}"]}
+                print(f"profile {s} ({name}) failed:\n{(cp.stdout + cp.stderr)[-3000:]}", file=sys.stderr)
+                continue
+            out[name, s] = json.loads(f.read_text())
+            print(f"profiled {s} ({name})", file=sys.stderr, flush=True)
     return out
 
 
@@ -401,12 +406,12 @@ LABELS = ["tf.function calls", "input (next batch)", "exchange: server request (
           "exchange: session (rule, copies, request)", COPIES]
 
 
-def render_profile(prof: dict[str, dict]) -> list[str]:
+def render_profile(prof: dict[tuple[str, str], dict]) -> list[str]:
     """Milliseconds per step of every profiled strategy: the breakdown table rows."""
     rows = []
-    for s, p in prof.items():
+    for (tree, s), p in prof.items():
         if "error" in p:
-            rows.append(f"| `{s}` | failed: {' '.join(p['error'])[:200]} |" + " |" * 9)
+            rows.append(f"| {tree} | `{s}` | failed: {' '.join(p['error'])[:200]} |" + " |" * 9)
             continue
         steps = max(1, p["steps"])
         sec = p["seconds"]
@@ -423,7 +428,7 @@ def render_profile(prof: dict[str, dict]) -> list[str]:
         inp = ms(LABELS[1])
         rest = wall - calls - inp - ms(LABELS[3]) - copies
         allreduce = (f"{(p['allreduce_op_s'] - p['op_s']) * 1e3:+.2f}" if "allreduce_op_s" in p else "-")
-        rows.append(f"| `{s}` | {wall:.2f} | {op:.2f} | {calls - op:+.2f} | {allreduce} | {inp:.2f} | "
+        rows.append(f"| {tree} | `{s}` | {wall:.2f} | {op:.2f} | {calls - op:+.2f} | {allreduce} | {inp:.2f} | "
                     f"{request:.2f} | {rule:.2f} | {copies:.2f} | {rest:+.2f} | {op / wall:.0%} |")
     return rows
 
@@ -432,7 +437,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the benchmark, print its Markdown section, optionally write it into a file."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true",
-                    help="smoke run: 512 samples, 2 epochs, one round of single and horovod, profile of single")
+                    help="smoke run: 512 samples, 2 epochs, one round of single, profile of single")
     ap.add_argument("--reps", type=int, default=3, help="rounds (one repetition of every configuration each)")
     ap.add_argument("--epochs", type=int, default=3, help="epochs per run (the first is the warm-up)")
     ap.add_argument("--samples", type=int, default=2048, help="synthetic samples (80%% x 90%% train)")
@@ -453,7 +458,7 @@ def main(argv: list[str] | None = None) -> int:
     strategies = [s.strip() for s in args.strategies.split(",") if s.strip() and s.strip() != "single"]
     profiled = [s for s in PROFILED if s == "single" or s in strategies]
     if args.quick:
-        reps, epochs, samples, strategies, profiled = 1, 2, 512, ["horovod"], ["single"]
+        reps, epochs, samples, strategies, profiled = 1, 2, 512, [], ["single"]
     if reps < 1 or epochs < 2:
         ap.error("--reps >= 1 and --epochs >= 2 (the first epoch is the warm-up)")
     trees: dict[str, Path] = {}
@@ -469,7 +474,7 @@ def main(argv: list[str] | None = None) -> int:
     tmp.mkdir(parents=True, exist_ok=True)
     try:
         records = throughput(tmp, trees, configs, reps, epochs, samples, args.batch_size)
-        prof = {} if args.no_profile else profile(tmp, profiled, samples, max(epochs, 3), args.batch_size)
+        prof = {} if args.no_profile else profile(tmp, trees, profiled, samples, max(epochs, 3), args.batch_size)
     finally:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -491,7 +496,7 @@ def main(argv: list[str] | None = None) -> int:
     if prof:
         md += [
             "Where a step's time goes (ms per step, one worker, epochs 2 to the last of an instrumented run of the "
-            f"strategy's own training function in this tree, `{max(epochs, 3)}` epochs): *op time* is the traced "
+            f"strategy's own training function in each tree, `{max(epochs, 3)}` epochs): *op time* is the traced "
             "step alone (forward, backward, SGD update of one batch, in a `tf.range` loop); *dispatch* is the "
             "`tf.function` calls' time beyond the op time of their steps (Python dispatch, and what else runs in "
             "the graph: `single`'s input pipeline and loop); *allreduce op* the step's extra time with "
@@ -500,9 +505,9 @@ def main(argv: list[str] | None = None) -> int:
             "(ADAG's delta, copies of the pulled centre); *TF<->NumPy* the weights read out of and written into the model's variables; *Python, "
             "other* what no timer holds. `mpi_ps` runs the same replica code as `spark_ps` (its request goes "
             "over MPI instead of ZeroMQ).", "",
-            "| strategy | step | op time | dispatch | allreduce op | input | request | rule + copies | "
+            "| tree | strategy | step | op time | dispatch | allreduce op | input | request | rule + copies | "
             "TF<->NumPy | Python, other | op share |",
-            "|---|---|---|---|---|---|---|---|---|---|---|", *render_profile(prof), ""]
+            "|---|---|---|---|---|---|---|---|---|---|---|---|", *render_profile(prof), ""]
     text = "\n".join(md)
     print(text)
     if args.write:

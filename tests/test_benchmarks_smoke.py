@@ -131,7 +131,7 @@ def test_profile_step_quick(tmp_path):
     out = tmp_path / "B.md"
     run_quick("profile_step.py", out)
     s = section(out, "profile_step")
-    assert "| this | `single` | 1 |" in s and "| this | `horovod` | 1 |" in s and "ratio to single" in s
-    row = next(ln for ln in s.splitlines() if ln.startswith("| `single` |"))  # the profile of single
+    assert "| this | `single` | 1 |" in s and "ratio to single" in s
+    row = next(ln for ln in s.splitlines() if ln.startswith("| this | `single` | ") and "%" in ln)  # the profile
     cells = [c.strip() for c in row.strip("|").split("|")]
-    assert float(cells[1]) > 0 and float(cells[2]) > 0, row  # step and op time measured, in ms
+    assert float(cells[2]) > 0 and float(cells[3]) > 0, row  # step and op time measured, in ms
