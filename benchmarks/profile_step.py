@@ -7,9 +7,11 @@ distbench's plumbing (issue 20). Two parts, in one run:
 
 - **throughput**: ``distbench run`` (each configuration in a fresh process) of
   ``single`` and, with ``--workers 1``, ``horovod``, ``spark_ps:adag`` and ``mpi_ps:adag``
-  (``--two-workers``: those three with 2 workers too); samples/s (steady) = training
-  samples per epoch / median steady-state epoch seconds (consecutive epoch-end times of
-  the record's curve after the first epoch, as ``step_time.py``); ratio = samples/s over
+  (``--two-workers``: those three with 2 workers too); samples/s (steady) = samples
+  trained from the end of epoch 1 to the end of the last epoch (the record's curve) over
+  the seconds between them: counted in samples, because a parameter server's epoch ends
+  fall on its exchanges (its clock counts commits of ``window`` local steps), so its
+  epochs are not all the same number of steps; ratio = samples/s over
   ``single``'s of the same source tree. Rounds alternate the order of the configurations
   (and of the source trees, ``--tree NAME=DIR`` repeated: a before/after comparison in one
   run, each tree's ``src`` on the children's ``PYTHONPATH``), so a drift in the machine's
@@ -331,12 +333,27 @@ def run_distbench(args: list[str], log: Path, src: Path) -> None:
         raise RuntimeError(f"distbench {' '.join(args)} exited with {cp.returncode}:\n{tail}")
 
 
+def samples_at(rec: dict, step: int) -> float:
+    """Training samples done when a record's curve reached ``step``: global steps x global
+    batch; for an asynchronous parameter server (``*_ps:`` with a window) the curve's step is
+    the centre's clock, one commit per ``window`` local steps of the per-replica batch."""
+    w = (rec.get("details") or {}).get("communication_window")
+    if "_ps:" in rec["strategy"] and w:
+        return min(step * w * rec["per_replica_batch_size"], rec["samples"])
+    return step * rec["global_batch_size"]
+
+
 def steady_sps(rec: dict) -> float | None:
-    """Steady-state samples/s of a record (None if it has no steady epoch)."""
-    ep = C.steady_epoch_s(rec)
-    if rec.get("status") != "ok" or not ep or not rec.get("epochs"):
+    """Steady-state samples/s of a record: samples trained between the end of epoch 1 and
+    the end of the last epoch over the time between them (None if not ok or one epoch).
+    Counted in samples, not epochs: a parameter server's epoch ends fall on exchanges
+    (24 local steps for an epoch of 23 at window 12), so per-epoch times would be biased."""
+    pts = sorted((p for p in rec.get("curve") or [] if p.get("epoch")), key=lambda p: p["epoch"])
+    if rec.get("status") != "ok" or len(pts) < 2 or pts[0]["epoch"] != 1:
         return None
-    return rec["samples"] / rec["epochs"] / statistics.median(ep)
+    a, b = pts[0], pts[-1]
+    dt = b["elapsed_s"] - a["elapsed_s"]
+    return (samples_at(rec, b["step"]) - samples_at(rec, a["step"])) / dt if dt > 0 else None
 
 
 def throughput(tmp: Path, trees: dict[str, Path], configs: list[tuple[str, int]], reps: int, epochs: int,
@@ -439,7 +456,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true",
                     help="smoke run: 512 samples, 2 epochs, one round of single, profile of single")
     ap.add_argument("--reps", type=int, default=3, help="rounds (one repetition of every configuration each)")
-    ap.add_argument("--epochs", type=int, default=3, help="epochs per run (the first is the warm-up)")
+    ap.add_argument("--epochs", type=int, default=8, help="epochs per run (the first is the warm-up)")
     ap.add_argument("--samples", type=int, default=2048, help="synthetic samples (80%% x 90%% train)")
     ap.add_argument("--batch-size", type=int, default=64, help="global batch size")
     ap.add_argument("--strategies", default=",".join(ONE_WORKER), help="strategies compared with single")
@@ -489,8 +506,10 @@ def main(argv: list[str] | None = None) -> int:
         f"{reps} round(s), interleaved (odd rounds in reverse order); trees: "
         + ", ".join(f"{n} = `{p}`" for n, p in trees.items())
         + f". Load average at start {load0}; the benchmark took {time.time() - started:.0f} s.",
-        "- samples/s (steady): training samples per epoch / median steady-state epoch seconds; median "
-        "[min-max] over rounds. Ratio: to `single`'s samples/s of the same tree (bracket: per-round range).", "",
+        "- samples/s (steady): samples trained from the end of epoch 1 to the end of the last epoch over the "
+        "time between them (the record's curve; a parameter server's samples from its clock: commits x window x "
+        "per-replica batch); median [min-max] over rounds. Ratio: to `single`'s samples/s of the same tree "
+        "(bracket: per-round range).", "",
         "| tree | strategy | workers | samples/s (steady) | ratio to single | runs not ok |",
         "|---|---|---|---|---|---|", *render_throughput(records, configs), ""]
     if prof:
