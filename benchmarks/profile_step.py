@@ -362,17 +362,16 @@ def throughput(tmp: Path, trees: dict[str, Path], configs: list[tuple[str, int]]
     cfg = tmp / "profile.toml"
     cfg.write_text(CONFIG.format(samples=samples, epochs=epochs, batch=batch))
     log = tmp / "distbench.log"
-    by_workers: dict[int, list[str]] = {}
-    for s, n in configs:
-        by_workers.setdefault(n, []).append(s)
     names = list(trees)
     for k in range(reps):
         ahead = k % 2 == 0
-        for name in (names if ahead else names[::-1]):
-            run_dir = tmp / f"run_{name}"
-            for n, strategies in (sorted(by_workers.items()) if ahead else sorted(by_workers.items())[::-1]):
+        # One configuration at a time, in every tree back to back (a drift in the machine's
+        # load between two trees' runs of a configuration is then seconds, not minutes).
+        for s, n in (configs if ahead else configs[::-1]):
+            for name in (names if ahead else names[::-1]):
+                run_dir = tmp / f"run_{name}"
                 a = ["run", str(cfg), "--out", str(run_dir), "--repeats", str(k + 1), "--workers", str(n),
-                     "--strategies", ",".join(strategies if ahead else strategies[::-1])]
+                     "--strategies", s]
                 run_distbench(a + (["--resume"] if run_dir.exists() else []), log, trees[name])
         print(f"round {k} done", file=sys.stderr, flush=True)
     return {name: C.read_records(tmp / f"run_{name}") for name in names}
@@ -503,7 +502,8 @@ def main(argv: list[str] | None = None) -> int:
         f"- command: `{C.command_line('profile_step.py', argv)}`",
         f"- workload: synthetic {samples} samples 32x32x3 ({n_train} for training), `cnn` filters [32, 64] "
         f"hidden [128], global batch {args.batch_size}, SGD, {epochs} epochs per run (the first is the warm-up); "
-        f"{reps} round(s), interleaved (odd rounds in reverse order); trees: "
+        f"{reps} round(s), each running every configuration in every tree back to back (odd rounds in "
+        "reverse order); trees: "
         + ", ".join(f"{n} = `{p}`" for n, p in trees.items())
         + f". Load average at start {load0}; the benchmark took {time.time() - started:.0f} s.",
         "- samples/s (steady): samples trained from the end of epoch 1 to the end of the last epoch over the "
