@@ -175,9 +175,10 @@ def train_replica(spec: ReplicaSpec, worker_id: int, split: Any = None,
         return loss
 
     # The steps between two exchanges run inside one graph (a tf.while_loop over the input
-    # iterator), as the tf.distribute loop runs its epoch: a Python call and a Python batch per
-    # step cost a one-worker replica several percent of single's samples/s
-    # (benchmarks/profile_step.py). autograph=False: the same tracing mode as Horovod's loop.
+    # iterator), as the tf.distribute loop runs its epoch, instead of a Python call and a
+    # Python batch per step (with them and Keras' get/set_weights, one-worker spark_ps:adag
+    # reached 0.79 of single's steady samples/s, benchmarks/step_time.py; the profile is
+    # benchmarks/profile_step.py). autograph=False: the same tracing mode as Horovod's loop.
     @tf.function(autograph=False)
     def run_steps(iterator: Any, k: Any) -> Any:
         def body(i: Any, loss: Any) -> Any:

@@ -275,9 +275,9 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload, scenario: Any = Non
     steps_per_epoch = len(ds.train) // G
 
     # The whole epoch runs inside one graph, the allreduce inside every step, as the
-    # tf.distribute loop does (distbench.training.tf_loop): a Python call per step (and a
-    # Python next() on the input iterator) cost a one-rank job ~12% of single's samples/s
-    # (benchmarks/profile_step.py). autograph=False, with an explicit tf.while_loop: the
+    # tf.distribute loop does (distbench.training.tf_loop): with a Python call and a Python
+    # next() on the input iterator per step, a one-rank job reached 0.88 of single's steady
+    # samples/s (benchmarks/step_time.py). autograph=False, with an explicit tf.while_loop: the
     # step has no tensor-dependent Python control flow, and AutoGraph would transpile
     # Horovod's tape and allreduce code (~70 functions): 3-15 s of tracing on a 2-core
     # machine instead of ~0.1 s.
