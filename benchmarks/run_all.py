@@ -17,6 +17,8 @@ is being written):
 - ``allreduce.py``: Horovod allreduce bus bandwidth vs raw loopback TCP;
 - ``step_time.py``: samples/s of every strategy vs the compute floor, and the scaling
   model (``distbench predict``) vs the measured 1- and 2-worker runs;
+- ``profile_step.py``: one-worker ``horovod``, ``spark_ps:adag``, ``mpi_ps:adag`` vs ``single``
+  (goal >= 0.95) and where a step's time goes (op time, dispatch, input, exchange, copies);
 - ``parquet_memory.py``: a ~3 GB Parquet training set under six strategies, each
   process's peak resident memory against the data size;
 - ``resnet_synthetic.py``: synthetic ResNet-50 images/s per strategy next to a plain
@@ -46,8 +48,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = ["harness_overhead", "elephas_peer", "ps_throughput", "allreduce", "step_time", "parquet_memory",
-           "resnet_synthetic", "emulated_links", "sweep_startup"]
+SCRIPTS = ["harness_overhead", "elephas_peer", "ps_throughput", "allreduce", "step_time", "profile_step",
+           "parquet_memory", "resnet_synthetic", "emulated_links", "sweep_startup"]
 TITLE = "# Benchmarks"
 INTRO = ("Table of record for distbench's performance: each section below is written by one script in "
          "`benchmarks/` (`make bench` runs them all through `benchmarks/run_all.py`; each script can be "
@@ -136,7 +138,8 @@ def put_header_first(path: Path, markdown: str) -> None:
 
 #: Section order in the file: the header, then the scripts' sections in running order
 #: (step_time.py writes two), then any other section as found.
-ORDER = ["header", "harness_overhead", "elephas_peer", "ps_throughput", "allreduce", "step_time", "scaling_model"]
+ORDER = ["header", "harness_overhead", "elephas_peer", "ps_throughput", "allreduce", "step_time", "scaling_model",
+         "profile_step"]
 
 
 def reorder_sections(path: Path) -> None:

@@ -127,3 +127,13 @@ def test_sweep_startup_quick(tmp_path, request):
     assert "| separate |" in s and "| shared |" in s and "one hash in every record of both modes" in s
     same = s.split("identical for", 1)[1].split(";")[0]  # the synchronous optimizers on both shared engines
     assert "spark_ps:easgd" in same and "mpi_ps:easgd" in same and "mpi_ps:averaging" in same
+
+
+def test_profile_step_quick(tmp_path):
+    out = tmp_path / "B.md"
+    run_quick("profile_step.py", out)
+    s = section(out, "profile_step")
+    assert "| this | `single` | 1 |" in s and "ratio to single" in s
+    row = next(ln for ln in s.splitlines() if ln.startswith("| this | `single` | ") and "%" in ln)  # the profile
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert float(cells[2]) > 0 and float(cells[3]) > 0, row  # step and op time measured, in ms

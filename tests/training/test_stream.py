@@ -11,7 +11,8 @@ import pytest
 from distbench.config import DataConfig
 from distbench.data import ArraySplit, load_dataset, shard
 from distbench.training.schedule import (block_rows, epoch_blocks, epoch_permutation, epoch_stream, replica_batches,
-                                         replica_indices, shard_batches, shard_bounds)
+                                         replica_indices, shard_batches, shard_bounds,
+                                         shard_indices)
 
 
 def _array_split(n=203, features=3):
@@ -129,6 +130,19 @@ def test_shard_batches_in_memory_equal_todays_replica_order():
                 idx = perm[k * B:(k + 1) * B]
                 np.testing.assert_array_equal(got[epoch * steps + k][0], x[idx])
                 np.testing.assert_array_equal(got[epoch * steps + k][1], y[idx])
+
+
+def test_shard_indices_gather_exactly_shard_batches():
+    s = _array_split(n=203)
+    for seed, N, B, steps, wid in [(9, 3, 16, 4, 0), (9, 3, 16, 4, 2), (1, 1, 7, 29, 0)]:
+        idx = shard_indices(len(s), 3, seed, B, wid, N, steps)
+        got = list(shard_batches(s, 3, seed, B, wid, N, steps))
+        assert len(idx) == len(got) * B
+        for k, (x, y) in enumerate(got):
+            np.testing.assert_array_equal(s.x[idx[k * B:(k + 1) * B]], x)
+            np.testing.assert_array_equal(s.y[idx[k * B:(k + 1) * B]], y)
+    with pytest.raises(ValueError, match="shard 2 holds 67 rows, fewer than 5 batches of 16"):
+        shard_indices(203, 1, 0, 16, 2, 3, 5)
 
 
 def test_shard_batches_cover_the_shard_of_a_block_split(tmp_path):

@@ -149,13 +149,9 @@ def train_replica(spec: ReplicaSpec, worker_id: int, split: Any = None,
     from distbench.models import build_model
     from distbench.ps_async.client import PSClient, WorkerSession
     from distbench.ps_async.rules import get_optimizer
-    from distbench.training.schedule import shard_batches
     from distbench.workload import make_optimizer
 
-    B = spec.per_replica_batch
     split = split if split is not None else load_shard_split(spec)
-    batches = shard_batches(split, spec.training.epochs, spec.training.seed, B, worker_id, spec.num_workers,
-                            spec.steps_per_epoch)
     keras.utils.set_random_seed(spec.training.seed + worker_id)  # as Workload.build_model: reproducible Dropout
     model = build_model(spec.model, spec.input_shape, spec.num_classes)
     local_sgd = get_optimizer(spec.optimizer).local_sgd
@@ -167,16 +163,32 @@ def train_replica(spec: ReplicaSpec, worker_id: int, split: Any = None,
                      label=f"worker {worker_id} (pid {os.getpid()}, attempt {attempt}): ", scenario=spec.scenario)
     delay = loop.step_delay()
 
-    @tf.function(autograph=False)  # the same tracing mode as every other strategy's step
-    def step(xb: Any, yb: Any) -> Any:
-        xb = delay.start(xb)
+    def step(xb: Any, yb: Any, previous: Any) -> Any:
+        xb = delay.start(xb, [previous])  # under a scenario: after the previous step's update
         with delay.tape() as tape:
             loss = loss_obj(yb, model(xb, training=True))
         opt.apply_gradients(zip(tape.gradient(loss, variables), variables))
+        if delay.active:  # the loss handed to the next step waits for this step's update
+            with tf.control_dependencies([variables[-1].value.read_value()]):
+                loss = tf.identity(loss)
         return loss
 
-    loop.trace(lambda: step.get_concrete_function(tf.TensorSpec((B, *split.sample_shape), tf.float32),
-                                                  tf.TensorSpec((B,), tf.int32)))
+    # The steps between two exchanges run inside one graph (a tf.while_loop over the input
+    # iterator), as the tf.distribute loop runs its epoch, instead of a Python call and a
+    # Python batch per step (with them and Keras' get/set_weights, one-worker spark_ps:adag
+    # reached 0.79 of single's steady samples/s, benchmarks/step_time.py; the profile is
+    # benchmarks/profile_step.py). autograph=False: the same tracing mode as Horovod's loop.
+    @tf.function(autograph=False)
+    def run_steps(iterator: Any, k: Any) -> Any:
+        def body(i: Any, loss: Any) -> Any:
+            xb, yb = iterator.get_next()
+            return i + 1, step(xb, yb, loss)
+
+        _, loss = tf.while_loop(lambda i, _: i < k, body, (tf.constant(0), tf.constant(float("nan"))))
+        return loss
+
+    data = iter(_pipeline(split, spec, worker_id))  # created before the clock starts
+    loop.trace(lambda: run_steps.get_concrete_function(data, tf.TensorSpec((), tf.int32)))
     if ready is not None:
         ready()
     client = (client_factory or PSClient)(spec.address, spec.secret, worker_id, spec.initial_weights,
@@ -186,17 +198,27 @@ def train_replica(spec: ReplicaSpec, worker_id: int, split: Any = None,
     window = session.window
     count = {"steps": 0, "since": 0, "exchanges": 0}
 
+    # The model's weights in get_weights() order, as their backing tf.Variables: Keras'
+    # get_weights/set_weights walk the layers and check every shape on each call (about 3x
+    # the copies' own time); the server's replies are checked against the template already.
+    held = [v.value for v in model.weights]
+
+    def load(arrays: list) -> None:
+        for v, a in zip(held, arrays, strict=True):
+            v.assign(a)
+
     def exchange() -> None:
-        model.set_weights(session.exchange(model.get_weights(), count["since"]))
+        load(session.exchange([v.numpy() for v in held], count["since"]))
         count["since"], count["exchanges"] = 0, count["exchanges"] + 1
 
     def run_epoch(epoch: int) -> tuple[int, float | None]:
-        loss = None
-        for _ in range(spec.steps_per_epoch):
-            xb, yb = next(batches)
-            loss = step(xb, yb)
-            count["steps"] += 1
-            count["since"] += 1
+        loss, left = None, spec.steps_per_epoch
+        while left:  # chunks of steps up to the next exchange (or the epoch's end)
+            k = left if window is None else min(left, window - count["since"])
+            loss = run_steps(data, tf.constant(k, tf.int32))
+            left -= k
+            count["steps"] += k
+            count["since"] += k
             if window is not None and count["since"] == window:
                 exchange()
         if window is None:  # model averaging: once per epoch
@@ -208,7 +230,7 @@ def train_replica(spec: ReplicaSpec, worker_id: int, split: Any = None,
             exchange()
 
     try:
-        model.set_weights(session.start())
+        load(session.start())
         res = loop.run(run_epoch, finish)
         session.finish()
     finally:
@@ -253,6 +275,27 @@ def replica_spec(workload: Any, num_workers: int, optimizer: str, params: dict[s
                        non_trainable=workload.non_trainable_indices(), scenario=scenario)
 
 
+
+
+def _pipeline(split: Any, spec: ReplicaSpec, worker_id: int) -> Any:
+    """The ``tf.data`` pipeline of the replica's local batches over the whole run, exactly
+    :func:`~distbench.training.schedule.shard_batches`: an in-memory split is gathered by
+    index from one copy of the shard's rows (:func:`~distbench.training.schedule.shard_indices`);
+    a block split streams through a generator over ``shard_batches`` (one block in memory)."""
+    import tensorflow as tf
+
+    from distbench.training.schedule import shard_batches, shard_bounds, shard_indices
+    from distbench.training.tf_loop import gather_dataset
+
+    t, B, n = spec.training, spec.per_replica_batch, spec.num_workers
+    if split.in_memory:
+        lo, hi = shard_bounds(len(split), worker_id, n)
+        idx = shard_indices(len(split), t.epochs, t.seed, B, worker_id, n, spec.steps_per_epoch) - lo
+        return gather_dataset(idx, split.x[lo:hi], split.y[lo:hi], B)
+    sig = (tf.TensorSpec((B, *split.sample_shape), tf.float32), tf.TensorSpec((B,), tf.int32))
+    return tf.data.Dataset.from_generator(
+        lambda: shard_batches(split, t.epochs, t.seed, B, worker_id, n, spec.steps_per_epoch),
+        output_signature=sig).prefetch(2)
 
 
 def _overrides(spec: ReplicaSpec) -> dict[str, Any]:

@@ -197,6 +197,11 @@ def share_workload(hvd: Any, run_dir: Path, load_on_root: Callable[[], Workload]
 def train_rank(hvd: Any, info: RankInfo, workload: Workload, scenario: Any = None) -> TrainOutput:
     """Train this rank's share of every global batch with gradients averaged by Horovod.
 
+    Each epoch is one call of one traced graph (the steps in a ``tf.while_loop`` over the
+    input iterator). Under the harness the rank writes the steps it has started to the
+    progress board (:func:`~distbench.launch.ranks.open_progress_board`) at each epoch's
+    start and end.
+
     Args:
         hvd: the initialised ``horovod.tensorflow`` module (:func:`init_rank`).
         info: this rank's :class:`RankInfo`.
@@ -255,33 +260,51 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload, scenario: Any = Non
                      sync=sync if stats and size > 1 else None, scenario=scenario)
     delay = loop.step_delay()
 
-    # autograph=False: the step has no tensor-dependent Python control flow, and AutoGraph
-    # would transpile Horovod's tape and allreduce code (~70 functions): 3-15 s of tracing
-    # on a 2-core machine instead of ~0.1 s, all of it on the training clock.
-    @tf.function(autograph=False)
-    def train_step(x: Any, y: Any) -> Any:
-        x = delay.start(x)
+    def step(x: Any, y: Any, previous: Any) -> Any:
+        x = delay.start(x, [previous])  # under a scenario: after the previous step's update
         with delay.tape() as tape:
             loss = tf.reduce_mean(loss_obj(y, model(x, training=True)))  # mean over the local batch
         tape_ = tape if plain_tape else hvd.DistributedGradientTape(tape)  # Average over ranks
         grads = tape_.gradient(loss, tvalues)
         optimizer.apply_gradients(zip(grads, tvars, strict=True))
+        if delay.active:  # the loss handed to the next step waits for this step's update
+            with tf.control_dependencies([tvalues[-1].read_value()]):
+                loss = tf.identity(loss)
         return loss
 
     steps_per_epoch = len(ds.train) // G
+
+    # The whole epoch runs inside one graph, the allreduce inside every step, as the
+    # tf.distribute loop does (distbench.training.tf_loop): with a Python call and a Python
+    # next() on the input iterator per step, a one-rank job reached 0.88 of single's steady
+    # samples/s (benchmarks/step_time.py). autograph=False, with an explicit tf.while_loop: the
+    # step has no tensor-dependent Python control flow, and AutoGraph would transpile
+    # Horovod's tape and allreduce code (~70 functions): 3-15 s of tracing on a 2-core
+    # machine instead of ~0.1 s.
+    @tf.function(autograph=False)
+    def train_epoch(iterator: Any) -> Any:
+        def body(i: Any, loss: Any) -> Any:
+            x, y = iterator.get_next()
+            return i + 1, step(x, y, loss)
+
+        _, loss = tf.while_loop(lambda i, _: i < steps_per_epoch, body,
+                                (tf.constant(0), tf.constant(float("nan"))))
+        return loss
+
     # One input pipeline over all epochs, its iterator created before the clock starts.
     pipeline = input_pipeline(ds.train, cfg.epochs, cfg.seed, G, [rank], size)
     data = iter(pipeline)
-    loop.trace(lambda: train_step.get_concrete_function(*pipeline.element_spec))
+    loop.trace(lambda: train_epoch.get_concrete_function(data))
     state = {"steps": 0, "loss": tf.constant(float("nan"))}
 
     def run_epoch(epoch: int) -> tuple[int, float | None]:
-        for _ in range(steps_per_epoch):
-            x, y = next(data)
-            state["steps"] += 1
-            if progress is not None:  # under the harness: the launcher names a rank the others wait for
-                progress(state["steps"])
-            state["loss"] = train_step(x, y)
+        if progress is not None:  # under the harness: the launcher names a rank the others wait for.
+            progress(state["steps"] + 1)  # Per epoch: the ranks meet at every step's allreduce, so a
+            # rank that stops between epochs (the stalls this board is for) is the one behind.
+        state["loss"] = train_epoch(data)
+        state["steps"] += steps_per_epoch
+        if progress is not None:
+            progress(state["steps"])
         return state["steps"], None
 
     res = loop.run(run_epoch)

@@ -235,6 +235,31 @@ def shard_bounds(n: int, shard: int, num_shards: int) -> tuple[int, int]:
     return lo, lo + q + (shard < r)
 
 
+def shard_indices(n: int, epochs: int, seed: int, batch: int, shard: int, num_shards: int,
+                  steps_per_epoch: int) -> np.ndarray:
+    """The rows, in order, of :func:`shard_batches` over an in-memory split of ``n`` rows:
+    batch ``k`` of the run is ``x[idx[k*batch:(k+1)*batch]]`` (a replica gathers them in its
+    input pipeline instead of Python handing it one batch per step).
+
+    Args:
+        n: rows in the split.
+        epochs, seed, batch, shard, num_shards, steps_per_epoch: as :func:`shard_batches`.
+
+    Returns:
+        int64 row numbers, shape ``(epochs * steps_per_epoch * batch,)``, all within the
+        shard's rows :func:`shard_bounds`.
+
+    Raises:
+        ValueError: as :func:`shard_batches`.
+    """
+    lo, hi = shard_bounds(n, shard, num_shards)
+    if steps_per_epoch * batch > hi - lo or batch < 1:
+        raise ValueError(f"shard {shard} holds {hi - lo} rows, fewer than {steps_per_epoch} batches of {batch}")
+    used = steps_per_epoch * batch
+    return np.concatenate([lo + np.random.default_rng([seed, epoch, shard]).permutation(hi - lo)[:used]
+                           for epoch in range(epochs)] or [np.zeros(0, np.int64)]).astype(np.int64)
+
+
 def shard_batches(split: Any, epochs: int, seed: int, batch: int, shard: int, num_shards: int,
                   steps_per_epoch: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """A parameter-server replica's local batches: ``steps_per_epoch`` per epoch from its shard.
