@@ -163,7 +163,6 @@ def _run_with_progress(cfg: config_mod.ExperimentConfig, run_dir: Path, resume: 
     from rich.markup import escape
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from distbench.cluster.placement import Placement
     from distbench.harness import progress as prog
     from distbench.harness.matrix import expand
     from distbench.results.store import read_records
@@ -174,7 +173,7 @@ def _run_with_progress(cfg: config_mod.ExperimentConfig, run_dir: Path, resume: 
     label_of = {p.key: p.label + (f", repeat {p.repeat + 1}/{cfg.run.repeats}" if cfg.run.repeats > 1 else "")
                 for p in todo}  # as the table and headline name it
     finished: list[tuple[str, float, float | None]] = []
-    local = Placement.from_config(cfg.cluster).is_local
+    local = cfg.cluster.emulate is None and not cfg.cluster.hosts  # as Placement decides, before the cluster is up
     shared = ({"spark_ps"} if cfg.spark.share_session and local else set()) | (
         {"mpi_ps"} if cfg.mpi.share_engine and local else set())  # one engine per sweep: as the runner decides
     state: dict[str, Any] = {"key": None, "start": 0.0, "index": 0}
