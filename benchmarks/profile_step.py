@@ -54,29 +54,14 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C  # noqa: E402
+import step_time  # noqa: E402
 
 SECTION = "profile_step"
 ONE_WORKER = ["horovod", "spark_ps:adag", "mpi_ps:adag"]
 PROFILED = ["single", "horovod", "spark_ps:adag"]
-CONFIG = """\
-[data]
-name = "synthetic"
-samples = {samples}
-image_shape = [32, 32, 3]
-classes = 10
-[model]
-name = "cnn"
-filters = [32, 64]
-hidden = [128]
-[training]
-epochs = {epochs}
-global_batch_size = {batch}
-optimizer = "sgd"
-[run]
-strategies = ["single"]
-workers = [1]
-timeout_s = 1800.0
-"""
+# step_time.py's CNN workload, one single configuration (the others run through --strategies/--workers)
+CONFIG = step_time.CONFIG.replace("{strategies}", '["single"]').replace("workers = [2]", "workers = [1]")
+assert "workers = [1]" in CONFIG  # step_time's CONFIG changed shape: update this line
 
 
 # ------------------------------------------------------------------ profile worker
