@@ -227,9 +227,24 @@ def test_cli_predict_bad_input_exits_2(tmp_path, run_dir):
     res = CliRunner().invoke(main, ["predict", "--run-dir", str(run_dir), "--bandwidth", "0"])
     assert res.exit_code == 2 and "--bandwidth 0.0: expected a finite number > 0" in res.output
     res = CliRunner().invoke(main, ["predict", "--run-dir", str(run_dir), "--latency", "nan"])
-    assert res.exit_code == 2 and "--latency nan: expected a finite number >= 0" in res.output
+    assert res.exit_code == 2 and "'nan': expected a number >= 0, bare (seconds)" in res.output
+    res = CliRunner().invoke(main, ["predict", str(run_dir), "--bandwidth", "10furlongs"])
+    assert res.exit_code == 2 and res.output.count("\n") == 1, res.output
+    assert "'10furlongs': expected a number >= 0, bare (bytes/s) or with a unit (gbit," in res.output
     for flag in ("--window", "--per-worker-batch", "--samples", "--max-workers"):
         res = CliRunner().invoke(main, ["predict", "--run-dir", str(run_dir), flag, "0"])
         assert res.exit_code == 2 and f"{flag} 0: expected an integer >= 1" in res.output
     res = CliRunner().invoke(main, ["predict", "--run-dir", str(run_dir), "--plot", str(tmp_path / "no" / "p.png")])
     assert res.exit_code == 2 and "cannot write the plot" in res.output
+
+
+@pytest.mark.parametrize("bandwidth,latency,want_bw,want_lat", [
+    ("10Gbit", "50us", 1.25e9, 5e-5), ("800mbit", "0.2ms", 1e8, 2e-4), ("1.25GB/s", "0.001", 1.25e9, 1e-3),
+    ("3e8", "1 ms", 3e8, 1e-3),
+])
+def test_cli_predict_takes_units(run_dir, bandwidth, latency, want_bw, want_lat):
+    res = CliRunner().invoke(main, ["predict", str(run_dir), "--json", "--max-workers", "2", "--bandwidth", bandwidth,
+                                    "--latency", latency])
+    assert res.exit_code == 0, res.output
+    inputs = json.loads(res.stdout)["inputs"]
+    assert inputs["bandwidth_Bps"] == pytest.approx(want_bw) and inputs["latency_s"] == pytest.approx(want_lat)

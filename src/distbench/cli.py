@@ -50,7 +50,39 @@ def _name_list(flag: str, value: str | None) -> list[str] | None:
     return names
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _OneLineErrors(click.Group):
+    """The top-level group: a click usage error (unknown option, missing or malformed
+    value) prints as one line, ``distbench: error: ... (see 'distbench run --help')``, and
+    exits with status 2, like every other bad input (:func:`user_errors`); click's own
+    format is four lines (usage, hint, blank line, error)."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs.pop("standalone_mode", None)
+        kwargs["prog_name"] = "distbench"  # also under ``python -m distbench`` and click's test runner
+        try:
+            rv = super().main(*args, standalone_mode=False, **kwargs)
+        except click.UsageError as e:
+            where = e.ctx.command_path if e.ctx is not None else _command_path(self, kwargs.get("args"))
+            print(f"distbench: error: {e.format_message()} (see '{where} --help')", file=sys.stderr, flush=True)
+            sys.exit(e.exit_code)
+        except click.ClickException as e:
+            e.show()
+            sys.exit(e.exit_code)
+        except click.Abort:
+            print("Aborted!", file=sys.stderr, flush=True)
+            sys.exit(1)
+        # without standalone mode click returns ctx.exit()'s status instead of exiting
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def _command_path(group: click.Group, args: Any) -> str:
+    """``distbench <command>`` for the first word of ``args`` (default ``sys.argv[1:]``)
+    that names a command, else ``distbench``: for errors raised without a context."""
+    words = [a for a in (sys.argv[1:] if args is None else args) if not str(a).startswith("-")]
+    return f"distbench {words[0]}" if words and words[0] in group.commands else "distbench"
+
+
+@click.group(cls=_OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="distbench")
 def main() -> None:
     """Train the same Keras model under several distributed-training strategies and
@@ -120,7 +152,10 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
     # SIGTERM (a scheduler or CI cancelling us) is handled like Ctrl-C: children are killed,
     # finished records stay, and the run can be resumed.
     signal.signal(signal.SIGTERM, _interrupt)
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:  # a background job keeps ignoring it
+        signal.signal(signal.SIGINT, _interrupt)
     before = {(r.get("config_id"), r.get("repeat")) for r in _records_of(run_dir)}
+    setup_s = time.time() - t0
     try:
         records = _run_with_progress(cfg, run_dir, resume, functools.partial(run_sweep, workload=workload))
     except KeyboardInterrupt:
@@ -130,13 +165,15 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
         click.echo(f"distbench: interrupted; {n} record(s) kept in {run_dir}. Continue with: "
                    f"distbench run --resume --out {run_dir} (options not given keep the run's values)", err=True)
         sys.exit(130)
+    t_report = time.time()
     _print_report(records, run_dir)
     from distbench.harness.runner import time_breakdown
 
     from distbench.results.terminal import output_width, wrap_text
 
     click.echo(wrap_text(time_breakdown([r for r in records if (r.get("config_id"), r.get("repeat")) not in before],
-                                        time.time() - t0), output_width()))
+                                        time.time() - t0, setup_s=setup_s, report_s=time.time() - t_report),
+                         output_width()))
 
 
 def _records_of(run_dir: Path) -> list[dict[str, Any]]:
@@ -147,7 +184,13 @@ def _records_of(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def _interrupt(signum: int, frame: object) -> None:
-    """Signal handler: turn SIGTERM into KeyboardInterrupt (the same clean-up as Ctrl-C)."""
+    """Signal handler for SIGINT and SIGTERM during a sweep: say at once that the sweep is
+    stopping (stopping a Spark or MPI engine takes seconds), then raise KeyboardInterrupt,
+    whose clean-up kills the children and keeps the finished records. A second signal
+    during that clean-up interrupts it (Python's default)."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    print(f"distbench: {signal.Signals(signum).name}: stopping the running configuration and its engine "
+          "(a few seconds)...", file=sys.stderr, flush=True)
     raise KeyboardInterrupt
 
 
@@ -376,6 +419,8 @@ def env_cmd(as_json: bool, workers: int, cluster_config: str | None) -> None:
         sys.exit(env_cluster(cluster_config, as_json, timeout_s=30.0))
     if workers < 1:
         raise ConfigError(f"--workers {workers}: expected a worker count >= 1")
+    # the probes take seconds (a minute on a busy machine): say so before going quiet
+    print("probing engines (TF, Horovod, Spark, MPI)...", file=sys.stderr, flush=True)
     info = env_report(config_mod.load(None), workers)
     if as_json:
         click.echo(json.dumps(info, indent=2))
@@ -443,10 +488,53 @@ def where(what: str) -> None:
     click.echo(Path(spark_app.__file__).resolve())
 
 
+class _Quantity(click.ParamType):
+    """A positive quantity with an optional unit suffix (case-insensitive), converted to
+    the base unit: a bare number is taken in the base unit (``--bandwidth 1.25e9`` is
+    bytes/s, ``--latency 5e-5`` seconds).
+
+    Args:
+        units: suffix -> factor to the base unit, e.g. ``{"gbit": 1.25e8}`` (bytes/s).
+        example: shown in the error, e.g. ``10gbit``.
+    """
+
+    def __init__(self, name: str, units: dict[str, float], example: str) -> None:
+        self.name, self.units, self.example = name, units, example
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> float:
+        """``"10Gbit"`` -> 1.25e9 (bytes/s); a float passes through; anything else fails
+        with the accepted forms."""
+        if isinstance(value, (int, float)):
+            return float(value)
+        text = str(value).strip().replace(" ", "")
+        for unit in sorted(self.units, key=len, reverse=True):
+            if text.lower().endswith(unit):
+                text, factor = text[: -len(unit)], self.units[unit]
+                break
+        else:
+            factor = 1.0
+        try:
+            v = float(text) * factor
+        except ValueError:
+            v = math.nan
+        if not math.isfinite(v) or v < 0:
+            self.fail(f"{value!r}: expected a number >= 0, bare ({self.name}) or with a unit "
+                      f"({', '.join(self.units)}), e.g. {self.example}", param, ctx)
+        return v
+
+
+# bytes per second: tc's decimal bit rates (1gbit = 10^9 bit/s) and byte rates
+BANDWIDTH = _Quantity("bytes/s", {"gbit": 1e9 / 8, "mbit": 1e6 / 8, "kbit": 1e3 / 8, "bit": 1 / 8,
+                                  "gb/s": 1e9, "mb/s": 1e6, "kb/s": 1e3, "b/s": 1.0}, "10gbit or 1.25GB/s")
+LATENCY = _Quantity("seconds", {"us": 1e-6, "ms": 1e-3, "s": 1.0}, "50us or 0.05ms")
+
+
 @main.command()
-@click.option("--bandwidth", type=float, default=None,
-              help="Link bandwidth, bytes/s each way [default: 1.25e9, 10 GbE].")
-@click.option("--latency", type=float, default=None, help="Per-message latency, seconds [default: 50e-6].")
+@click.option("--bandwidth", type=BANDWIDTH, default=None,
+              help="Link bandwidth each way: bytes/s, or with a unit: 10gbit, 100mbit, 1.25GB/s "
+                   "[default: 10gbit = 1.25e9 bytes/s, 10 GbE].")
+@click.option("--latency", type=LATENCY, default=None,
+              help="Per-message latency: seconds, or with a unit: 50us, 0.2ms [default: 50us].")
 @click.option("--window", type=int, default=None,
               help="Parameter-server communication window, local steps [default: the run's spark_ps window, else 1].")
 @click.option("--per-worker-batch", type=int, default=None,

@@ -144,6 +144,11 @@ def test_truncated_gzip_idx(tmp_path):
     (["report", "RESULTS", "--out", "/proc/distbench-nope"], {}, "cannot create the report folder"),
     (["list"], {"DISTBENCH_PLUGINS": "no_such_plugin_mod"}, "'no_such_plugin_mod', which cannot be imported"),
     (["worker", "tf", "--run-dir", "RUN"], {"TF_CONFIG": ""}, "TF_CONFIG = '': expected JSON"),
+    # click's own usage errors: one line too, naming the command's help
+    (["run", "--bogus"], {}, "No such option '--bogus'. Did you mean '--out'? (see 'distbench run --help')"),
+    (["report", "--compare", "RESULTS"], {}, "'--compare' requires 2 arguments. (see 'distbench report --help')"),
+    (["run", "--epochs", "x"], {}, "'x' is not a valid integer"),
+    (["nosuch"], {}, "No such command 'nosuch'. (see 'distbench --help')"),
 ])
 def test_bad_cli_input_exits_2_with_one_line(tmp_path, monkeypatch, args, env, needle):
     from distbench.strategies import registry

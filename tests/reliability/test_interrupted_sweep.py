@@ -48,6 +48,7 @@ def test_interrupt_then_resume(tmp_path, sig):
     _, err = proc.communicate(timeout=60)
     if sig == signal.SIGINT:
         assert proc.returncode == 130 and b"--resume" in err
+        assert b"distbench: SIGINT: stopping the running configuration" in err  # said before the clean-up
     time.sleep(1)
     assert pids_with(str(out)) == []  # children died with the sweep, even on SIGKILL
     before = len(read_records(out))

@@ -145,7 +145,13 @@ def test_ps_notes_explain_a_trailing_row_and_commits_that_never_overlapped():
     notes = build(recs).notes
     assert any(n.startswith("spark_ps:adag (2 workers) reached 0.586 against 0.867 for single (1 worker): ADAG "
                             "divides each commit by its window") and "after 2 epochs" in n for n in notes)
-    assert any(n.startswith("Every commit of spark_ps:adag (2 workers) had staleness 0") for n in notes)
+    assert any(n.startswith("Every commit of spark_ps:adag (2 workers) had staleness 0") and "its replicas" in n
+               for n in notes)
+    dyn = {**ps, "strategy": "mpi_ps:dynsgd", "config_id": "mpi_ps-dynsgd_w2"}
+    both = [n for n in build(recs + [dyn]).notes if "staleness 0" in n]  # one sentence names every such row
+    assert both == ["Every commit of spark_ps:adag (2 workers) and mpi_ps:dynsgd (2 workers) had staleness 0: no "
+                    "other worker committed between a worker's pull and its commit, so their replicas barely "
+                    "overlapped in time and their speed is not parallelism."]
     ps["details"] = {"staleness": {"median": 1, "max": 3}}
     ps["final_test_accuracy"] = 0.85
     assert not [n for n in build(recs).notes if "spark_ps" in n]  # close enough, and overlapping

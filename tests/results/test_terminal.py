@@ -115,3 +115,4 @@ def test_env_fits_columns_with_reasons_under_their_strategy(monkeypatch):
     tpu = lines.index(next(line for line in lines if line.split()[:2] == ["tpu", "unavailable"]))
     assert " ".join(" ".join(line.split()) for line in lines[tpu:]).startswith("tpu unavailable " + tpu_why)
     assert "  single                 available" in lines
+    assert res.stderr.startswith("probing engines")  # said before the probes go quiet for seconds

@@ -201,14 +201,18 @@ PHASE_WORDS = (("train_s", "training"), ("engine_start_s", "engine start-up"), (
                ("exit_s", "exit"), ("eval_s", "evaluation"))
 
 
-def time_breakdown(records: list[dict[str, Any]], wall_s: float) -> str:
+def time_breakdown(records: list[dict[str, Any]], wall_s: float, setup_s: float = 0.0, report_s: float = 0.0) -> str:
     """One line saying where a sweep's wall time went: the sum of each phase of
-    :func:`phases` over ``records`` (seconds and share of ``wall_s``), and what no record
-    accounts for (the sweep's own start, records without phases, between configurations).
+    :func:`phases` over ``records`` (seconds and share of ``wall_s``), the sweep's own
+    set-up and report, and what none of these accounts for (between configurations:
+    spawning, records, progress; records without phases).
 
     Args:
         records: the records this sweep wrote.
         wall_s: the sweep's wall-clock seconds.
+        setup_s: seconds before the first configuration (config, TensorFlow import in
+            the sweep's process, workload preparation: data load, split, initial weights).
+        report_s: seconds writing and printing the report after the last one.
     """
     sums = {k: 0.0 for k, _ in PHASE_WORDS}
     for r in records:
@@ -218,11 +222,12 @@ def time_breakdown(records: list[dict[str, Any]], wall_s: float) -> str:
     if not records:
         return f"sweep: nothing to run (every configuration was already recorded); {wall_s:.1f} s"
     wall = max(wall_s, 1e-9)
-    parts = [f"{word} {sums[k]:.1f} s ({100 * sums[k] / wall:.0f}%)" for k, word in PHASE_WORDS if sums[k] >= 0.05]
+    sums["setup_s"], sums["report_s"] = setup_s, report_s
+    words = PHASE_WORDS + (("setup_s", "sweep set-up (workload, initial weights)"), ("report_s", "report"))
+    parts = [f"{word} {sums[k]:.1f} s ({100 * sums[k] / wall:.0f}%)" for k, word in words if sums[k] >= 0.05]
     rest = wall_s - sum(sums.values())
     return (f"sweep: {len(records)} configuration(s) in {wall_s:.1f} s: " + ", ".join(parts)
-            + (f", other {rest:.1f} s ({100 * rest / wall:.0f}%: the sweep's own start, between configurations)"
-               if rest >= 0.05 else ""))
+            + (f", other {rest:.1f} s ({100 * rest / wall:.0f}%: between configurations)" if rest >= 0.05 else ""))
 
 
 def _no_timings(total_s: float | None) -> dict[str, float | None]:

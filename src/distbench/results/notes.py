@@ -155,7 +155,7 @@ def ps_notes(summaries: Sequence[ConfigSummary]) -> list[str]:
     hardware and workload by more than :data:`PS_LAG_POINTS` (:data:`PS_LAG_WHY`), and that
     an asynchronous one whose commits all had staleness 0 ran its replicas barely
     overlapping (so its speed is not parallelism)."""
-    notes = []
+    notes, unlapped = [], []
     for s in summaries:
         family, _, opt = s.strategy.partition(":")
         if family not in ("spark_ps", "mpi_ps") or s.accuracy.median is None:
@@ -169,7 +169,15 @@ def ps_notes(summaries: Sequence[ConfigSummary]) -> list[str]:
                          f"{best.label}: {PS_LAG_WHY[opt]}; " + (f"after {epochs} epochs " if epochs else "") +
                          "it may need more epochs (or a smaller window) to catch up.")
         if opt in ASYNC_OPTIMIZERS and s.workers > 1 and s.staleness_max == 0:
-            notes.append(f"Every commit of {s.label} had staleness 0: no other worker committed between a "
-                         "worker's pull and its commit, so its replicas barely overlapped in time and its speed "
-                         "is not parallelism.")
+            unlapped.append(s.label)
+    if unlapped:  # one sentence for all of them
+        whose = ("its replicas", "its speed is") if len(unlapped) == 1 else ("their replicas", "their speed is")
+        notes.append(f"Every commit of {_join(unlapped)} had staleness 0: no other worker committed between a "
+                     f"worker's pull and its commit, so {whose[0]} barely overlapped in time and {whose[1]} "
+                     "not parallelism.")
     return notes
+
+
+def _join(names: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
