@@ -384,8 +384,9 @@ def profile(tmp: Path, trees: dict[str, Path], strategies: list[str], samples: i
     return out
 
 
-def render_throughput(records: dict[str, list[dict]], configs: list[tuple[str, int]]) -> list[str]:
-    """The throughput table rows: one per tree and configuration."""
+def render_throughput(records: dict[str, list[dict]], configs: list[tuple[str, int]], floor: float) -> list[str]:
+    """The throughput table rows: one per tree and configuration; ``floor``: the compute
+    floor, samples/s."""
     rows = []
     for name, recs in records.items():
         single = [steady_sps(r) for r in sorted(_group(recs, "single", 1), key=lambda r: r["repeat"])]
@@ -394,7 +395,10 @@ def render_throughput(records: dict[str, list[dict]], configs: list[tuple[str, i
             sps = [steady_sps(r) for r in rs]
             bad = [f"{r['status']}: {r.get('reason', '')[:80]}" for r in rs if r["status"] != "ok"]
             _, ratio = C.ratio_spread(sps, single)
-            rows.append(f"| {name} | `{s}` | {n} | {C.spread(sps, '{:,.0f}')} | {ratio} | {'; '.join(bad)} |")
+            ok = [v for v in sps if v]
+            of_floor = f"{C.median(ok) / floor:.0%}" if ok else "-"
+            rows.append(f"| {name} | `{s}` | {n} | {C.spread(sps, '{:,.0f}')} | {ratio} | {of_floor} | "
+                        f"{'; '.join(bad)} |")
     return rows
 
 
@@ -407,12 +411,14 @@ LABELS = ["tf.function calls", "input (next batch)", "exchange: server request (
           "exchange: session (rule, copies, request)", COPIES]
 
 
-def render_profile(prof: dict[tuple[str, str], dict]) -> list[str]:
-    """Milliseconds per step of every profiled strategy: the breakdown table rows."""
+def render_profile(prof: dict[tuple[str, str], dict], batch: int, floor: float) -> list[str]:
+    """Milliseconds per step of every profiled strategy: the breakdown table rows; the last
+    two cells are the op time's share of the step and the op time's samples/s (``batch``
+    per step) over the compute ``floor`` (samples/s)."""
     rows = []
     for (tree, s), p in prof.items():
         if "error" in p:
-            rows.append(f"| {tree} | `{s}` | failed: {' '.join(p['error'])[:200]} |" + " |" * 9)
+            rows.append(f"| {tree} | `{s}` | failed: {' '.join(p['error'])[:200]} |" + " |" * 10)
             continue
         steps = max(1, p["steps"])
         sec = p["seconds"]
@@ -430,7 +436,8 @@ def render_profile(prof: dict[tuple[str, str], dict]) -> list[str]:
         rest = wall - calls - inp - ms(LABELS[3]) - copies
         allreduce = (f"{(p['allreduce_op_s'] - p['op_s']) * 1e3:+.2f}" if "allreduce_op_s" in p else "-")
         rows.append(f"| {tree} | `{s}` | {wall:.2f} | {op:.2f} | {calls - op:+.2f} | {allreduce} | {inp:.2f} | "
-                    f"{request:.2f} | {rule:.2f} | {copies:.2f} | {rest:+.2f} | {op / wall:.0%} |")
+                    f"{request:.2f} | {rule:.2f} | {copies:.2f} | {rest:+.2f} | {op / wall:.0%} | "
+                    f"{batch / p['op_s'] / floor:.0%} |")
     return rows
 
 
@@ -474,6 +481,13 @@ def main(argv: list[str] | None = None) -> int:
     tmp = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="distbench-profile-"))
     tmp.mkdir(parents=True, exist_ok=True)
     try:
+        from distbench.config import ModelConfig
+        from distbench.predict import forward_flops
+
+        spec = step_time.CNN_SPEC  # the compute floor as step_time.py measures it (peak matmul rate / FLOPs)
+        train_flops = 3 * forward_flops(ModelConfig(**spec["model"]), spec["input_shape"], spec["classes"])
+        mm = step_time.run_compute_probe(tmp, "floor", 1024 if args.quick else 2048, 2 if args.quick else 5, spec)
+        floor = max(mm["gflops"]) * 1e9 / train_flops
         records = throughput(tmp, trees, configs, reps, epochs, samples, args.batch_size)
         prof = {} if args.no_profile else profile(tmp, trees, profiled, samples, max(epochs, 3), args.batch_size)
     finally:
@@ -495,8 +509,12 @@ def main(argv: list[str] | None = None) -> int:
         "time between them (the record's curve; a parameter server's samples from its clock: commits x window x "
         "per-replica batch); median [min-max] over rounds. Ratio: to `single`'s samples/s of the same tree "
         "(bracket: per-round range).", "",
-        "| tree | strategy | workers | samples/s (steady) | ratio to single | runs not ok |",
-        "|---|---|---|---|---|---|", *render_throughput(records, configs), ""]
+        f"- compute floor (as in `benchmarks/step_time.py`): {train_flops / 1e6:.1f} MFLOP per training sample "
+        f"(3 x the forward FLOPs from the layer shapes) at this machine's peak float32 matmul rate "
+        f"({max(mm['gflops']):.1f} GFLOP/s, {mm['n']}x{mm['n']}, all cores, fresh process) = "
+        f"**{floor:,.0f} samples/s**; *of floor*: samples/s over it.", "",
+        "| tree | strategy | workers | samples/s (steady) | ratio to single | of floor | runs not ok |",
+        "|---|---|---|---|---|---|---|", *render_throughput(records, configs, floor), ""]
     if prof:
         md += [
             "Where a step's time goes (ms per step, one worker, epochs 2 to the last of an instrumented run of the "
@@ -508,11 +526,15 @@ def main(argv: list[str] | None = None) -> int:
             "loopback, server; the server in another process); *rule + copies* the rest of the exchange "
             "(ADAG's delta, copies of the pulled centre); *TF<->NumPy* the weights read out of and written into "
             "the model's variables; *Python, "
-            "other* what no timer holds. `mpi_ps` runs the same replica code as `spark_ps` (its request goes "
+            "other* what no timer holds; *op share*: op time / step (the rest is distbench's and the "
+            "framework's plumbing); *op of floor*: the op time's samples/s over the compute floor (what is "
+            "left between the two is the framework's kernels: TensorFlow/oneDNN convolutions below the matmul "
+            "rate, not distbench). `mpi_ps` runs the same replica code as `spark_ps` (its request goes "
             "over MPI instead of ZeroMQ).", "",
             "| tree | strategy | step | op time | dispatch | allreduce op | input | request | rule + copies | "
-            "TF<->NumPy | Python, other | op share |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|", *render_profile(prof), ""]
+            "TF<->NumPy | Python, other | op share | op of floor |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|", *render_profile(prof, args.batch_size, floor),
+            ""]
     text = "\n".join(md)
     print(text)
     if args.write:

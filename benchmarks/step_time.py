@@ -58,6 +58,8 @@ import _common as C  # noqa: E402
 SECTION, MODEL_SECTION = "step_time", "scaling_model"
 STRATEGIES = ["single", "mirrored", "multi_worker_mirrored", "horovod", "spark_ps:adag"]
 ONE_WORKER = ["horovod", "spark_ps:adag"]
+# CONFIG's model, input and classes, for the compute probe's FLOP count
+CNN_SPEC = {"model": {"name": "cnn", "filters": [32, 64], "hidden": [128]}, "input_shape": [32, 32, 3], "classes": 10}
 
 
 # ------------------------------------------------------------- compute probe
@@ -247,8 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     from distbench.config import ModelConfig
     from distbench.predict import forward_flops
 
-    spec = {"model": {"name": "cnn", "filters": [32, 64], "hidden": [128]}, "input_shape": [32, 32, 3],
-            "classes": 10}
+    spec = CNN_SPEC
     fwd = forward_flops(ModelConfig(**spec["model"]), spec["input_shape"], spec["classes"])
     try:
         mm_before = run_compute_probe(tmp, "before", n_mm, 2 if args.quick else 5, spec)

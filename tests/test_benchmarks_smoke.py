@@ -134,6 +134,8 @@ def test_profile_step_quick(tmp_path):
     run_quick("profile_step.py", out)
     s = section(out, "profile_step")
     assert "| this | `single` | 1 |" in s and "ratio to single" in s
-    row = next(ln for ln in s.splitlines() if ln.startswith("| this | `single` | ") and "%" in ln)  # the profile
-    cells = [c.strip() for c in row.strip("|").split("|")]
-    assert float(cells[2]) > 0 and float(cells[3]) > 0, row  # step and op time measured, in ms
+    rows = [[c.strip() for c in ln.strip("|").split("|")] for ln in s.splitlines() if ln.startswith("| this | `single` | ")]
+    thr, prof = (next(r for r in rows if len(r) == n) for n in (7, 13))  # the throughput and the profile rows
+    assert float(prof[2]) > 0 and float(prof[3]) > 0, prof  # step and op time measured, in ms
+    assert 0 < float(thr[5].rstrip("%")) and 0 < float(prof[12].rstrip("%")), (thr, prof)  # fractions of the floor
+    assert "compute floor (as in `benchmarks/step_time.py`)" in s
