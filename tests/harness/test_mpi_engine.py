@@ -96,26 +96,28 @@ def _sweep(out: Path, *args: str, toml: str = "", timeout: float = 900) -> subpr
 @pytest.mark.integration
 @requires(executable="mpirun", module="mpi4py")
 def test_shared_engine_records_what_separate_jobs_record(tmp_path):
-    args = ("--strategies", "mpi_ps:easgd,mpi_ps:averaging", "--epochs", "2")
+    # The separate run has only the configuration that reused the shared engine (the second):
+    # the first runs on a fresh engine either way.
     shared, separate = tmp_path / "shared", tmp_path / "separate"
-    for out, toml in ((shared, ""), (separate, "[mpi]\nshare_engine = false\n")):
-        cp = _sweep(out, *args, toml=toml)
+    for out, toml, names in ((shared, "", "mpi_ps:easgd,mpi_ps:averaging"),
+                             (separate, "[mpi]\nshare_engine = false\n", "mpi_ps:averaging")):
+        cp = _sweep(out, "--strategies", names, "--epochs", "2", toml=toml)
         assert cp.returncode == 0, cp.stderr[-3000:]
         assert not pids_with(f"--run-dir {out}")  # no mpirun or rank left behind
     sh, sep = ({r["strategy"]: r for r in read_records(d)} for d in (shared, separate))
-    for name in ("mpi_ps:easgd", "mpi_ps:averaging"):  # synchronous: deterministic
-        a, b = sh[name], sep[name]
-        assert a["status"] == b["status"] == "ok", (a["reason"], b["reason"])
-        assert a["final_test_accuracy"] == b["final_test_accuracy"], name
-        assert [p["test_accuracy"] for p in a["curve"]] == [p["test_accuracy"] for p in b["curve"]]
-        assert a["initial_weights_sha256"] == b["initial_weights_sha256"]
-        assert a["details"]["per_worker_steps"] == b["details"]["per_worker_steps"] == [40, 40]
-        assert a["details"]["mpi_engine"] == "shared" and "mpi_engine" not in b["details"]
-        assert a["details"]["placement"] == b["details"]["placement"]
-        assert a["log"].startswith("logs/mpi-engine-") and b["log"] == f"logs/{b['config_id']}_r0.log"
-        for run in (shared, separate):  # each configuration's rank logs where a separate mpirun puts them
-            assert "epoch 2/2 done" in (run / "logs" / f"{a['config_id']}_r0" / "ranks" / "1" / "rank.1" /
-                                        "stdout").read_text()
+    assert sh["mpi_ps:easgd"]["status"] == "ok" and sh["mpi_ps:easgd"]["details"]["mpi_engine"] == "shared"
+    a, b = sh["mpi_ps:averaging"], sep["mpi_ps:averaging"]  # synchronous: deterministic
+    assert a["status"] == b["status"] == "ok", (a["reason"], b["reason"])
+    assert a["final_test_accuracy"] == b["final_test_accuracy"]
+    assert [p["test_accuracy"] for p in a["curve"]] == [p["test_accuracy"] for p in b["curve"]]
+    assert a["initial_weights_sha256"] == b["initial_weights_sha256"]
+    assert a["details"]["per_worker_steps"] == b["details"]["per_worker_steps"] == [40, 40]
+    assert a["details"]["mpi_engine"] == "shared" and "mpi_engine" not in b["details"]
+    assert a["details"]["placement"] == b["details"]["placement"]
+    assert a["log"].startswith("logs/mpi-engine-") and b["log"] == f"logs/{b['config_id']}_r0.log"
+    for run in (shared, separate):  # each configuration's rank logs where a separate mpirun puts them
+        assert "epoch 2/2 done" in (run / "logs" / f"{a['config_id']}_r0" / "ranks" / "1" / "rank.1" /
+                                    "stdout").read_text()
     assert sh["mpi_ps:easgd"]["log"] == sh["mpi_ps:averaging"]["log"]  # one engine for both
     later = sh["mpi_ps:averaging"]["timings"]["phases"]
     assert later["workload_s"] == 0.0 and later["process_start_s"] < 1.0  # the engine was already up
