@@ -267,8 +267,11 @@ def _run_with_progress(cfg: config_mod.ExperimentConfig, run_dir: Path, resume: 
             acc, t = rec.get("final_test_accuracy"), timings.get("train_s")
             detail = (f"test acc {acc:.3f}, train {t:.1f} s" if rec["status"] == "ok" and acc is not None
                       else rec.get("reason", ""))
+            room = progress.console.width - len(f"[{i}/{n}] {name}: {rec['status']} ")
+            if len(detail) > room:  # the whole reason is printed under the table and kept in the record
+                detail = detail[:max(20, room - 1)].rstrip() + "…"
             progress.console.print(f"[{i}/{n}] {escape(name)}: [bold]{rec['status']}[/] {escape(detail)}",
-                                   soft_wrap=True)  # one line per configuration, greppable in logs
+                                   soft_wrap=True)  # one line per configuration
 
         try:
             return run_sweep(cfg, run_dir, resume=resume, on_progress=on_progress)

@@ -74,6 +74,28 @@ def test_progress_lines_name_configurations_as_the_table_does(tmp_path, capsys):
     assert type(point)("horovod", 2, 0, scenario=Scenario(1, 4.0)).label == "horovod (2 workers, w1 4x)"
 
 
+def test_a_long_reason_is_cut_to_the_width_in_the_progress_line(tmp_path, capsys, monkeypatch):
+    from distbench import config
+    from distbench.cli import _run_with_progress
+    from distbench.harness.matrix import expand
+    from distbench.results.records import new_record
+
+    monkeypatch.setenv("COLUMNS", "80")
+    cfg = config.override(config.load(None), run__strategies=["tpu"])
+    (point,) = expand(cfg)
+    why = "no TPU found: TPUClusterResolver has nothing to connect to here " + "(no TPU_NAME set) " * 10
+
+    def fake_sweep(cfg, run_dir, resume, on_progress):
+        on_progress(point.key, 0, 1, None)
+        on_progress(point.key, 1, 1, new_record("run", "tpu", 2, 0, "unavailable", reason=why))
+        return []
+
+    _run_with_progress(cfg, tmp_path, False, fake_sweep)
+    (line,) = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("[1/1]")]
+    assert line.startswith("[1/1] tpu (2 workers): unavailable no TPU found: TPUClusterResolver")
+    assert line.endswith("…") and len(line) <= 80, line  # the whole reason is under the table
+
+
 def test_eta_counts_a_shared_engine_s_start_once():
     """The user test's default sweep: ETA ~19 min for a 4 min 43 s sweep, because every
     spark_ps and mpi_ps configuration was charged a whole engine start."""

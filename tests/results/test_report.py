@@ -182,3 +182,27 @@ def test_the_row_that_started_the_shared_spark_engine_is_marked_and_explained():
     own = [r for r in recs if r["strategy"] == "single"] + [{**recs[1], "details": {},
                                                              "log": "logs/spark_ps-adag_w2_r0.log"}]
     assert not [n for n in build(own).notes if n.startswith("Shared Spark engine")]
+
+
+def test_the_row_that_started_the_shared_mpi_engine_is_marked_and_explained_apart_from_spark():
+    def ps(strategy, startup, finished, log, key):
+        r = _ok(strategy, 2, 0, 0.95, 1.0, 1000, 0.5)
+        r["timings"] = {**(r["timings"] or {}), "startup_s": startup}
+        r.update(log=log, finished_unix=finished, details={key: "shared"})
+        return r
+    recs = [_ok("single", 1, 0, 0.95, 1.0, 1000, 0.5),
+            ps("spark_ps:adag", 20.0, 100.0, "logs/spark-engine-1.log", "spark_session"),
+            ps("spark_ps:easgd", 1.5, 110.0, "logs/spark-engine-1.log", "spark_session"),
+            ps("mpi_ps:adag", 11.7, 120.0, "logs/mpi-engine-1.log", "mpi_engine"),
+            ps("mpi_ps:easgd", 0.3, 130.0, "logs/mpi-engine-1.log", "mpi_engine")]
+    d = build(recs)
+    md = render_markdown(recs, data=d)
+    assert "| mpi_ps:adag | 2 | ok | 0.950 | 1.00 | 11.7* |" in md and "| spark_ps:adag | 2 | ok | 0.950 | 1.00 | 20.0* |" in md
+    assert "| mpi_ps:easgd | 2 | ok | 0.950 | 1.00 | 0.3 |" in md
+    (spark,) = [n for n in d.notes if n.startswith("Shared Spark engine")]
+    (mpi,) = [n for n in d.notes if n.startswith("Shared MPI engine")]
+    assert "(spark_ps:adag (2 workers), 20.0 s)" in spark and "reused it started in 1.5 s" in spark
+    assert mpi == ("Shared MPI engine: the start-up marked * (mpi_ps:adag (2 workers), 11.7 s) includes starting the "
+                   "engine (mpirun, its ranks' Python and TensorFlow imports) that the sweep's mpi_ps configurations "
+                   "share; the mpi_ps configurations that reused it started in 0.3 s. [mpi] share_engine = false gives "
+                   "each configuration its own start.")

@@ -1,8 +1,8 @@
 """Notes under a report's headline about whether its numbers can be read as they stand:
 first-epoch warm-up that dominates a short run (:func:`warmup_note`), parameter-server
 rows that trail the synchronous strategies or whose replicas barely overlapped
-(:func:`ps_notes`), and a start-up that includes the shared Spark engine's start
-(:func:`engine_start_note`)."""
+(:func:`ps_notes`), and a start-up that includes a shared (Spark or MPI) engine's start
+(:func:`engine_start_notes`)."""
 
 from __future__ import annotations
 
@@ -80,22 +80,39 @@ def warmup_note(records: Sequence[dict[str, Any]], epochs_share: float = 0.1) ->
                    "batch) or read the steady-state epoch times (distbench predict RUN_DIR).")
 
 
-def _in_engine(record: dict[str, Any]) -> bool:
-    """True when ``record`` ran in a shared Spark engine: it says so, or (a failed one, whose
-    details may be empty) its log is an engine's (``logs/spark-engine-*.log``)."""
+#: The shared engines: detail key in a record that ran in one, log-name prefix, its family,
+#: what its start is, and the config switch that gives each configuration its own.
+ENGINES = {
+    "Spark": ("spark_session", "spark-engine-", "spark_ps", "JVM, SparkSession, Python workers",
+              "[spark] share_session = false"),
+    "MPI": ("mpi_engine", "mpi-engine-", "mpi_ps", "mpirun, its ranks' Python and TensorFlow imports",
+            "[mpi] share_engine = false"),
+}
+
+
+def _engine_of(record: dict[str, Any]) -> str | None:
+    """The shared engine (a key of :data:`ENGINES`) ``record`` ran in: it says so, or (a
+    failed one, whose details may be empty) its log is an engine's
+    (``logs/spark-engine-*.log``, ``logs/mpi-engine-*.log``); ``None`` otherwise."""
     log = str(record.get("log") or "")
-    return bool(log) and ((record.get("details") or {}).get("spark_session") == "shared"
-                          or log.rsplit("/", 1)[-1].startswith("spark-engine-"))
+    if not log:
+        return None
+    for kind, (key, prefix, *_) in ENGINES.items():
+        if (record.get("details") or {}).get(key) == "shared" or log.rsplit("/", 1)[-1].startswith(prefix):
+            return kind
+    return None
 
 
 def engine_starters(summaries: Sequence[ConfigSummary]) -> dict[str, dict[str, Any]]:
-    """The ok records whose start-up includes starting a shared Spark engine.
+    """The ok records whose start-up includes starting a shared engine.
 
-    ``distbench run`` starts one engine for a sweep's ``spark_ps`` configurations
+    ``distbench run`` starts one Spark engine for a sweep's ``spark_ps`` configurations
     (``[spark] share_session``, the default; records say ``details.spark_session =
-    "shared"``) and they run in it one after another, so the first configuration of each
-    engine (each engine writes its own log, named in the records' ``log``) pays the engine's
-    start (JVM, SparkSession, Python workers) in its start-up; the others reuse it.
+    "shared"``) and one ``mpirun`` job for its ``mpi_ps`` configurations (``[mpi]
+    share_engine``; ``details.mpi_engine = "shared"``); the configurations run in it one
+    after another, so the first configuration of each engine (each engine writes its own
+    log, named in the records' ``log``) pays the engine's start in its start-up; the others
+    reuse it.
 
     Args:
         summaries: the report's configurations.
@@ -106,7 +123,7 @@ def engine_starters(summaries: Sequence[ConfigSummary]) -> dict[str, dict[str, A
     first: dict[tuple[Any, Any], tuple[float, str, dict[str, Any]]] = {}
     for s in summaries:
         for r in s.records:
-            if not _in_engine(r):
+            if not _engine_of(r):
                 continue
             key, when = (r.get("run_id"), r["log"]), float(r.get("finished_unix") or 0.0)
             if key not in first or when < first[key][0]:
@@ -114,24 +131,28 @@ def engine_starters(summaries: Sequence[ConfigSummary]) -> dict[str, dict[str, A
     return {cid: r for _, cid, r in first.values() if r.get("status") == "ok"}
 
 
-def engine_start_note(summaries: Sequence[ConfigSummary]) -> str | None:
-    """The footnote of the start-up cells marked ``*``: which row's start-up includes the
-    shared Spark engine's start (:func:`engine_starters`), and what the rows reusing it
-    took; ``None`` when no row does."""
+def engine_start_notes(summaries: Sequence[ConfigSummary]) -> list[str]:
+    """The footnotes of the start-up cells marked ``*``, one per kind of shared engine:
+    which row's start-up includes the engine's start (:func:`engine_starters`), and what
+    the rows reusing it took; empty when no row does."""
     starters = engine_starters(summaries)
-    if not starters:
-        return None
     labels = {s.config_id: s.label for s in summaries}
-    reused = [s.startup_s.median for s in summaries if s.config_id not in starters and s.startup_s.median is not None
-              and any(_in_engine(r) for r in s.records)]
-    who = "; ".join(f"{labels[cid]}, {(r.get('timings') or {}).get('startup_s') or 0:.1f} s"
-                    for cid, r in starters.items())
-    lo, hi = (min(reused), max(reused)) if reused else (0.0, 0.0)
-    rest = (f"; the spark_ps configurations that reused it started in {lo:.1f}" + (f"-{hi:.1f}" if hi > lo else "")
-            + " s" if reused else "")
-    return (f"Shared Spark engine: the start-up marked * ({who}) includes starting the engine (JVM, SparkSession, "
-            f"Python workers) that the sweep's spark_ps configurations share{rest}. [spark] share_session = false "
-            "gives each configuration its own start.")
+    notes = []
+    for kind, (_, _, family, what, switch) in ENGINES.items():
+        mine = {cid: r for cid, r in starters.items() if _engine_of(r) == kind}
+        if not mine:
+            continue
+        reused = [s.startup_s.median for s in summaries if s.config_id not in starters
+                  and s.startup_s.median is not None and any(_engine_of(r) == kind for r in s.records)]
+        who = "; ".join(f"{labels[cid]}, {(r.get('timings') or {}).get('startup_s') or 0:.1f} s"
+                        for cid, r in mine.items())
+        lo, hi = (min(reused), max(reused)) if reused else (0.0, 0.0)
+        rest = (f"; the {family} configurations that reused it started in {lo:.1f}"
+                + (f"-{hi:.1f}" if hi > lo else "") + " s" if reused else "")
+        notes.append(f"Shared {kind} engine: the start-up marked * ({who}) includes starting the engine ({what}) "
+                     f"that the sweep's {family} configurations share{rest}. {switch} gives each configuration "
+                     "its own start.")
+    return notes
 
 
 #: Why a parameter-server optimizer may trail the synchronous strategies after few epochs.

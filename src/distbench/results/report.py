@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from distbench.results.headline import Headline, HardwareInfo, WorkloadInfo, make_headline
-from distbench.results.notes import engine_start_note, engine_starters, ps_notes, warmup_note
+from distbench.results.notes import engine_start_notes, engine_starters, ps_notes, warmup_note
 from distbench.results.stats import (ConfigSummary, Leader, Spread, describe_workload, hardware_labels, record_groups,
                                      summarize, workload_labels)
 
@@ -150,11 +150,11 @@ def table_columns(summaries: Sequence[ConfigSummary]) -> list[str]:
 def table_rows(summaries: list[ConfigSummary], target: float | None = None) -> list[list[str]]:
     """Rows of the comparison table (strings), one per configuration, matching
     :func:`table_columns` (``target`` is accepted for compatibility and unused); a start-up
-    that includes the shared Spark engine's start ends with ``*``
-    (:func:`~distbench.results.notes.engine_start_note`)."""
+    that includes a shared engine's start (Spark, MPI) ends with ``*``
+    (:func:`~distbench.results.notes.engine_start_notes`)."""
     multi, multi_wl, stale = multi_hardware(summaries), multi_workload(summaries), has_staleness(summaries)
     swept = has_scenarios(summaries)
-    engine = engine_starters(summaries)  # start-up cells that include the shared Spark engine's start
+    engine = engine_starters(summaries)  # start-up cells that include a shared engine's start
     rows = []
     for s in summaries:
         name = s.strategy + (f" (window {s.window})" if s.window else "") + (f" ({s.bandwidth})" if s.bandwidth else "")
@@ -254,8 +254,7 @@ def build(records: list[dict[str, Any]], run_dir: Path | None = None) -> ReportD
         notes.append("The merged runs used different workloads (column 'workload'); their rows are kept apart "
                      "and compared only with `single` of the same workload.")
     warm = warmup_note(records)
-    engine = engine_start_note(summaries)
-    notes += ([warm] if warm else []) + ([engine] if engine else []) + ps_notes(summaries)
+    notes += ([warm] if warm else []) + engine_start_notes(summaries) + ps_notes(summaries)
     prov_groups: "OrderedDict[tuple[str, str], dict[str, Any]]" = OrderedDict()
     for r, (hw, _) in zip(records, groups):
         g = prov_groups.setdefault((str(r.get("run_id", "?")), hw), {
