@@ -131,6 +131,14 @@ def test_inputs_from_run(run_dir):
     assert inp.window == 12 and inp.records == 2
 
 
+def test_inputs_from_run_takes_an_mpi_ps_window_too(tmp_path):
+    # the user test: a run with mpi_ps:adag only was predicted with window 1
+    recs = [_record("single", [1.0, 1.5, 2.0], [10, 20, 30], 2.0),
+            _record("mpi_ps:adag", [1, 2], [5, 10], 2.0, details={"communication_window": 8}, workers=2)]
+    (tmp_path / "results.jsonl").write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    assert P.inputs_from_run(tmp_path).window == 8
+
+
 def test_inputs_from_run_one_epoch_falls_back_to_train_s(tmp_path):
     (tmp_path / "results.jsonl").write_text(json.dumps(_record("single", [2.0], [40], 2.0)) + "\n")
     inp = P.inputs_from_run(tmp_path)
@@ -225,12 +233,12 @@ def test_cli_predict_bad_input_exits_2(tmp_path, run_dir):
     res = CliRunner().invoke(main, ["predict", "--run-dir", str(tmp_path / "missing")])
     assert res.exit_code == 2 and "no results.jsonl" in res.output
     res = CliRunner().invoke(main, ["predict", "--run-dir", str(run_dir), "--bandwidth", "0"])
-    assert res.exit_code == 2 and "--bandwidth 0.0: expected a finite number > 0" in res.output
+    assert res.exit_code == 2 and "'0': expected a number > 0, bare (bytes/s)" in res.output
     res = CliRunner().invoke(main, ["predict", "--run-dir", str(run_dir), "--latency", "nan"])
     assert res.exit_code == 2 and "'nan': expected a number >= 0, bare (seconds)" in res.output
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--bandwidth", "10furlongs"])
     assert res.exit_code == 2 and res.output.count("\n") == 1, res.output
-    assert "'10furlongs': expected a number >= 0, bare (bytes/s) or with a unit (gbit," in res.output
+    assert "'10furlongs': expected a number > 0, bare (bytes/s) or with a unit (gbit," in res.output
     for flag in ("--window", "--per-worker-batch", "--samples", "--max-workers"):
         res = CliRunner().invoke(main, ["predict", "--run-dir", str(run_dir), flag, "0"])
         assert res.exit_code == 2 and f"{flag} 0: expected an integer >= 1" in res.output

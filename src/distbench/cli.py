@@ -68,7 +68,10 @@ class _OneLineErrors(click.Group):
         except click.ClickException as e:
             e.show()
             sys.exit(e.exit_code)
-        except click.Abort:
+        except click.Abort as e:
+            if isinstance(e.__cause__, KeyboardInterrupt):  # Ctrl-C before a command's own handler was set
+                print("distbench: interrupted", file=sys.stderr, flush=True)
+                sys.exit(130)
             print("Aborted!", file=sys.stderr, flush=True)
             sys.exit(1)
         # without standalone mode click returns ctx.exit()'s status instead of exiting
@@ -126,8 +129,11 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
     t0 = time.time()
     cfg = config_mod.load(config_file)
     if resume:
+        if not (out or cfg.run.out):
+            raise ConfigError("--resume needs the run directory to continue: pass --out DIR (the run's directory, "
+                              "e.g. runs/20261201-091500)")
         resume_dir = Path(out or cfg.run.out or "")
-        if not (out or cfg.run.out) or not resume_dir.exists():
+        if not resume_dir.exists():
             raise ConfigError(f"--resume given but the run directory {str(resume_dir)!r} does not exist; "
                               "pass --out DIR")
         if config_file is None:
@@ -281,9 +287,11 @@ def _run_with_progress(cfg: config_mod.ExperimentConfig, run_dir: Path, resume: 
 
 
 def _print_report(records: list[dict[str, Any]], run_dir: Path, formats: tuple[str, ...] | None = None,
-                  tensorboard: bool = False) -> None:
+                  tensorboard: bool = False, advise_dir: Path | str | None = None) -> None:
     """Print the comparison table (and reasons of non-ok configurations), then write the
-    report outputs (``formats``, default all) and optionally TensorBoard scalars into ``run_dir``."""
+    report outputs (``formats``, default all) and optionally TensorBoard scalars into
+    ``run_dir``; ``advise_dir``: the run directory the recommendation line names for
+    ``distbench advise`` (default ``run_dir`` when it holds the records)."""
     from rich.markup import escape
 
     from distbench.results.headline import legend, terminal_lines
@@ -299,7 +307,9 @@ def _print_report(records: list[dict[str, Any]], run_dir: Path, formats: tuple[s
     if dropped:
         console.print(escape(f"(left out at this width: {', '.join(dropped)}; see report.md)"))
     console.print(escape(legend([h for h in headers if h not in dropped])))
-    for text in terminal_lines(data, run_dir if (Path(run_dir) / "results.jsonl").exists() else None):
+    if advise_dir is None and (Path(run_dir) / "results.jsonl").exists():
+        advise_dir = run_dir
+    for text in terminal_lines(data, advise_dir):
         console.print("- " + escape(text))
     for s in summaries:
         if s.ok < s.repeats:
@@ -374,7 +384,8 @@ def report(run_dirs: tuple[str, ...], out: str | None, formats: str, tensorboard
     except OSError as e:
         raise ConfigError(f"cannot create the report folder {str(out_dir)!r} ({e.strerror or e}); "
                           "pass --out with a path in a writable folder") from None
-    _print_report(records, out_dir, fmts, tensorboard=tensorboard)
+    _print_report(records, out_dir, fmts, tensorboard=tensorboard,
+                  advise_dir=run_dirs[0] if len(run_dirs) == 1 else None)
 
 
 @main.command()
@@ -499,10 +510,11 @@ class _Quantity(click.ParamType):
     Args:
         units: suffix -> factor to the base unit, e.g. ``{"gbit": 1.25e8}`` (bytes/s).
         example: shown in the error, e.g. ``10gbit``.
+        positive: 0 is refused too.
     """
 
-    def __init__(self, name: str, units: dict[str, float], example: str) -> None:
-        self.name, self.units, self.example = name, units, example
+    def __init__(self, name: str, units: dict[str, float], example: str, positive: bool = False) -> None:
+        self.name, self.units, self.example, self.positive = name, units, example, positive
 
     def convert(self, value: Any, param: Any, ctx: Any) -> float:
         """``"10Gbit"`` -> 1.25e9 (bytes/s); a float passes through; anything else fails
@@ -520,15 +532,16 @@ class _Quantity(click.ParamType):
             v = float(text) * factor
         except ValueError:
             v = math.nan
-        if not math.isfinite(v) or v < 0:
-            self.fail(f"{value!r}: expected a number >= 0, bare ({self.name}) or with a unit "
-                      f"({', '.join(self.units)}), e.g. {self.example}", param, ctx)
+        if not math.isfinite(v) or v < 0 or (self.positive and v == 0):
+            self.fail(f"{value!r}: expected a number {'>' if self.positive else '>='} 0, bare ({self.name}) or "
+                      f"with a unit ({', '.join(self.units)}), e.g. {self.example}", param, ctx)
         return v
 
 
 # bytes per second: tc's decimal bit rates (1gbit = 10^9 bit/s) and byte rates
 BANDWIDTH = _Quantity("bytes/s", {"gbit": 1e9 / 8, "mbit": 1e6 / 8, "kbit": 1e3 / 8, "bit": 1 / 8,
-                                  "gb/s": 1e9, "mb/s": 1e6, "kb/s": 1e3, "b/s": 1.0}, "10gbit or 1.25GB/s")
+                                  "gb/s": 1e9, "mb/s": 1e6, "kb/s": 1e3, "b/s": 1.0}, "10gbit or 1.25GB/s",
+                      positive=True)
 LATENCY = _Quantity("seconds", {"us": 1e-6, "ms": 1e-3, "s": 1.0}, "50us or 0.05ms")
 
 
@@ -539,7 +552,8 @@ LATENCY = _Quantity("seconds", {"us": 1e-6, "ms": 1e-3, "s": 1.0}, "50us or 0.05
 @click.option("--latency", type=LATENCY, default=None,
               help="Per-message latency: seconds, or with a unit: 50us, 0.2ms [default: 50us].")
 @click.option("--window", type=int, default=None,
-              help="Parameter-server communication window, local steps [default: the run's spark_ps window, else 1].")
+              help="Parameter-server communication window, local steps [default: the run's spark_ps/mpi_ps window, "
+                   "else 1].")
 @click.option("--per-worker-batch", type=int, default=None,
               help="Samples per step per worker, fixed as N grows [default: single's batch]; the step time "
                    "is scaled linearly from single's.")

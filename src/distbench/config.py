@@ -12,6 +12,7 @@ is allowed; the CLI turns it into exit status 2 with that one line.
 from __future__ import annotations
 
 import dataclasses
+import math
 import functools
 import json
 import os
@@ -534,8 +535,8 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
     _positive("training.global_batch_size", t.global_batch_size)
     _choice("training.optimizer", t.optimizer, OPTIMIZERS)
     _choice("training.lr_scaling", t.lr_scaling, LR_SCALING)
-    if not t.learning_rate > 0:
-        raise ConfigError(f"training.learning_rate = {t.learning_rate!r}: must be > 0")
+    if not 0 < t.learning_rate < math.inf:
+        raise ConfigError(f"training.learning_rate = {t.learning_rate!r}: must be a finite number > 0, e.g. 0.1")
     if not 0.0 <= t.momentum < 1.0:
         raise ConfigError(f"training.momentum = {t.momentum!r}: must be in [0, 1)")
     if not 0.0 < t.target_accuracy <= 1.0:
@@ -558,13 +559,13 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
                 "every replica must get the same per-replica batch; pick a multiple of the worker count"
             )
     _positive("run.repeats", r.repeats)
-    if not r.timeout_s > 0:
-        raise ConfigError(f"run.timeout_s = {r.timeout_s!r}: must be > 0 seconds")
+    if not 0 < r.timeout_s < math.inf:
+        raise ConfigError(f"run.timeout_s = {r.timeout_s!r}: must be a finite number of seconds > 0")
     _positive("ps.communication_window", cfg.ps.communication_window, 0)
     for i, w in enumerate(cfg.ps.windows):
         _positive(f"ps.windows[{i}]", w)
-    if not cfg.ps.rho > 0:
-        raise ConfigError(f"ps.rho = {cfg.ps.rho!r}: must be > 0")
+    if not 0 < cfg.ps.rho < math.inf:
+        raise ConfigError(f"ps.rho = {cfg.ps.rho!r}: must be a finite number > 0")
     _choice("tf.collective", cfg.tf.collective, ("ring", "nccl", "auto"))
     _positive("tf.ps_tasks", cfg.tf.ps_tasks)
     if not 0 <= cfg.ps.port <= 65535:

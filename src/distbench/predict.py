@@ -207,7 +207,8 @@ class RunInputs:
         model_bytes: ``workload.num_parameters`` x 4.
         n_train: training samples.
         global_batch: single's batch (its per-step batch).
-        window: the communication window of the run's ``spark_ps`` records (``None`` if none).
+        window: the communication window of the run's ``spark_ps``/``mpi_ps`` records (ADAG's first;
+            ``None`` if none).
         records: how many ``single`` records were used.
         source: how ``step_s`` was computed, in words.
     """
@@ -261,10 +262,11 @@ def inputs_from_run(run_dir: str | Path) -> RunInputs:
     step_s = statistics.median(steady) if steady else statistics.median(all_steps)
     source = ("single's steady-state step time (epochs 2..E, median over repeats)" if steady
               else "single's train_s / steps (one epoch only: tracing included)")
+    ps = ("spark_ps:", "mpi_ps:")  # both run the same replica loop and windows
     windows = [(r.get("details") or {}).get("communication_window") for r in recs
-               if str(r.get("strategy", "")).startswith("spark_ps:") and r.get("status") == "ok"]
+               if str(r.get("strategy", "")).startswith(ps) and r.get("status") == "ok"]
     adag = [(r.get("details") or {}).get("communication_window") for r in recs
-            if r.get("strategy") == "spark_ps:adag" and r.get("status") == "ok"]
+            if r.get("strategy") in ("spark_ps:adag", "mpi_ps:adag") and r.get("status") == "ok"]
     window = next((w for w in adag + windows if w), None)
     wl = singles[0]["workload"]
     return RunInputs(step_s=step_s, step_s_all=statistics.median(all_steps),

@@ -65,6 +65,12 @@ def test_resume_inherits_the_recorded_options(tmp_path):
     assert res.exit_code == 2, res.output
     assert "training.epochs recorded 2, given 3 by --epochs; drop --epochs" in res.output
     assert "target_accuracy" not in res.output  # given, but equal to the recorded value
+    # a new target alone needs no new training: the refusal says how to score the runs against it
+    res = CliRunner().invoke(main, ["run", "--resume", "--target-accuracy", "0.7", "--out", str(tmp_path / "r")])
+    assert res.exit_code == 2 and res.output.count("\n") == 1, res.output
+    assert f"use 'distbench report {tmp_path / 'r'} --target-accuracy 0.7'" in res.output
+    res = CliRunner().invoke(main, ["run", "--resume"])  # no run directory named at all
+    assert res.exit_code == 2 and "--resume needs the run directory to continue: pass --out DIR" in res.output
 
 
 def test_failure_reason_names_the_jvm_cause_of_a_py4j_error():

@@ -164,3 +164,15 @@ def test_bad_cli_input_exits_2_with_one_line(tmp_path, monkeypatch, args, env, n
     assert res.exit_code == 2, (res.output, res.exception)
     assert res.output.count("\n") == 1 and needle in res.output and "Traceback" not in res.output
     assert not (tmp_path / "run").exists()
+
+
+def test_ctrl_c_before_the_sweep_s_handler_exits_130_in_one_line(monkeypatch):
+    # the user test: Ctrl-C in the first seconds (config, TensorFlow import) printed click's "Aborted!", exit 1
+    from distbench import config
+
+    def interrupted(path):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(config, "load", interrupted)
+    res = runner.invoke(main, ["run", "--strategies", "single"])
+    assert res.exit_code == 130 and res.output.strip().endswith("distbench: interrupted"), res.output

@@ -164,6 +164,9 @@ def test_cli_merge_compare_and_errors(tmp_path):
 
     cp = distbench("report", str(RUN_A), "--format", "csv", "--out", str(tmp_path / "c"))
     assert cp.returncode == 0 and sorted(p.name for p in (tmp_path / "c").iterdir()) == ["summary.csv"]
+    # the recommendation line names the run advise reads, not the --out folder or a placeholder
+    assert "RUN_DIR for the reasons" not in cp.stdout and f"distbench advise {RUN_A} for" in cp.stdout.replace(
+        "\n", " ")
 
     cp = distbench("report", str(RUN_A), "--format", "pdf", "--out", str(tmp_path / "x"))
     assert cp.returncode == 2 and cp.stderr.strip().startswith("distbench: error: --format 'pdf'")

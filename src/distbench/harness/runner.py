@@ -114,6 +114,9 @@ def prepare_run_dir(cfg: ExperimentConfig, run_dir: Path, resume: bool,
             named = [(flags or {})[f"{sec}.{k}"] for k in keys if f"{sec}.{k}" in (flags or {})]
             fix = (f"drop {' and '.join(named)} (the recorded values are used)" if named else
                    "give the recorded values in CONFIG_FILE, or leave CONFIG_FILE out to use the recorded config")
+            if keys == ["target_accuracy"] and sec == "training":  # scored after the run: no new training needed
+                fix += (f"; to score the recorded runs against another target, use 'distbench report {run_dir} "
+                        f"--target-accuracy {new[sec]['target_accuracy']}'")
             raise ConfigError(f"--resume: the workload must stay identical to the run in {run_dir}, but {diff}; "
                               f"{fix}, or use a new --out")
     (run_dir / CONFIG_FILE).write_text(json.dumps(new, indent=2))  # new sweep settings (run/ps/spark)

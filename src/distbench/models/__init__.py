@@ -54,7 +54,8 @@ def build_model(spec: ModelConfig, input_shape: tuple[int, ...], num_classes: in
         without ``reinit`` the file's weights.
 
     Raises:
-        ConfigError: the source cannot give a model (see :mod:`distbench.models.sources`).
+        ConfigError: the source cannot give a model (see :mod:`distbench.models.sources`),
+            or ``cnn`` for samples that are not images ``(H, W, C)``.
         ValueError: unknown built-in model name.
     """
     from distbench.models import sources
@@ -122,6 +123,10 @@ def _builtin(spec: ModelConfig, input_shape: tuple[int, ...], num_classes: int) 
     """The built-in ``mlp`` or ``cnn`` (a ``keras.Sequential``, class logits)."""
     import keras
 
+    if spec.name == "cnn" and len(input_shape) != 3:
+        raise ConfigError(f"model.name = \"cnn\" needs image samples of shape (H, W, C), but the data's samples have "
+                          f"shape {tuple(input_shape)}: use model.name = \"mlp\" for tabular data, or give an image "
+                          "shape with data.feature_shape, e.g. [8, 8, 1]")
     layers: list[Any] = [keras.Input(shape=input_shape)]
     if spec.name == "cnn":
         h, w = input_shape[0], input_shape[1]
