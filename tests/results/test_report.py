@@ -206,3 +206,16 @@ def test_the_row_that_started_the_shared_mpi_engine_is_marked_and_explained_apar
                    "engine (mpirun, its ranks' Python and TensorFlow imports) that the sweep's mpi_ps configurations "
                    "share; the mpi_ps configurations that reused it started in 0.3 s. [mpi] share_engine = false gives "
                    "each configuration its own start.")
+
+
+def test_merged_runs_with_other_targets_are_each_ranked_against_their_own():
+    # the user test: `report run1 run2` (targets 0.8 and 0.9) ranked workload 2 "to 0.8"
+    a = [_run("single", 1, 0.85, 0.5), _run("mirrored", 2, 0.85, 0.6)]
+    b = [{**_run(s, n, 0.95, t), "epochs": 3, "target_accuracy": 0.95} for s, n, t in
+         (("single", 1, 0.7), ("mirrored", 2, 0.8))]
+    for r in a:
+        r["target_accuracy"] = 0.8
+    heads = build(a + b).headlines
+    assert len(heads) == 2
+    texts = [" ".join(h.sentences) for h in heads]
+    assert "the target test accuracy 0.8," in texts[0] and "the target test accuracy 0.95," in texts[1], texts

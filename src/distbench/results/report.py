@@ -222,6 +222,12 @@ def describe_hardware(prov: dict[str, Any]) -> str:
     return f"host {prov.get('hostname')}: " + ", ".join(parts)
 
 
+def _target_of(subset: Sequence[ConfigSummary]) -> float | None:
+    """The target test accuracy the records of ``subset`` (one hardware and workload group)
+    were scored against: merged runs may have used different targets."""
+    return next((r.get("target_accuracy") for s in subset for r in s.records if r.get("target_accuracy")), None)
+
+
 def build(records: list[dict[str, Any]], run_dir: Path | None = None) -> ReportData:
     """Summarise ``records`` into a :class:`ReportData` (statistics, headlines, hardware and
     workload legends, provenance per run, the recommendation of
@@ -243,7 +249,8 @@ def build(records: list[dict[str, Any]], run_dir: Path | None = None) -> ReportD
     workloads = [WorkloadInfo(label, key, describe_workload(first_rec[key])) for key, label in wl_labels.items()]
     target = next((r.get("target_accuracy") for r in records if r.get("target_accuracy")), None)
     multi = (len(hardware) > 1, len(workloads) > 1)
-    headlines = [make_headline(hw, wl, subset, target, multi) for hw in hardware for wl in workloads
+    headlines = [make_headline(hw, wl, subset, _target_of(subset) or target, multi) for hw in hardware
+                 for wl in workloads
                  for subset in [[s for s in summaries if (s.hardware_key, s.workload_key) == (hw.key, wl.key)]]
                  if subset]
     notes = []
