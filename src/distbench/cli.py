@@ -384,8 +384,9 @@ def report(run_dirs: tuple[str, ...], out: str | None, formats: str, tensorboard
     except OSError as e:
         raise ConfigError(f"cannot create the report folder {str(out_dir)!r} ({e.strerror or e}); "
                           "pass --out with a path in a writable folder") from None
-    _print_report(records, out_dir, fmts, tensorboard=tensorboard,
-                  advise_dir=run_dirs[0] if len(run_dirs) == 1 else None)
+    again = None if len(run_dirs) != 1 else run_dirs[0] + (
+        f" --target-accuracy {target_accuracy}" if target_accuracy is not None else "")  # what advise needs
+    _print_report(records, out_dir, fmts, tensorboard=tensorboard, advise_dir=again)
 
 
 @main.command()
@@ -393,9 +394,12 @@ def report(run_dirs: tuple[str, ...], out: str | None, formats: str, tensorboard
 @click.option("--target", help='The cluster you mean to train on, e.g. "8 nodes x 4 GPUs, 25 Gbit/s" or '
                                '"16 workers, 10 GbE" (optional ", 50 us latency"): the candidates are extrapolated '
                                "to it with the scaling model of 'distbench predict'.")
+@click.option("--target-accuracy", type=float,
+              help="Rank against this test accuracy instead of the recorded one, as 'distbench report "
+                   "--target-accuracy' does.")
 @click.option("--json", "as_json", is_flag=True, help="Print the advice as JSON.")
 @user_errors
-def advise(run_dir: str, target: str | None, as_json: bool) -> None:
+def advise(run_dir: str, target: str | None, target_accuracy: float | None, as_json: bool) -> None:
     """Say which strategy to use for RUN_DIR's workload, and why: the recommended strategy and
     the runner-up with the reasons as numbers (time to accuracy with its spread, accuracy,
     straggler tolerance, the --target prediction), what each needs installed and running, and,
@@ -406,7 +410,15 @@ def advise(run_dir: str, target: str | None, as_json: bool) -> None:
 
     if not (Path(run_dir) / RESULTS_FILE).exists():
         raise ConfigError(f"{run_dir!r} holds no {RESULTS_FILE}: expected a run directory made by 'distbench run'")
-    adv = make_advice(read_records(run_dir), run_dir, parse_target(target) if target is not None else None)
+    records = read_records(run_dir)
+    if target_accuracy is not None:
+        from distbench.results.records import retarget
+
+        try:
+            records = retarget(records, target_accuracy)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
+    adv = make_advice(records, run_dir, parse_target(target) if target is not None else None)
     if as_json:
         click.echo(json.dumps(adv.to_dict(), indent=2))
     else:

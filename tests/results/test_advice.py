@@ -168,6 +168,15 @@ def test_advise_cli(tmp_path):
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--target 'lots of GPUs'" in bad.stderr
     missing = distbench("advise", str(tmp_path / "nope"), timeout=120)
     assert missing.returncode == 2 and "holds no results.jsonl" in missing.stderr
+    # as `report --target-accuracy` ranks: against another target (the user test found no way to)
+    from click.testing import CliRunner
+
+    from distbench.cli import main
+
+    res = CliRunner().invoke(main, ["advise", str(tmp_path), "--target-accuracy", "0.99"])
+    assert res.exit_code == 0 and "0.99" in res.output and "0.9 " not in res.output, res.output
+    res = CliRunner().invoke(main, ["advise", str(tmp_path), "--target-accuracy", "1.5"])
+    assert res.exit_code == 2 and "--target-accuracy 1.5: expected a test accuracy in (0, 1]" in res.output
 
 
 def test_too_few_runs_repeat_every_contender_at_once():
