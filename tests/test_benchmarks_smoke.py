@@ -48,7 +48,9 @@ def test_harness_overhead_quick(tmp_path):
     assert section(out, "other").strip() == "keep me"  # others' sections untouched
 
 
-def test_elephas_peer_quick(tmp_path):
+def test_elephas_peer_quick(tmp_path, request):
+    if not request.config.getoption("--long"):
+        pytest.skip("about 45 s (Spark sweeps): runs with --long and in make bench")
     out = tmp_path / "B.md"
     run_quick("elephas_peer.py", out)
     s = section(out, "elephas_peer")
@@ -88,7 +90,9 @@ def test_run_all_quick_writes_header_and_sections(tmp_path):
     assert section(out, "other").strip() == "keep me"
 
 
-def test_parquet_memory_quick(tmp_path):
+def test_parquet_memory_quick(tmp_path, request):
+    if not request.config.getoption("--long"):
+        pytest.skip("about 45 s (three sweeps with memory sampling): runs with --long and in make bench")
     out = tmp_path / "B.md"
     run_quick("parquet_memory.py", out, "--data", str(tmp_path / "data"))
     s = section(out, "parquet_memory")
@@ -129,7 +133,9 @@ def test_sweep_startup_quick(tmp_path, request):
     assert "spark_ps:easgd" in same and "mpi_ps:easgd" in same and "mpi_ps:averaging" in same
 
 
-def test_profile_step_quick(tmp_path):
+def test_profile_step_quick(tmp_path, request):
+    if not request.config.getoption("--long"):
+        pytest.skip("about 35 s (compute probe, a run and a profile): runs with --long and in make bench")
     out = tmp_path / "B.md"
     run_quick("profile_step.py", out)
     s = section(out, "profile_step")

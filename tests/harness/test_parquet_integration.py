@@ -9,7 +9,9 @@ import pytest
 from distbench.results.store import read_records
 from tests.conftest import distbench
 
-STRATEGIES = ["single", "mirrored", "multi_worker_mirrored", "horovod", "tf_ps", "spark_ps:adag", "mpi_ps:adag"]
+STRATEGIES = ["single", "multi_worker_mirrored", "horovod", "tf_ps", "spark_ps:adag", "mpi_ps:adag"]
+"""Every input path once: `mirrored` reads Parquet as `single` does (one process) and splits
+global batches as `multi_worker_mirrored` does, so it is left out to keep this sweep short."""
 
 
 def write_digits_parquet(path, rows_per_group: int = 100) -> None:
@@ -38,12 +40,12 @@ def test_parquet_trains_under_every_strategy_that_streams(tmp_path):
     assert cp.returncode == 0, cp.stderr[-3000:]
     recs = {r["strategy"]: r for r in read_records(out)}
     assert recs["tf_ps"]["status"] == "unavailable" and "Parquet" in recs["tf_ps"]["reason"]
-    for name in STRATEGIES[:4] + STRATEGIES[5:]:
+    for name in [s for s in STRATEGIES if s != "tf_ps"]:
         r = recs[name]
         assert r["status"] == "ok", (name, r["reason"], r.get("log_tail", "")[-1500:])
         assert r["workload"]["shuffle"] == "row_groups"
         assert r["final_test_accuracy"] > 0.6, (name, r["final_test_accuracy"])
-    sync = [recs[n] for n in ("single", "mirrored", "multi_worker_mirrored", "horovod")]
+    sync = [recs[n] for n in ("single", "multi_worker_mirrored", "horovod")]
     # the same samples in the same order, block by block, whatever the replica count
     assert len({r["final_test_accuracy"] for r in sync}) == 1, [r["final_test_accuracy"] for r in sync]
     assert len({r["steps"] for r in sync}) == 1
