@@ -219,3 +219,19 @@ def test_merged_runs_with_other_targets_are_each_ranked_against_their_own():
     assert len(heads) == 2
     texts = [" ".join(h.sentences) for h in heads]
     assert "the target test accuracy 0.8," in texts[0] and "the target test accuracy 0.95," in texts[1], texts
+
+
+def test_every_configuration_diverged_says_the_workload_does_not_train():
+    # the user test: learning_rate = 1e6; advise asked for more epochs and the caution spoke of "other settings"
+    from distbench.results.advice import advise
+
+    recs = [_run("single", 1, 0.1, 0.5), _run("horovod", 2, 0.1, 0.6)]
+    for r in recs:
+        r["curve"][-1]["test_loss"] = None  # NaN loss
+    (h,) = build(recs).headlines
+    assert h.sentences[0].startswith("Caution: every configuration that ran collapsed or diverged: the workload's "
+                                     "settings do not train this model here (lower training.learning_rate")
+    assert not [t for t in h.sentences if "leads above only in its other settings" in t]
+    adv = advise(recs, "runs/x")
+    assert adv.headline.startswith("No advice: every configuration that ran collapsed or diverged")
+    assert adv.next_command is None and "Lower training.learning_rate" in adv.reasons[-1]

@@ -281,6 +281,15 @@ def advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, tar
     for s in reached:
         best.setdefault(s.strategy, s)
     ranked = list(best.values())
+    if not ranked and not [s for s in ok if not {"collapsed", "diverged"} & set(s.flags)]:
+        # more epochs will not help a workload that does not train: its settings must change
+        adv = Advice("no_target", "No advice: every configuration that ran collapsed or diverged, so the "
+                     "workload's settings do not train this model here.", unavailable=unavailable, scope=scope)
+        adv.reasons = [f"{s.label}: {'diverged' if 'diverged' in s.flags else 'collapsed'}, median test accuracy "
+                       f"{s.accuracy.median:.3f}." for s in ok if s.accuracy.median is not None]
+        adv.reasons.append("Lower training.learning_rate (or check the data and the model) and run again; "
+                           "comparing strategies needs a workload that trains.")
+        return adv
     if not ranked:
         epochs = next((r.get("epochs") for s in ok for r in s.records if r.get("epochs")), None)
         top = max(ok, key=lambda s: s.accuracy.median or 0.0)

@@ -114,6 +114,11 @@ def make_headline(hw: HardwareInfo, wl: WorkloadInfo, subset: list[ConfigSummary
         # needs (the ranking by time to target can still name one that got there in fewer passes).
         h.sentences.insert(1 if slowed and base else 0, h.sentences.pop())
     named = {lead.summary.strategy for lead in (fast, acc) if lead is not None}
+    ran = [s for s in subset if s.accuracy.median is not None]
+    if ran and all({"collapsed", "diverged"} & set(s.flags) for s in ran):
+        h.sentences.insert(0, f"{prefix}Caution: every configuration that ran collapsed or diverged: the workload's "
+                              "settings do not train this model here (lower training.learning_rate, or check the "
+                              "data and the model); nothing below compares strategies.")
     for s in subset:
         if "collapsed" in s.flags or "diverged" in s.flags:
             h.sentences.append(prefix + _collapse_sentence(s, subset, target, s.strategy in named))
@@ -176,7 +181,7 @@ def _collapse_sentence(s: ConfigSummary, subset: Sequence[ConfigSummary], target
                     key=lambda o: -o.accuracy.median)  # type: ignore[operator]
     if others:
         text += f", while {others[0].label} reached {others[0].accuracy.median:.3f}"
-    if named:
+    if named and others:
         text += f"; {s.strategy} leads above only in its other settings"
     return text + "."
 
