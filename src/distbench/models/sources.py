@@ -95,7 +95,7 @@ def from_file(path: str, reinit: bool) -> Any:
     try:
         model = keras.saving.load_model(path, compile=False)
     except Exception as e:  # noqa: BLE001 - whatever Keras says about the file
-        msg = " ".join(str(e).split())[:300]
+        msg = " ".join(str(e).split())[:300].rstrip(".")
         raise ConfigError(f"model.path = {path!r} is not a loadable Keras 3 model ({type(e).__name__}: {msg}); "
                           "save one with model.save(\"model.keras\")") from None
     if not isinstance(model, keras.Model):
