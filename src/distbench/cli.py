@@ -144,7 +144,16 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
              "training__epochs": epochs, "training__global_batch_size": batch_size,
              "training__target_accuracy": target_accuracy, "run__repeats": repeats, "run__timeout_s": timeout,
              "run__out": out}
-    cfg = config_mod.override(cfg, **given)
+    try:
+        cfg = config_mod.override(cfg, **given)
+    except ConfigError as e:  # name the flag the user typed, not only the config key it sets
+        key = str(e).split(" ", 1)[0].split("[", 1)[0]
+        flag = {"run.strategies": "--strategies", "run.workers": "--workers", "training.epochs": "--epochs",
+                "training.global_batch_size": "--batch-size", "training.target_accuracy": "--target-accuracy",
+                "run.repeats": "--repeats", "run.timeout_s": "--timeout"}.get(key)
+        if flag is None or given["__".join(key.split("."))] is None:
+            raise
+        raise ConfigError(f"{flag}: {e}") from None
     flags = {"training.epochs": "--epochs", "training.global_batch_size": "--batch-size",
              "training.target_accuracy": "--target-accuracy"}
     flags = {k: f for k, f in flags.items() if given["__".join(k.split("."))] is not None}

@@ -140,6 +140,8 @@ def test_truncated_gzip_idx(tmp_path):
     (["run", "--strategies", ""], {}, "--strategies '': expected comma-separated names"),
     (["run", "--strategies", "single,,mirrored"], {}, "expected comma-separated names"),
     (["run", "--workers", "2,,4"], {}, "--workers '2,,4': expected an integer"),
+    (["run", "--workers", "0"], {}, "distbench: error: --workers: run.workers = 0: must be >= 1"),
+    (["run", "--timeout", "inf"], {}, "--timeout: run.timeout_s = inf: must be a finite number of seconds > 0"),
     (["env", "--workers", "0"], {}, "--workers 0: expected a worker count >= 1"),
     (["report", "RESULTS", "--out", "/proc/distbench-nope"], {}, "cannot create the report folder"),
     (["list"], {"DISTBENCH_PLUGINS": "no_such_plugin_mod"}, "'no_such_plugin_mod', which cannot be imported"),
