@@ -53,6 +53,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,7 @@ def worker_command(python: str, run_dir: Path, key: str | None = None,
 
 # ------------------------------------------------------------------- availability
 _PROBES: dict[str, Availability] = {}
+_PROBE_LOCK = threading.Lock()
 
 
 def parse_check_build(text: str) -> dict[str, dict[str, bool]]:
@@ -133,8 +135,10 @@ def probe(controller: str) -> Availability:
     hvdrun = find_horovodrun()
     if hvdrun is None:
         return Availability(False, "horovodrun not found next to this Python or on PATH (reinstall horovod)")
-    if hvdrun not in _PROBES:
-        _PROBES[hvdrun] = cached_check_build(hvdrun, package or Path(importlib.util.find_spec("horovod").origin).parent)
+    with _PROBE_LOCK:  # horovod and horovod_mpi are probed in parallel threads: one check-build for both
+        if hvdrun not in _PROBES:
+            _PROBES[hvdrun] = cached_check_build(hvdrun, package or
+                                                 Path(importlib.util.find_spec("horovod").origin).parent)
     built = _PROBES[hvdrun]
     if not built.ok:
         return built
