@@ -259,3 +259,31 @@ def test_check_build_is_cached_until_the_install_changes(tmp_path):
     out.write_text("no sections")  # failures are not cached
     lib.write_bytes(b"v3")
     assert not probe().ok and not probe().ok and calls.read_text().count("x") == 5
+
+
+def test_parallel_probes_run_one_check_build(monkeypatch):
+    # distbench env probes horovod and horovod_mpi in parallel threads: they ran check-build twice at once
+    import threading
+    import time
+
+    from distbench.strategies import horovod as H
+    from distbench.strategies.base import Availability
+
+    if H.find_horovodrun() is None or H.horovod_package_dir() is None:
+        pytest.skip("horovod is not installed")
+    calls = []
+
+    def slow_check(hvdrun, package):
+        calls.append(hvdrun)
+        time.sleep(0.3)
+        return Availability(False, "probe stand-in")
+
+    monkeypatch.setattr(H, "cached_check_build", slow_check)
+    monkeypatch.setattr(H, "_PROBES", {})
+    monkeypatch.setattr(H, "tensorflow_pairing", lambda package: type("P", (), {"problem": lambda self: ""})())
+    threads = [threading.Thread(target=H.probe, args=(c,)) for c in ("gloo", "mpi")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1  # (fails with the lock replaced by a no-op: 2)
