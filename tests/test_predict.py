@@ -256,3 +256,12 @@ def test_cli_predict_takes_units(run_dir, bandwidth, latency, want_bw, want_lat)
     assert res.exit_code == 0, res.output
     inputs = json.loads(res.stdout)["inputs"]
     assert inputs["bandwidth_Bps"] == pytest.approx(want_bw) and inputs["latency_s"] == pytest.approx(want_lat)
+
+
+def test_a_torn_last_line_is_skipped(run_dir):
+    # the user test: a sweep killed mid-write left '{"strategy": "sin' and predict failed with a parser message
+    with open(run_dir / "results.jsonl", "a") as f:
+        f.write('{"strategy": "sin')
+    assert P.inputs_from_run(run_dir).records == 2
+    res = CliRunner().invoke(main, ["predict", str(run_dir), "--max-workers", "2", "--json"])
+    assert res.exit_code == 0 and json.loads(res.stdout)["inputs"]["records"] == 2

@@ -224,8 +224,26 @@ class RunInputs:
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Records of a ``results.jsonl`` file (blank lines skipped)."""
-    return [json.loads(ln) for ln in Path(path).read_text().splitlines() if ln.strip()]
+    """Records of a ``results.jsonl`` file: blank lines skipped, and a torn or corrupt line
+    (a sweep killed mid-write) skipped with a warning naming the file, as ``report`` does."""
+    import logging
+
+    out, bad = [], 0
+    for ln in Path(path).read_text().splitlines():
+        if not ln.strip():
+            continue
+        try:
+            rec = json.loads(ln)
+        except json.JSONDecodeError:
+            bad += 1
+            continue
+        if isinstance(rec, dict):
+            out.append(rec)
+        else:
+            bad += 1
+    if bad:
+        logging.getLogger("distbench").warning("%s: dropped %d torn or corrupt line(s)", path, bad)
+    return out
 
 
 def steady_step_s(rec: dict[str, Any]) -> float | None:
