@@ -163,7 +163,9 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
     from distbench.harness.evaluate import hide_accelerators
 
     hide_accelerators()  # import TensorFlow here quietly, off the GPUs the children use
+    lock = _lock_run_dir(run_dir) if run_dir.exists() else None
     workload = prepare_run_dir(cfg, run_dir, resume, flags)  # bad data files are reported here, before any progress
+    lock = lock or _lock_run_dir(run_dir)  # held until this process ends
     # SIGTERM (a scheduler or CI cancelling us) is handled like Ctrl-C: children are killed,
     # finished records stay, and the run can be resumed.
     signal.signal(signal.SIGTERM, _interrupt)
@@ -189,6 +191,35 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
     click.echo(wrap_text(time_breakdown([r for r in records if (r.get("config_id"), r.get("repeat")) not in before],
                                         time.time() - t0, setup_s=setup_s, report_s=time.time() - t_report),
                          output_width()))
+
+
+def _lock_run_dir(run_dir: Path) -> Any:
+    """Hold an exclusive lock on ``run_dir`` (``fcntl.flock`` on ``run_dir/.distbench.lock``,
+    released when the process ends, also on SIGKILL) so that two sweeps never write one
+    run directory: two ``--resume`` runs at once would record a configuration twice.
+
+    Returns:
+        the open lock file (keep a reference while the sweep runs).
+
+    Raises:
+        ConfigError: another process holds the lock (its pid is named).
+    """
+    import fcntl
+
+    f = open(run_dir / ".distbench.lock", "a+")  # noqa: SIM115 - held open for the whole sweep
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        f.seek(0)
+        holder = f.read().strip() or "?"
+        f.close()
+        raise ConfigError(f"another distbench run (pid {holder}) is writing {run_dir}: wait for it to end, or "
+                          "choose another --out") from None
+    f.seek(0)
+    f.truncate()
+    f.write(str(os.getpid()))
+    f.flush()
+    return f
 
 
 def _records_of(run_dir: Path) -> list[dict[str, Any]]:

@@ -178,3 +178,19 @@ def test_ctrl_c_before_the_sweep_s_handler_exits_130_in_one_line(monkeypatch):
     monkeypatch.setattr(config, "load", interrupted)
     res = runner.invoke(main, ["run", "--strategies", "single"])
     assert res.exit_code == 130 and res.output.strip().endswith("distbench: interrupted"), res.output
+
+
+def test_a_run_directory_in_use_is_refused(tmp_path):
+    # the user test: two `run --resume` at once on one directory recorded a configuration twice
+    import fcntl
+    import os
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    with open(run_dir / ".distbench.lock", "a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        held.write(str(os.getpid()))
+        held.flush()
+        res = runner.invoke(main, ["run", "--strategies", "single", "--out", str(run_dir)])
+    assert res.exit_code == 2 and res.output.count("\n") == 1, res.output
+    assert f"another distbench run (pid {os.getpid()}) is writing {run_dir}" in res.output
