@@ -164,8 +164,13 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
 
     hide_accelerators()  # import TensorFlow here quietly, off the GPUs the children use
     lock = _lock_run_dir(run_dir) if run_dir.exists() else None
-    workload = prepare_run_dir(cfg, run_dir, resume, flags)  # bad data files are reported here, before any progress
-    lock = lock or _lock_run_dir(run_dir)  # held until this process ends
+    try:
+        workload = prepare_run_dir(cfg, run_dir, resume, flags)  # bad data files are reported here, before progress
+    except BaseException:
+        if lock is not None:
+            lock.close()  # (a caller in this process, e.g. a test runner, may keep this frame alive)
+        raise
+    lock = lock or _lock_run_dir(run_dir)  # held until the sweep and its report are done
     # SIGTERM (a scheduler or CI cancelling us) is handled like Ctrl-C: children are killed,
     # finished records stay, and the run can be resumed.
     signal.signal(signal.SIGTERM, _interrupt)
@@ -181,6 +186,7 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
         n = len(read_records(run_dir)) if run_dir.exists() else 0
         click.echo(f"distbench: interrupted; {n} record(s) kept in {run_dir}. Continue with: "
                    f"distbench run --resume --out {run_dir} (options not given keep the run's values)", err=True)
+        lock.close()
         sys.exit(130)
     t_report = time.time()
     _print_report(records, run_dir)
@@ -191,6 +197,7 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
     click.echo(wrap_text(time_breakdown([r for r in records if (r.get("config_id"), r.get("repeat")) not in before],
                                         time.time() - t0, setup_s=setup_s, report_s=time.time() - t_report),
                          output_width()))
+    lock.close()
 
 
 def _lock_run_dir(run_dir: Path) -> Any:
