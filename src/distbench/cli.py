@@ -187,7 +187,7 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
         click.echo(f"distbench: interrupted; {n} record(s) kept in {run_dir}. Continue with: "
                    f"distbench run --resume --out {run_dir} (options not given keep the run's values)", err=True)
         lock.close()
-        sys.exit(130)
+        sys.exit(128 + _STOPPED_BY[0])  # 130 after Ctrl-C, 143 after SIGTERM, as shells report them
     t_report = time.time()
     _print_report(records, run_dir)
     from distbench.harness.runner import time_breakdown
@@ -236,12 +236,16 @@ def _records_of(run_dir: Path) -> list[dict[str, Any]]:
     return read_records(run_dir) if (run_dir / "results.jsonl").exists() else []
 
 
+_STOPPED_BY = [int(signal.SIGINT)]  # the signal that stopped the sweep (its exit status is 128 + it)
+
+
 def _interrupt(signum: int, frame: object) -> None:
     """Signal handler for SIGINT and SIGTERM during a sweep: say at once that the sweep is
     stopping (stopping a Spark or MPI engine takes seconds), then raise KeyboardInterrupt,
     whose clean-up kills the children and keeps the finished records. A second signal
     during that clean-up interrupts it (Python's default)."""
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    _STOPPED_BY[0] = int(signum)
     print(f"distbench: {signal.Signals(signum).name}: stopping the running configuration and its engine "
           "(a few seconds)...", file=sys.stderr, flush=True)
     raise KeyboardInterrupt

@@ -194,3 +194,22 @@ def test_a_run_directory_in_use_is_refused(tmp_path):
         res = runner.invoke(main, ["run", "--strategies", "single", "--out", str(run_dir)])
     assert res.exit_code == 2 and res.output.count("\n") == 1, res.output
     assert f"another distbench run (pid {os.getpid()}) is writing {run_dir}" in res.output
+
+
+def test_sigterm_exits_143_and_ctrl_c_130(tmp_path, monkeypatch):
+    # the user test: SIGTERM exited 130 (Ctrl-C's status); shells and schedulers expect 128 + 15
+    import signal
+
+    from distbench import cli
+
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        for sig, status in ((signal.SIGTERM, 143), (signal.SIGINT, 130)):
+            monkeypatch.setattr(cli, "_run_with_progress", lambda *a, sig=sig: cli._interrupt(sig, None))
+            res = runner.invoke(main, ["run", "--strategies", "single", "--epochs", "1",
+                                       "--out", str(tmp_path / f"run{status}")])
+            assert res.exit_code == status, res.output
+            assert f"distbench: {signal.Signals(sig).name}: stopping the running configuration" in res.output
+    finally:
+        for s, h in saved.items():
+            signal.signal(s, h)
