@@ -4,6 +4,7 @@ or IDX files, synthetic images, your own arrays (``npz``) and Parquet files (``p
 from __future__ import annotations
 
 import gzip
+import tokenize
 import zipfile
 from pathlib import Path
 
@@ -78,9 +79,14 @@ def load_mnist_like(path: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarra
             return z["x_train"], z["y_train"], z["x_test"], z["y_test"]
     except DataError:
         raise
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
+    except NPZ_ERRORS as e:
         raise DataError(f"{p}: not a valid .npz file (cannot read as .npz: {npz_problem(e)}); expected a "
                         "Keras-format .npz file or a directory of IDX files") from None
+
+
+#: What NumPy raises for a file that is not a readable ``.npz``: a bad archive, a truncated
+#: member, or a corrupt array header (parsed with ``ast.literal_eval``: SyntaxError, TokenError).
+NPZ_ERRORS = (OSError, ValueError, SyntaxError, tokenize.TokenError, zipfile.BadZipFile, EOFError)
 
 
 def npz_problem(e: BaseException) -> str:
@@ -131,7 +137,7 @@ def load_npz(cfg: DataConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray | None
             arrays = {k: z[k] for k in ("x", "y", "x_test", "y_test") if k in found}
     except DataError:
         raise
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
+    except NPZ_ERRORS as e:
         hint = " (a Parquet file: set data.name = 'parquet')" if p.suffix == ".parquet" else ""
         raise DataError(f"{p}: not a valid .npz file{hint} (cannot read as .npz: {npz_problem(e)}); expected arrays "
                         "x and y saved with numpy.savez") from None
