@@ -144,19 +144,15 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
              "training__epochs": epochs, "training__global_batch_size": batch_size,
              "training__target_accuracy": target_accuracy, "run__repeats": repeats, "run__timeout_s": timeout,
              "run__out": out}
+    # the flags given, by the config key each sets (named in errors instead of only the key)
+    flags = {k.replace("__", "."): f for k, f in RUN_FLAGS.items() if given[k] is not None}
     try:
         cfg = config_mod.override(cfg, **given)
-    except ConfigError as e:  # name the flag the user typed, not only the config key it sets
-        key = str(e).split(" ", 1)[0].split("[", 1)[0]
-        flag = {"run.strategies": "--strategies", "run.workers": "--workers", "training.epochs": "--epochs",
-                "training.global_batch_size": "--batch-size", "training.target_accuracy": "--target-accuracy",
-                "run.repeats": "--repeats", "run.timeout_s": "--timeout"}.get(key)
-        if flag is None or given["__".join(key.split("."))] is None:
+    except ConfigError as e:
+        flag = flags.get(str(e).split(" ", 1)[0].split("[", 1)[0])
+        if flag is None:
             raise
         raise ConfigError(f"{flag}: {e}") from None
-    flags = {"training.epochs": "--epochs", "training.global_batch_size": "--batch-size",
-             "training.target_accuracy": "--target-accuracy"}
-    flags = {k: f for k, f in flags.items() if given["__".join(k.split("."))] is not None}
     run_dir = Path(cfg.run.out or f"runs/{time.strftime('%Y%m%d-%H%M%S')}")
     expand(cfg)  # unknown strategies are reported before anything is written
     check_cluster_ready(cfg)  # so is a cluster that cannot run the sweep
@@ -227,6 +223,12 @@ def _lock_run_dir(run_dir: Path) -> Any:
     f.write(str(os.getpid()))
     f.flush()
     return f
+
+
+RUN_FLAGS = {"run__strategies": "--strategies", "run__workers": "--workers", "training__epochs": "--epochs",
+             "training__global_batch_size": "--batch-size", "training__target_accuracy": "--target-accuracy",
+             "run__repeats": "--repeats", "run__timeout_s": "--timeout", "run__out": "--out"}
+"""``distbench run``'s flags by the config key (``section__key``) each overrides."""
 
 
 def _records_of(run_dir: Path) -> list[dict[str, Any]]:
@@ -601,8 +603,9 @@ class _Quantity(click.ParamType):
         return v
 
 
-# bytes per second: tc's decimal bit rates (1gbit = 10^9 bit/s) and byte rates
-BANDWIDTH = _Quantity("bytes/s", {"gbit": 1e9 / 8, "mbit": 1e6 / 8, "kbit": 1e3 / 8, "bit": 1 / 8,
+# bytes per second: tc's decimal bit rates (config.RATE_UNITS, as [cluster] emulate reads them) and byte rates
+BANDWIDTH = _Quantity("bytes/s", {**{unit: bits / 8 for unit, bits in sorted(config_mod.RATE_UNITS.items(),
+                                                                  key=lambda u: -u[1])},
                                   "gb/s": 1e9, "mb/s": 1e6, "kb/s": 1e3, "b/s": 1.0}, "10gbit or 1.25GB/s",
                       positive=True)
 LATENCY = _Quantity("seconds", {"us": 1e-6, "ms": 1e-3, "s": 1.0}, "50us or 0.05ms")

@@ -45,3 +45,8 @@ def clip(text: str, max_chars: int) -> str:
             kept.append(line[:space if space > (room - size) // 2 else room - size])
         break
     return "\n".join(kept).rstrip() + CUT_MARK
+
+
+def join_and(names: "list[str] | tuple[str, ...]") -> str:
+    """``a``, ``a and b``, ``a, b and c`` (for sentences naming several configurations)."""
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]

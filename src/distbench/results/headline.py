@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from distbench.results.stats import ConfigSummary, Leader, fastest_to_target, fastest_training, most_accurate
+from distbench.text import join_and
 
 
 @dataclass
@@ -127,8 +128,7 @@ def make_headline(hw: HardwareInfo, wl: WorkloadInfo, subset: list[ConfigSummary
 
 def _names(summaries: Sequence[ConfigSummary]) -> str:
     """``a``, ``a and b``, ``a, b and c`` of the summaries' labels."""
-    labels = [s.label for s in summaries]
-    return labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
+    return join_and([s.label for s in summaries])
 
 
 def _accuracy_sentence(acc: Leader, among_unslowed: bool) -> str:

@@ -11,6 +11,7 @@ import statistics
 from typing import Any, Sequence
 
 from distbench.results.stats import ConfigSummary, _points
+from distbench.text import join_and
 
 
 WARMUP_SHARE = 0.2  # share of the training time above which the first-epoch warm-up is reported
@@ -193,12 +194,8 @@ def ps_notes(summaries: Sequence[ConfigSummary]) -> list[str]:
             unlapped.append(s.label)
     if unlapped:  # one sentence for all of them
         whose = ("its replicas", "its speed is") if len(unlapped) == 1 else ("their replicas", "their speed is")
-        notes.append(f"Every commit of {_join(unlapped)} had staleness 0: no other worker committed between a "
+        notes.append(f"Every commit of {join_and(unlapped)} had staleness 0: no other worker committed between a "
                      f"worker's pull and its commit, so {whose[0]} barely overlapped in time and {whose[1]} "
                      "not parallelism.")
     return notes
 
-
-def _join(names: Sequence[str]) -> str:
-    """``a``, ``a and b``, ``a, b and c``."""
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
