@@ -235,3 +235,16 @@ def test_every_configuration_diverged_says_the_workload_does_not_train():
     adv = advise(recs, "runs/x")
     assert adv.headline.startswith("No advice: every configuration that ran collapsed or diverged")
     assert adv.next_command is None and "Lower training.learning_rate" in adv.reasons[-1]
+
+
+def test_merged_runs_of_one_workload_with_other_targets_say_so():
+    # the user test: `report t80 t90` pooled single's repeats scored against 0.8 and 0.9 without a word
+    from distbench.results.headline import terminal_lines
+
+    a, b = _run("single", 1, 0.85, 0.5), _run("single", 1, 0.85, 0.5, repeat=1)
+    a["target_accuracy"] = 0.8
+    data = build([a, b])
+    assert ("The merged runs were scored against different target accuracies (0.8, 0.9): each record's time to "
+            "target is against its own run's target; pass --target-accuracy to score them all against one.") in data.notes
+    assert any(t.startswith("Recommendation (distbench advise on one of the run directories for the reasons)")
+               for t in terminal_lines(data, None))

@@ -252,7 +252,8 @@ def terminal_lines(data: Any, run_dir: Any = None) -> list[str]:
 
     Args:
         data: the :class:`~distbench.results.report.ReportData`.
-        run_dir: the run directory, named in the ``distbench advise`` command (None: ``RUN_DIR``).
+        run_dir: the run directory, named in the ``distbench advise`` command (None: a merged
+            report, whose runs advise reads one at a time).
 
     Returns:
         sentences, without bullets.
@@ -261,7 +262,8 @@ def terminal_lines(data: Any, run_dir: Any = None) -> list[str]:
 
     out = [t for h in data.headlines for t in h.sentences]
     if data.advice is not None and data.advice.verdict != "unavailable":
-        out.append(f"Recommendation (distbench advise {run_dir or 'RUN_DIR'} for the reasons): "
+        how = f"distbench advise {run_dir}" if run_dir else "distbench advise on one of the run directories"
+        out.append(f"Recommendation ({how} for the reasons): "
                    f"{data.advice.headline}")
     verdict = straggler_verdict(data.stragglers, data.target)
     return out + ([verdict] if verdict else []) + list(data.notes)

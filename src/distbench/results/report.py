@@ -260,6 +260,12 @@ def build(records: list[dict[str, Any]], run_dir: Path | None = None) -> ReportD
     if multi[1]:
         notes.append("The merged runs used different workloads (column 'workload'); their rows are kept apart "
                      "and compared only with `single` of the same workload.")
+    targets = sorted({r["target_accuracy"] for r in records if r.get("target_accuracy")})
+    if len(targets) > 1:
+        listed = ", ".join(map(str, targets))
+        notes.append(f"The merged runs were scored against different target accuracies ({listed}): "
+                     "each record's time to target is against its own run's target; pass --target-accuracy to "
+                     "score them all against one.")
     warm = warmup_note(records)
     notes += ([warm] if warm else []) + engine_start_notes(summaries) + ps_notes(summaries)
     prov_groups: "OrderedDict[tuple[str, str], dict[str, Any]]" = OrderedDict()
