@@ -221,6 +221,16 @@ def test_merged_runs_with_other_targets_are_each_ranked_against_their_own():
     assert "the target test accuracy 0.8," in texts[0] and "the target test accuracy 0.95," in texts[1], texts
 
 
+def test_a_slow_run_near_chance_whose_loss_falls_is_not_called_diverged():
+    # the user test: ADAG at 0.455 after 2 epochs on 3 classes (1.5x chance = 0.5) was "diverged"
+    slow, stuck = _ps(2, 0.455, 0, 1, loss=1.02), _ps(4, 0.34, 0, 1, loss=7.5)
+    for r in (slow, stuck):
+        r["workload"]["num_classes"] = 3
+    s = {x.workers: x for x in summarize([slow, stuck])}
+    assert "diverged" not in s[2].flags  # 1.02 < ln 3 = 1.0986: it learns, slowly
+    assert "diverged" in s[4].flags  # chance accuracy and a loss far above a uniform guess's
+
+
 def test_every_configuration_diverged_says_the_workload_does_not_train():
     # the user test: learning_rate = 1e6; advise asked for more epochs and the caution spoke of "other settings"
     from distbench.results.advice import advise

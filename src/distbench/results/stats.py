@@ -265,7 +265,8 @@ class ConfigSummary:
         scenario: the straggler scenario of a scenario sweep (the records' ``scenario``:
             ``worker``, ``slowdown``, ``jitter_cv``, ``jitter_seed``), ``None`` outside one.
         flags: warnings about the result itself, set by :func:`flag_collapses`:
-            ``"diverged"`` (non-finite final loss, or accuracy at most 1.5x chance),
+            ``"diverged"`` (non-finite final loss, or accuracy at most 1.5x chance with a loss no
+            better than a uniform guess's, ln C),
             ``"below target"`` (median accuracy under the target), ``"collapsed"`` (below
             the target and more than :data:`COLLAPSE_POINTS` below another configuration of
             the same strategy that reached it).
@@ -461,14 +462,21 @@ COLLAPSE_POINTS = 0.15  # accuracy (fraction) a configuration must lose against 
 
 def _diverged(s: ConfigSummary) -> bool:
     """True when an ok repeat ended with a non-finite test loss (stored as ``null`` in the last
-    curve point, as JSON has no NaN) or with a median accuracy of at most 1.5x chance
-    (``1 / workload.num_classes``, when recorded)."""
+    curve point, as JSON has no NaN), or when the median accuracy is at most 1.5x chance
+    (``1 / workload.num_classes``, when recorded) *and* the median final test loss is no better
+    than a uniform guess's (``ln num_classes``, the cross-entropy of predicting every class with
+    probability 1 / C). The loss test keeps a slow but learning run (3 classes, accuracy 0.45
+    after 2 epochs of ADAG, its loss falling below ln 3) from being called diverged; without a
+    recorded final loss the accuracy test decides alone."""
     ok = [r for r in s.records if r.get("status") == "ok"]
     if any(r.get("curve") and r["curve"][-1].get("test_loss") is None for r in ok):
         return True
     classes = next(((r.get("workload") or {}).get("num_classes") for r in ok
                     if (r.get("workload") or {}).get("num_classes")), None)
-    return bool(classes and s.accuracy.median is not None and s.accuracy.median <= 1.5 / classes)
+    if not (classes and classes > 1 and s.accuracy.median is not None and s.accuracy.median <= 1.5 / classes):
+        return False
+    losses = [r["curve"][-1]["test_loss"] for r in ok if r.get("curve")]
+    return not losses or statistics.median(losses) >= math.log(classes)
 
 
 def flag_collapses(summaries: Sequence[ConfigSummary]) -> None:
