@@ -425,6 +425,25 @@ def test_sync_round_times_out_naming_missing_worker(make_server):
     assert_center(srv, INIT)
 
 
+def test_a_worker_that_leaves_releases_its_peers_at_the_barrier_at_once(make_server, make_client):
+    # a replica that diverged sends DONE instead of its contribution: the others must not wait
+    # for the sync timeout (minutes) but stop with kind "left"
+    srv = make_server("averaging", num_workers=2, sync_timeout_s=60)
+    c1 = make_client(srv, 1)
+    t = threading.Timer(0.5, c1.done)
+    t.start()
+    t0 = time.monotonic()
+    results, errors = _run_sync(srv, {0: ones(1)})
+    t.join()
+    assert time.monotonic() - t0 < 10
+    assert isinstance(errors[0], PSError) and errors[0].kind == "left" and "worker(s) [1] left the run" in str(errors[0])
+    c0 = make_client(srv, 0)
+    with pytest.raises(PSError, match="left the run") as e:  # a later round is refused at once too
+        c0.sync(ones(1), 0)
+    assert e.value.kind == "left"
+    assert_center(srv, INIT)
+
+
 def test_client_timeout_when_barrier_never_completes(make_server):
     srv = make_server("averaging", num_workers=2)
     results, errors = _run_sync(srv, {0: ones(1)}, timeout_s=0.5)

@@ -103,3 +103,25 @@ def test_replica_trains_exactly_the_step_by_step_schedule(tmp_path, window):
             np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-7)
     for g, w in zip(client.centre, centre):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+def test_a_replica_whose_weights_become_non_finite_stops_and_sends_nothing_non_finite(tmp_path):
+    # the user test: a diverging mpi_ps/spark_ps row was `failed` (the server refused a NaN
+    # commit, the engine died) where the synchronous rows said `ok, diverged`
+    cfg = config_mod.from_dict({"data": {"name": "digits"}, "model": {"name": "mlp", "hidden": [16]},
+                                "training": {"epochs": 3, "global_batch_size": 64, "optimizer": "sgd",
+                                             "learning_rate": 1e30}})
+    wl = Workload.create(cfg, tmp_path)
+    spec = replica_spec(wl, 2, "adag", params_from_config(cfg, "adag", 2), "inproc", b"s" * 32, 0, 10.0)
+    clients: list[CentreClient] = []
+
+    def factory(*a, **kw):
+        clients.append(CentreClient(*a, **kw))
+        return clients[-1]
+
+    res = train_replica(spec, 0, wl.dataset.train, client_factory=factory)
+    assert "weights became non-finite (NaN or inf) after" in res["diverged"]
+    assert res["steps"] < spec.steps_per_epoch * 3  # stopped early, with the clock stopped there
+    assert res["end_unix"] >= res["start_unix"]
+    (client,) = clients
+    assert all(np.isfinite(d).all() for c in client.commits for d in c)  # nothing non-finite was committed

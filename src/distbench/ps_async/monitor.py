@@ -78,12 +78,19 @@ def centre_output(spec: Any, results: list[dict[str, Any]], snapshots: list[tupl
         extra: engine-specific record fields (``engine``, master, executors...).
 
     Training time runs from the first replica's first step to the last replica's last
-    exchange; snapshot times are clipped to it.
+    exchange; snapshot times are clipped to it. When a replica diverged (its result's
+    ``diverged``), the record's ``details`` say so and the curve keeps only the epochs the
+    centre reached, plus the centre where training stopped (not the epochs never trained).
     """
     from distbench.training import Snapshot, TrainOutput
 
     t0 = min(r["start_unix"] for r in results)
     t1 = max(r["end_unix"] for r in results)
+    diverged = [r["diverged"] for r in results if r.get("diverged")]
+    if diverged:  # keep the epochs the centre reached, and the centre where training stopped
+        total, epochs = updates_expected(spec), spec.training.epochs
+        reached = [s for s in snapshots if s[2] >= math.ceil(s[1] * total / epochs)]
+        snapshots = reached + [s for s in snapshots if s not in reached][:1]
     snaps = [Snapshot(max(0.0, min(t, t1) - t0), e, clock, w) for t, e, clock, w in snapshots]
     steps = sum(r["steps"] for r in results)
     from distbench.ps_async.rules import get_optimizer
@@ -107,6 +114,9 @@ def centre_output(spec: Any, results: list[dict[str, Any]], snapshots: list[tupl
         "per_worker_netns": [r.get("netns") for r in results],
         "per_worker_hosts": [r.get("host") for r in results],
         "applied_commit_keys": stats.get("applied_commit_keys"),
+        **({"diverged": "; ".join(diverged)} if diverged else {}),
+        **({"stopped_replicas": {r["worker"]: r["stopped"] for r in results if r.get("stopped")}}
+           if any(r.get("stopped") for r in results) else {}),
         "threads_per_replica": spec.threads, "per_replica_batch_size": spec.per_replica_batch,
         **extra,
     }

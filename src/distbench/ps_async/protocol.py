@@ -103,7 +103,8 @@ class ProtocolError(ValueError):
     Attributes:
         kind: short category used in server statistics: ``"size"``, ``"truncated"``,
             ``"magic"``, ``"version"``, ``"type"``, ``"count"``, ``"dtype"``,
-            ``"shape"``, ``"nonfinite"``, ``"auth"``, ``"state"``.
+            ``"shape"``, ``"nonfinite"``, ``"auth"``, ``"state"``, ``"left"`` (a synchronous
+            round abandoned because a worker sent DONE before it).
     """
 
     def __init__(self, kind: str, message: str) -> None:

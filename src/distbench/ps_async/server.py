@@ -494,6 +494,10 @@ class ParameterServer:
                       "with that round's result", wid, msg.clock)
             self._center_reply(ident, P.MsgType.SYNC_REPLY, msg, rnd.number)
             return
+        with self._lock:
+            left = sorted(self._n.done_workers)
+        if left:  # a round needs every worker: one that sent DONE (e.g. it diverged) never comes
+            raise P.ProtocolError("left", self._left_text(left, rnd.number))
         if msg.clock != rnd.number:
             raise P.ProtocolError("state", f"SYNC for round {msg.clock}, but the server is at "
                                            f"round {rnd.number}")
@@ -549,11 +553,26 @@ class ParameterServer:
                                           req_id=req.req_id, tensors=[np.frombuffer(
                                               f"timeout: {reason}".encode(), np.uint8)]))
 
+    @staticmethod
+    def _left_text(left: list, number: int) -> str:
+        return (f"worker(s) {left} left the run (sent DONE, e.g. after diverging) before synchronous "
+                f"round {number} completed; the round cannot complete without them, so it is abandoned")
+
     def _on_done(self, ident: bytes, msg: P.Message) -> None:
         with self._lock:
             self._n.done_workers.add(msg.worker_id)
             clock = self._n.clock
+            left = sorted(self._n.done_workers)
             if self.num_workers is not None and len(self._n.done_workers) >= self.num_workers:
                 self._done_evt.set()
+        rnd = self._sync
+        if self.spec.kind == "sync" and rnd.waiters:  # release the workers waiting for this one
+            waiters = rnd.waiters
+            rnd.contributions, rnd.waiters = {}, {}
+            for ident_w, req in waiters.values():
+                self._send(ident_w, P.Message(P.MsgType.ERROR, worker_id=req.worker_id, req_id=req.req_id,
+                                              tensors=[np.frombuffer(
+                                                  f"left: {self._left_text(left, rnd.number)}".encode(),
+                                                  np.uint8)]))
         self._send(ident, P.Message(P.MsgType.ACK, worker_id=msg.worker_id,
                                     req_id=msg.req_id, clock=clock))

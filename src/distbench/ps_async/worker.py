@@ -132,7 +132,11 @@ def train_replica(spec: ReplicaSpec, worker_id: int, split: Any = None,
     Returns:
         ``{"worker": id, "steps", "exchanges", "start_unix", "end_unix", "staleness": [tau...]}``,
         with ``"step_delay"`` (:meth:`~distbench.training.loop.StepDelay.summary`) when a
-        straggler scenario delayed this replica.
+        straggler scenario delayed this replica. A replica whose weights became non-finite
+        stops training at that exchange (nothing non-finite is sent), tells the server it is
+        done and returns with ``"diverged"`` (the message); a replica of a synchronous
+        optimizer whose peer left that way stops at its next barrier and returns with
+        ``"stopped"`` (the server's message).
 
     Raises:
         ValueError: the shard is too small for ``steps_per_epoch`` local batches.
@@ -140,14 +144,15 @@ def train_replica(spec: ReplicaSpec, worker_id: int, split: Any = None,
     """
     import tensorflow as tf
 
-    from distbench.training.loop import TrainLoop, configure_threads
+    from distbench.training.loop import StopTraining, TrainLoop, configure_threads
 
     if spec.threads:
         configure_threads(spec.threads)
     import keras
 
     from distbench.models import build_model
-    from distbench.ps_async.client import PSClient, WorkerSession
+    from distbench.ps_async.client import PSClient, PSError, WorkerSession
+    from distbench.ps_async.protocol import all_finite
     from distbench.ps_async.rules import get_optimizer
     from distbench.workload import make_optimizer
 
@@ -197,6 +202,7 @@ def train_replica(spec: ReplicaSpec, worker_id: int, split: Any = None,
     session.seq = attempt << 32
     window = session.window
     count = {"steps": 0, "since": 0, "exchanges": 0}
+    state: dict[str, str] = {}
 
     # The model's weights in get_weights() order, as their backing tf.Variables: Keras'
     # get_weights/set_weights walk the layers and check every shape on each call (about 3x
@@ -208,7 +214,19 @@ def train_replica(spec: ReplicaSpec, worker_id: int, split: Any = None,
             v.assign(a)
 
     def exchange() -> None:
-        load(session.exchange([v.numpy() for v in held], count["since"]))
+        weights = [v.numpy() for v in held]
+        if not all(all_finite(a) for a in weights):  # the server would refuse the commit
+            state["diverged"] = (f"replica {worker_id}'s weights became non-finite (NaN or inf) after "
+                                 f"{count['steps']} local steps: it diverged (a learning rate too high for "
+                                 "this model and data?), and the parameter server accepts only finite "
+                                 "updates, so training stopped there")
+            raise StopTraining(state["diverged"])
+        try:
+            load(session.exchange(weights, count["since"]))
+        except PSError as e:
+            if e.kind != "left":
+                raise
+            raise StopTraining(str(e)) from None
         count["since"], count["exchanges"] = 0, count["exchanges"] + 1
 
     def run_epoch(epoch: int) -> tuple[int, float | None]:
@@ -238,7 +256,9 @@ def train_replica(spec: ReplicaSpec, worker_id: int, split: Any = None,
     return {"worker": worker_id, "steps": count["steps"], "exchanges": count["exchanges"],
             "start_unix": res.start_unix, "end_unix": res.end_unix, "staleness": list(session.staleness),
             "attempt": attempt, "trace_s": loop.trace_s, "netns": current_namespace(),
-            "host": socket.gethostname(), **({"step_delay": delay.summary()} if delay.delays else {})}
+            "host": socket.gethostname(), **({"step_delay": delay.summary()} if delay.delays else {}),
+            **({"diverged": state["diverged"]} if "diverged" in state else
+               {"stopped": res.stopped} if res.stopped else {})}
 
 
 def params_from_config(cfg: Any, optimizer: str, window: int | None = None) -> dict[str, Any]:

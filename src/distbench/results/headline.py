@@ -177,6 +177,9 @@ def _collapse_sentence(s: ConfigSummary, subset: Sequence[ConfigSummary], target
         text += f" (target {target})"
     if s.staleness_median is not None:
         text += f", commit staleness median {s.staleness_median:g}, max {s.staleness_max}"
+    if any((r.get("details") or {}).get("diverged") for r in s.records if r.get("status") == "ok"):
+        text += (" (a replica's weights became NaN or inf, and the parameter server accepts only finite updates, "
+                 "so training stopped there: the record's details.diverged)")
     others = sorted((o for o in subset if o is not s and o.strategy == s.strategy and o.accuracy.median is not None),
                     key=lambda o: -o.accuracy.median)  # type: ignore[operator]
     if others:

@@ -462,7 +462,8 @@ COLLAPSE_POINTS = 0.15  # accuracy (fraction) a configuration must lose against 
 
 def _diverged(s: ConfigSummary) -> bool:
     """True when an ok repeat ended with a non-finite test loss (stored as ``null`` in the last
-    curve point, as JSON has no NaN), or when the median accuracy is at most 1.5x chance
+    curve point, as JSON has no NaN) or a parameter-server replica of it stopped on non-finite
+    weights (``details.diverged``), or when the median accuracy is at most 1.5x chance
     (``1 / workload.num_classes``, when recorded) *and* the median final test loss is no better
     than a uniform guess's (``ln num_classes``, the cross-entropy of predicting every class with
     probability 1 / C). The loss test keeps a slow but learning run (3 classes, accuracy 0.45
@@ -470,6 +471,8 @@ def _diverged(s: ConfigSummary) -> bool:
     recorded final loss the accuracy test decides alone."""
     ok = [r for r in s.records if r.get("status") == "ok"]
     if any(r.get("curve") and r["curve"][-1].get("test_loss") is None for r in ok):
+        return True
+    if any((r.get("details") or {}).get("diverged") for r in ok):  # a parameter-server replica stopped on NaN/inf
         return True
     classes = next(((r.get("workload") or {}).get("num_classes") for r in ok
                     if (r.get("workload") or {}).get("num_classes")), None)

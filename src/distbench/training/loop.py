@@ -256,6 +256,13 @@ class StepDelay:
                 "compute_s": self.compute_s, "delay_s": self.delay_s}
 
 
+class StopTraining(Exception):
+    """Raised by a ``run_epoch`` (or ``finish``) of :meth:`TrainLoop.run` to end training
+    early and cleanly: the clock stops there and :attr:`LoopResult.stopped` keeps the
+    message (a parameter-server replica whose weights became non-finite, or one whose
+    peer left a synchronous run)."""
+
+
 @dataclass
 class LoopResult:
     """The clock's view of one training run.
@@ -270,6 +277,7 @@ class LoopResult:
         start_unix, end_unix: Unix times of the first step and of the end of training.
         step_delays: :meth:`StepDelay.summary` of each delayed replica of this loop,
             by replica index (empty unless a replica was delayed).
+        stopped: the :class:`StopTraining` message when training ended early, else ``None``.
     """
 
     train_s: float
@@ -281,6 +289,7 @@ class LoopResult:
     start_unix: float = 0.0
     end_unix: float = 0.0
     step_delays: dict[int, dict[str, Any]] = field(default_factory=dict)
+    stopped: str | None = None
 
 
 class TrainLoop:
@@ -342,27 +351,35 @@ class TrainLoop:
             finish: work that still counts as training after the last epoch (e.g. a
                 parameter-server replica's commit of its last partial window).
 
+        Either may raise :class:`StopTraining` to end training there (the clock stops, the
+        result's ``stopped`` says why); any other exception propagates.
+
         Returns:
             :class:`LoopResult`.
         """
         rec = SnapshotRecorder()
         rec.start()
         start_unix = rec.first_step_unix or time.time()
-        steps, loss = 0, None
-        for epoch in range(self.epochs):
-            steps, loss = run_epoch(epoch)
-            if self.sync is not None:
-                rec.off_clock(self.sync)
-            if self.get_weights is not None:
-                rec.take(epoch + 1, steps, self.get_weights)
-            info = EpochEnd(epoch + 1, self.epochs, steps, loss, self.replica, rec.elapsed())
-            for hook in self.hooks:
-                hook(info)
+        steps, loss, stopped = 0, None, None
+        try:
+            for epoch in range(self.epochs):
+                steps, loss = run_epoch(epoch)
+                if self.sync is not None:
+                    rec.off_clock(self.sync)
+                if self.get_weights is not None:
+                    rec.take(epoch + 1, steps, self.get_weights)
+                info = EpochEnd(epoch + 1, self.epochs, steps, loss, self.replica, rec.elapsed())
+                for hook in self.hooks:
+                    hook(info)
+                if self.label is not None:
+                    tail = f", last loss {loss:.4f}" if loss is not None and np.isfinite(loss) else ""
+                    print(f"{self.label}epoch {epoch + 1}/{self.epochs} done: {steps} steps{tail}", flush=True)
+            if finish is not None:
+                finish()
+        except StopTraining as e:
+            stopped = str(e)
             if self.label is not None:
-                tail = f", last loss {loss:.4f}" if loss is not None and np.isfinite(loss) else ""
-                print(f"{self.label}epoch {epoch + 1}/{self.epochs} done: {steps} steps{tail}", flush=True)
-        if finish is not None:
-            finish()
+                print(f"{self.label}stopped early: {stopped}", flush=True)
         train_s = rec.stop()
         delays = {r: d.summary() for r, d in sorted(self._delays.items()) if d.delays}
         for r, d in delays.items():
@@ -370,4 +387,4 @@ class TrainLoop:
                 print(f"{self.label}replica {r} delayed {d['delay_s']:.2f} s over {d['steps']} steps (compute "
                       f"{d['compute_s']:.2f} s, slowdown {d['slowdown']:g}, jitter cv {d['jitter_cv']:g})", flush=True)
         return LoopResult(train_s, start_unix, self.trace_s, steps, loss, rec.snapshots, start_unix, time.time(),
-                          delays)
+                          delays, stopped)
