@@ -12,6 +12,7 @@ import json
 import logging
 import math
 import os
+import shlex
 import signal
 import sys
 import time
@@ -472,6 +473,11 @@ def advise(run_dir: str, target: str | None, target_accuracy: float | None, as_j
         except ValueError as e:
             raise ConfigError(str(e)) from None
     adv = make_advice(records, run_dir, parse_target(target) if target is not None else None)
+    if target_accuracy is not None and adv.next_command:
+        # a new run takes the target as a flag; a resumed run keeps its recorded target (run
+        # refuses to change it), so the advice is asked for again with this one afterwards
+        adv.next_command += (f" && distbench advise {shlex.quote(run_dir)} --target-accuracy {target_accuracy:g}"
+                             if "--resume" in adv.next_command else f" --target-accuracy {target_accuracy:g}")
     if as_json:
         click.echo(json.dumps(adv.to_dict(), indent=2))
     else:

@@ -173,8 +173,13 @@ def test_advise_cli(tmp_path):
 
     from distbench.cli import main
 
-    res = CliRunner().invoke(main, ["advise", str(tmp_path), "--target-accuracy", "0.99"])
-    assert res.exit_code == 0 and "0.99" in res.output and "0.9 " not in res.output, res.output
+    res = CliRunner().invoke(main, ["advise", str(tmp_path), "--target-accuracy", "0.99", "--json"])
+    adv = json.loads(res.output)
+    assert res.exit_code == 0 and "0.99" in adv["headline"] and "0.9 " not in res.output, res.output
+    # "Run next" keeps that target: a new run takes it as a flag, a resumed one is advised again with it
+    nxt = adv["next_command"]
+    assert nxt.endswith("--target-accuracy 0.99") if "--resume" not in nxt else \
+        nxt.endswith(f"&& distbench advise {tmp_path} --target-accuracy 0.99"), nxt
     res = CliRunner().invoke(main, ["advise", str(tmp_path), "--target-accuracy", "1.5"])
     assert res.exit_code == 2 and "--target-accuracy 1.5: expected a test accuracy in (0, 1]" in res.output
 
