@@ -248,7 +248,7 @@ def test_cli_predict_bad_input_exits_2(tmp_path, run_dir):
 
 @pytest.mark.parametrize("bandwidth,latency,want_bw,want_lat", [
     ("10Gbit", "50us", 1.25e9, 5e-5), ("800mbit", "0.2ms", 1e8, 2e-4), ("1.25GB/s", "0.001", 1.25e9, 1e-3),
-    ("3e8", "1 ms", 3e8, 1e-3),
+    ("3e8", "1 ms", 3e8, 1e-3), ("25Gbit/s", "50us", 3.125e9, 5e-5),  # advise's spelling of a rate
 ])
 def test_cli_predict_takes_units(run_dir, bandwidth, latency, want_bw, want_lat):
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--json", "--max-workers", "2", "--bandwidth", bandwidth,
@@ -256,6 +256,17 @@ def test_cli_predict_takes_units(run_dir, bandwidth, latency, want_bw, want_lat)
     assert res.exit_code == 0, res.output
     inputs = json.loads(res.stdout)["inputs"]
     assert inputs["bandwidth_Bps"] == pytest.approx(want_bw) and inputs["latency_s"] == pytest.approx(want_lat)
+
+
+def test_an_implausible_bare_number_is_used_but_warned_about(run_dir):
+    # the user test: `--latency 50` (meant 50 us) silently predicted 50 s per message
+    res = CliRunner().invoke(main, ["predict", str(run_dir), "--json", "--max-workers", "2", "--latency", "50",
+                                    "--bandwidth", "100"])
+    assert res.exit_code == 0 and json.loads(res.stdout)["inputs"]["latency_s"] == 50
+    assert "--latency 50: a bare number is seconds, so this is 50 seconds; did you mean a unit" in res.stderr
+    assert "--bandwidth 100: a bare number is bytes/s, so this is 100 bytes/s" in res.stderr
+    res = CliRunner().invoke(main, ["predict", str(run_dir), "--json", "--max-workers", "2", "--latency", "5e-5"])
+    assert res.exit_code == 0 and "warning" not in res.stderr
 
 
 def test_a_torn_last_line_is_skipped(run_dir):

@@ -582,10 +582,14 @@ class _Quantity(click.ParamType):
         units: suffix -> factor to the base unit, e.g. ``{"gbit": 1.25e8}`` (bytes/s).
         example: shown in the error, e.g. ``10gbit``.
         positive: 0 is refused too.
+        plausible: ``(low, high)`` in the base unit: a bare number outside it is used as given
+            but warned about on stderr (``--latency 50`` is 50 seconds, not 50 us).
     """
 
-    def __init__(self, name: str, units: dict[str, float], example: str, positive: bool = False) -> None:
+    def __init__(self, name: str, units: dict[str, float], example: str, positive: bool = False,
+                 plausible: tuple[float, float] = (0.0, math.inf)) -> None:
         self.name, self.units, self.example, self.positive = name, units, example, positive
+        self.plausible = plausible
 
     def convert(self, value: Any, param: Any, ctx: Any) -> float:
         """``"10Gbit"`` -> 1.25e9 (bytes/s); a float passes through; anything else fails
@@ -606,15 +610,20 @@ class _Quantity(click.ParamType):
         if not math.isfinite(v) or v < 0 or (self.positive and v == 0):
             self.fail(f"{value!r}: expected a number {'>' if self.positive else '>='} 0, bare ({self.name}) or "
                       f"with a unit ({', '.join(self.units)}), e.g. {self.example}", param, ctx)
+        if factor == 1.0 and not self.plausible[0] <= v <= self.plausible[1]:
+            click.echo(f"distbench: warning: {getattr(param, 'opts', [''])[0]} {value}: a bare number is "
+                       f"{self.name}, so this is {v:g} {self.name}; did you mean a unit (e.g. {self.example})?",
+                       err=True)
         return v
 
 
 # bytes per second: tc's decimal bit rates (config.RATE_UNITS, as [cluster] emulate reads them) and byte rates
 BANDWIDTH = _Quantity("bytes/s", {**{unit: bits / 8 for unit, bits in sorted(config_mod.RATE_UNITS.items(),
                                                                   key=lambda u: -u[1])},
+                                  **{f"{unit}/s": bits / 8 for unit, bits in config_mod.RATE_UNITS.items()},
                                   "gb/s": 1e9, "mb/s": 1e6, "kb/s": 1e3, "b/s": 1.0}, "10gbit or 1.25GB/s",
-                      positive=True)
-LATENCY = _Quantity("seconds", {"us": 1e-6, "ms": 1e-3, "s": 1.0}, "50us or 0.05ms")
+                      positive=True, plausible=(1e5, 1e12))  # 0.8 Mbit/s .. 8 Tbit/s
+LATENCY = _Quantity("seconds", {"us": 1e-6, "ms": 1e-3, "s": 1.0}, "50us or 0.05ms", plausible=(0.0, 1.0))
 
 
 @main.command()
