@@ -444,6 +444,28 @@ def test_a_worker_that_leaves_releases_its_peers_at_the_barrier_at_once(make_ser
     assert_center(srv, INIT)
 
 
+def test_start_barrier_welcomes_every_worker_together(make_server, make_client):
+    # Spark's task barrier released each replica on its own 1 s poll: up to 1 s of start skew on
+    # the synchronous optimizers' clock; the server's start barrier holds each WELCOME instead
+    srv = make_server("averaging", num_workers=2, start_barrier=True)
+    done: dict[int, float] = {}
+
+    def connect(wid):
+        make_client(srv, wid, timeout_s=10)
+        done[wid] = time.monotonic()
+
+    t = threading.Thread(target=connect, args=(0,))
+    t.start()
+    time.sleep(0.6)
+    assert not done  # worker 0 authenticated, but waits for worker 1
+    connect(1)
+    t.join(10)
+    assert set(done) == {0, 1} and abs(done[0] - done[1]) < 0.2
+    make_client(srv, 1)  # released once: a later handshake (a retried task) passes at once
+    with pytest.raises(ValueError, match="start_barrier needs num_workers"):
+        ParameterServer(INIT, "downpour", SECRET, start_barrier=True)
+
+
 def test_client_timeout_when_barrier_never_completes(make_server):
     srv = make_server("averaging", num_workers=2)
     results, errors = _run_sync(srv, {0: ones(1)}, timeout_s=0.5)

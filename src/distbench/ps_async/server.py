@@ -144,8 +144,15 @@ class ParameterServer:
             centre holds the mean over the workers of the latest values each sent (a round's
             contributions, for the synchronous optimizers): statistics of the training data,
             never treated as gradients.
+        start_barrier: hold every worker's WELCOME (the end of its handshake) until all
+            ``num_workers`` have authenticated, then send them together: the replicas start
+            training within a message of each other. Spark's ``BarrierTaskContext.barrier()``
+            releases each task on its own one-second poll (measured: up to 1.0 s apart), and
+            that skew landed on the training clock of the synchronous optimizers. Once
+            released, a later handshake (a retried task) is welcomed at once.
     Raises:
-        ValueError / TypeError / KeyError: bad optimizer, secret, weights or num_workers.
+        ValueError / TypeError / KeyError: bad optimizer, secret, weights or num_workers
+            (or ``start_barrier`` without ``num_workers``).
     """
 
     def __init__(self, initial_weights: Sequence[np.ndarray], optimizer: str, secret: bytes, *,
@@ -153,7 +160,8 @@ class ParameterServer:
                  params: Mapping[str, Any] | None = None, max_bytes: int | None = None,
                  sync_timeout_s: float = 60.0, poll_interval_s: float = 0.05,
                  io_threads: int = 1, tune_malloc: bool | None = None,
-                 transport: ServerTransport | None = None, non_trainable: Sequence[int] = ()) -> None:
+                 transport: ServerTransport | None = None, non_trainable: Sequence[int] = (),
+                 start_barrier: bool = False) -> None:
         self.spec = get_optimizer(optimizer)
         self.params = resolve_params(optimizer, params)
         self._secret = P.check_secret(secret)
@@ -173,6 +181,9 @@ class ParameterServer:
             raise ValueError(f"optimizer {optimizer!r} is synchronous: num_workers is required "
                              "(size of the barrier)")
         self.num_workers = num_workers
+        if start_barrier and num_workers is None:
+            raise ValueError("start_barrier needs num_workers (how many workers to wait for)")
+        self._held: dict[int, tuple[bytes, int]] | None = {} if start_barrier else None  # worker -> (ident, req)
         self.max_bytes = int(max_bytes) if max_bytes else P.default_max_bytes(self.template)
         if tune_malloc is not False:  # None (auto) or True: acts only for messages > 16 MiB
             P.tune_malloc(self.max_bytes)
@@ -402,11 +413,23 @@ class ParameterServer:
         sessions[ident] = _Session(wid, token)
         while len(sessions) > 65536:
             sessions.popitem(last=False)
+        _LOG.debug("worker %d authenticated", wid)
+        held = self._held
+        if held is not None:  # the start barrier: WELCOME once every worker has authenticated
+            held[wid] = (ident, msg.req_id)  # a re-sent handshake replaces the earlier one
+            if len(held) < (self.num_workers or 0):
+                return
+            self._held = None  # released once; later handshakes (a retried task) pass at once
+            for w in sorted(held):
+                self._welcome(*held[w], w)
+            return
+        self._welcome(ident, msg.req_id, wid)
+
+    def _welcome(self, ident: bytes, req_id: int, wid: int) -> None:
         with self._lock:
             clock = self._n.clock
-        self._send(ident, P.Message(P.MsgType.WELCOME, worker_id=wid, req_id=msg.req_id,
+        self._send(ident, P.Message(P.MsgType.WELCOME, worker_id=wid, req_id=req_id,
                                     clock=clock, aux=self.num_workers or 0))
-        _LOG.debug("worker %d authenticated", wid)
 
     # ------------------------------------------------------------------ requests
     def _center_reply(self, ident: bytes, mtype: P.MsgType, req: P.Message, clock: int,

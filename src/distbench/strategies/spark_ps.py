@@ -55,7 +55,7 @@ def train_on_spark(spark: Any, ctx: LaunchContext, optimizer: str, ps_host: str 
     server = ParameterServer(wl.initial_weights, optimizer, secret, num_workers=n, host=ps_host or cfg.ps.host,
                              port=cfg.ps.port, params={k: v for k, v in params.items() if k != "alpha"},
                              sync_timeout_s=exchange_timeout(ctx.timeout_s),
-                             non_trainable=wl.non_trainable_indices()).start()
+                             non_trainable=wl.non_trainable_indices(), start_barrier=True).start()
     try:
         spec = replica_spec(wl, n, optimizer, params, server.address, secret, ctx.threads_per_process(n),
                             exchange_timeout(ctx.timeout_s), ctx.scenario)
