@@ -4,15 +4,25 @@ time budget; ``pytest --long`` runs them)."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # an xdist worker gets COLUMNS=80 and LINES=24 set for it; the distbench commands the tests
+    # run would then lay their output out for an 80-column terminal instead of a pipe
+    os.environ.pop("COLUMNS", None)
+    os.environ.pop("LINES", None)
 
 QUICK_OPTIMIZERS = ["downpour", "aeasgd", "averaging"]  # one of each kind: delta (async), elastic (async), sync
 ALL_OPTIMIZERS = ["downpour", "adag", "dynsgd", "aeasgd", "eamsgd", "easgd", "averaging"]
@@ -23,6 +33,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     engine, 32 clients x 500 cycles on 1 M parameters, 100,000 fuzzed frames)."""
     parser.addoption("--long", action="store_true", default=False,
                      help="run the full-size variants of the heaviest tests (about 15 minutes more)")
+
+
+@contextlib.contextmanager
+def machine_lock(name: str) -> Iterator[None]:
+    """Hold an exclusive lock named ``name`` for this machine (``flock`` on a file in the
+    temp directory): ``make test`` runs two pytest-xdist workers, and a test that uses
+    something machine-wide (the emulated cluster's namespaces, links and subnet) holds it so
+    that the other worker's tests of that kind wait instead of colliding. Released on exit,
+    also when the test fails or the worker dies."""
+    with open(Path(tempfile.gettempdir()) / f"distbench-tests-{name}.lock", "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 @pytest.fixture
@@ -66,9 +91,19 @@ def shared_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (record semantics, Horovod vs single): one sweep instead of one per test module."""
     search = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     names = [s for s in SHARED_SWEEP if shutil.which("mpirun", path=search) or "mpi" not in s]
-    out = tmp_path_factory.mktemp("shared-sweep") / "run"
-    cp = distbench("run", "--strategies", ",".join(names), "--workers", "2", "--epochs", "3", "--out", str(out))
-    assert cp.returncode == 0, cp.stderr[-3000:]
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # one sweep for all workers of this session (xdist's recipe)
+        base = tmp_path_factory.getbasetemp().parent / "shared-sweep"
+        base.mkdir(exist_ok=True)
+    else:
+        base = tmp_path_factory.mktemp("shared-sweep")
+    out, done = base / "run", base / "done"
+    with machine_lock(f"shared-sweep-{base.parent.name}"):
+        if not done.exists():
+            shutil.rmtree(out, ignore_errors=True)  # a worker that died mid-sweep
+            cp = distbench("run", "--strategies", ",".join(names), "--workers", "2", "--epochs", "3",
+                           "--out", str(out))
+            assert cp.returncode == 0, cp.stderr[-3000:]
+            done.touch()
     return out
 
 

@@ -117,7 +117,10 @@ def test_emulated_links_quick(tmp_path, request):
     if not ok:
         pytest.skip(why)
     out = tmp_path / "B.md"
-    run_quick("emulated_links.py", out, timeout=900)
+    from tests.conftest import machine_lock
+
+    with machine_lock("emulated-cluster"):  # as every tests/cluster test
+        run_quick("emulated_links.py", out, timeout=900)
     s = section(out, "emulated_links")
     assert "| `horovod` | 1gbit |" in s and "| `mpi_ps:adag` | unlimited |" in s
 

@@ -58,8 +58,15 @@ def read_records(run_dir: str | Path) -> list[dict[str, Any]]:
         return []
     records, _, bad = _valid_prefix(path)
     if bad:
-        log.warning("%s: dropped %d torn or corrupt line(s)", path, bad)
+        st = path.stat()
+        seen = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+        if seen not in _WARNED:  # once per state of the file: a resume reads it several times
+            _WARNED.add(seen)
+            log.warning("%s: dropped %d torn or corrupt line(s)", path, bad)
     return records
+
+
+_WARNED: set[tuple[str, int, int]] = set()  # (file, size, mtime) already warned about
 
 
 def _clean(o: Any) -> Any:
