@@ -353,7 +353,9 @@ def _print_report(records: list[dict[str, Any]], run_dir: Path, formats: tuple[s
                                           write_report)
     from distbench.results.terminal import print_fitted
 
-    data = build(records)
+    if advise_dir is None and (Path(run_dir) / "results.jsonl").exists():
+        advise_dir = run_dir
+    data = build(records, Path(advise_dir) if advise_dir is not None else None)
     summaries = data.summaries
     headers = [SHORT_COLUMNS.get(c, c) for c in table_columns(summaries)]
     console, dropped = print_fitted(headers, table_rows(summaries), title=f"distbench: {run_dir}", drop=NARROW_DROP,
@@ -361,8 +363,6 @@ def _print_report(records: list[dict[str, Any]], run_dir: Path, formats: tuple[s
     if dropped:
         console.print(escape(f"(left out at this width: {', '.join(dropped)}; see report.md)"))
     console.print(escape(legend([h for h in headers if h not in dropped])))
-    if advise_dir is None and (Path(run_dir) / "results.jsonl").exists():
-        advise_dir = run_dir
     for text in terminal_lines(data, advise_dir):
         console.print("- " + escape(text))
     for s in summaries:

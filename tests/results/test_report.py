@@ -132,6 +132,8 @@ def test_warmup_note_when_the_first_epoch_dominates():
     near_zero[0]["curve"] = _curve(0.9, 0.73, 0.735, 0.74)  # later epochs ~5 ms: ~1,300 epochs would be needed
     note = warmup_note(near_zero)
     assert "--epochs" not in note and "over 100" in note and "bigger workload" in note
+    assert note.endswith("(distbench predict RUN_DIR).")  # no directory known (a merged report)
+    assert warmup_note(near_zero, run_dir="runs/my run").endswith("(distbench predict 'runs/my run').")
     steady = [_run("single", 1, 0.9, 2.0)]
     steady[0]["curve"] = _curve(0.9, 0.55, 1.05, 1.55, 2.0)
     assert warmup_note(steady) is None

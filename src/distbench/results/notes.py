@@ -7,6 +7,7 @@ rows that trail the synchronous strategies or whose replicas barely overlapped
 from __future__ import annotations
 
 import math
+import shlex
 import statistics
 from typing import Any, Sequence
 
@@ -42,12 +43,15 @@ def warmup_share(record: dict[str, Any]) -> tuple[float, float, float] | None:
     return max(0.0, pts[0] - later) / train, pts[0], later
 
 
-def warmup_note(records: Sequence[dict[str, Any]], epochs_share: float = 0.1) -> str | None:
+def warmup_note(records: Sequence[dict[str, Any]], epochs_share: float = 0.1,
+                run_dir: Any = None) -> str | None:
     """A sentence when the epochs are too few for the first-epoch warm-up to wash out.
 
     Args:
         records: the records of one report.
         epochs_share: warm-up share the suggested epoch count would bring it under.
+        run_dir: the run directory, named in the ``distbench predict`` command it suggests
+            (``RUN_DIR`` when unknown, e.g. a merged report).
 
     Returns:
         ``None`` when every ok record's warm-up is under :data:`WARMUP_SHARE` of its
@@ -76,9 +80,10 @@ def warmup_note(records: Sequence[dict[str, Any]], epochs_share: float = 0.1) ->
             f"steady-state training: ")
     if need is not None and need <= MAX_SUGGESTED_EPOCHS:
         return text + f"run more epochs (about --epochs {need} would bring it under {epochs_share:.0%})."
+    where = shlex.quote(str(run_dir or "RUN_DIR"))
     return text + (f"later epochs are too short for more epochs to wash it out (under {epochs_share:.0%} would take "
                    f"over {MAX_SUGGESTED_EPOCHS}), so compare on a bigger workload (more data, a larger model or "
-                   "batch) or read the steady-state epoch times (distbench predict RUN_DIR).")
+                   f"batch) or read the steady-state epoch times (distbench predict {where}).")
 
 
 #: The shared engines: detail key in a record that ran in one, log-name prefix, its family,

@@ -266,7 +266,7 @@ def build(records: list[dict[str, Any]], run_dir: Path | None = None) -> ReportD
         notes.append(f"The merged runs were scored against different target accuracies ({listed}): "
                      "each record's time to target is against its own run's target; pass --target-accuracy to "
                      "score them all against one.")
-    warm = warmup_note(records)
+    warm = warmup_note(records, run_dir=run_dir)
     notes += ([warm] if warm else []) + engine_start_notes(summaries) + ps_notes(summaries)
     prov_groups: "OrderedDict[tuple[str, str], dict[str, Any]]" = OrderedDict()
     for r, (hw, _) in zip(records, groups):
