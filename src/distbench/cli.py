@@ -186,7 +186,13 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
         lock.close()
         sys.exit(128 + _STOPPED_BY[0])  # 130 after Ctrl-C, 143 after SIGTERM, as shells report them
     t_report = time.time()
-    _print_report(records, run_dir)
+    try:
+        _print_report(records, run_dir)
+    except KeyboardInterrupt:
+        click.echo(f"distbench: interrupted while writing the report; all {len(records)} record(s) are kept in "
+                   f"{run_dir}. Write it again with: distbench report {shlex.quote(str(run_dir))}", err=True)
+        lock.close()
+        sys.exit(128 + _STOPPED_BY[0])
     from distbench.harness.runner import time_breakdown
 
     from distbench.results.terminal import output_width, wrap_text

@@ -65,3 +65,29 @@ def test_interrupt_then_resume(tmp_path, sig):
     lines = (out / RESULTS_FILE).read_text().splitlines()
     assert len(lines) == 3  # the torn line is gone
     assert "multi_worker_mirrored" in (out / "report.md").read_text()
+
+
+def test_ctrl_c_while_the_report_is_written_says_how_to_write_it_again(tmp_path, monkeypatch):
+    # the user test: Ctrl-C after the last configuration left no report.md and no hint
+    from click.testing import CliRunner
+
+    from distbench import cli
+    from distbench.results.records import new_record
+
+    recs = [new_record("r", "single", 1, 0, "ok")]
+    monkeypatch.setattr(cli, "_run_with_progress", lambda *a, **k: recs)
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_print_report", interrupted)
+    out = tmp_path / "run"
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        res = CliRunner().invoke(cli.main, ["run", "--strategies", "single", "--epochs", "1", "--out", str(out)])
+    finally:  # the run command installs its own handlers in this (the test's) process
+        for sig, h in handlers.items():
+            signal.signal(sig, h)
+    assert res.exit_code == 130, res.output
+    assert (f"distbench: interrupted while writing the report; all 1 record(s) are kept in {out}. Write it again "
+            f"with: distbench report {out}") in res.stderr
