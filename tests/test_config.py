@@ -38,6 +38,9 @@ def test_toml_file_roundtrip(tmp_path):
     ('[training]\nlearning_rate = nan\n', "training.learning_rate = nan: must be a finite number > 0"),
     ('[run]\ntimeout_s = inf\n', "run.timeout_s = inf: must be a finite number of seconds > 0"),
     ('[ps]\nrho = inf\n', "ps.rho = inf: must be a finite number > 0"),
+    ('[ps]\nlearning_rate = 0.5\n', "ps.learning_rate x ps.rho = 0.5 x 5 = 2.5: the elastic optimizers' moving "
+                                    "rate alpha must be < 1"),  # the user test: accepted, then trained backwards
+    ('[ps]\nlearning_rate = -1\n', "ps.learning_rate = -1"),
     ('[ps]\nwindows = [1, 0]\n', "ps.windows[1] = 0: must be >= 1"),
     ('[spark]\nconf = { "spark.x" = [1, 2] }\n', "spark.conf.spark.x = [1, 2]: expected a string"),
     ('[run]\nworkers = [0]\n', "run.workers = 0"),

@@ -566,6 +566,14 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         _positive(f"ps.windows[{i}]", w)
     if not 0 < cfg.ps.rho < math.inf:
         raise ConfigError(f"ps.rho = {cfg.ps.rho!r}: must be a finite number > 0")
+    if not 0 < cfg.ps.learning_rate < math.inf:
+        raise ConfigError(f"ps.learning_rate = {cfg.ps.learning_rate!r}: must be a finite number > 0")
+    alpha = cfg.ps.learning_rate * cfg.ps.rho
+    if alpha >= 1:  # each exchange moves a replica and the centre alpha of the way to each other
+        raise ConfigError(f"ps.learning_rate x ps.rho = {cfg.ps.learning_rate:g} x {cfg.ps.rho:g} = {alpha:g}: the "
+                          "elastic optimizers' moving rate alpha must be < 1 (each exchange moves the replica and "
+                          "the centre alpha of the way towards each other; 1 or more overshoots, Zhang, "
+                          "Choromanska, LeCun 2015); lower ps.learning_rate or ps.rho, e.g. 0.1 x 5 = 0.5")
     _choice("tf.collective", cfg.tf.collective, ("ring", "nccl", "auto"))
     _positive("tf.ps_tasks", cfg.tf.ps_tasks)
     if not 0 <= cfg.ps.port <= 65535:

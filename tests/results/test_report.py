@@ -231,6 +231,14 @@ def test_a_slow_run_near_chance_whose_loss_falls_is_not_called_diverged():
     s = {x.workers: x for x in summarize([slow, stuck])}
     assert "diverged" not in s[2].flags  # 1.02 < ln 3 = 1.0986: it learns, slowly
     assert "diverged" in s[4].flags  # chance accuracy and a loss far above a uniform guess's
+    # the user test: alpha = 2.5, accuracy 0.45 of 10 classes but the test loss rose from 3.1 to 25.4
+    backwards = _ps(2, 0.45, 0, 1, loss=25.4)
+    backwards["curve"].insert(0, {"elapsed_s": 1.0, "epoch": 1, "step": 4, "test_loss": 3.1, "test_accuracy": 0.57})
+    one, b = summarize([_ok("single", 1, 0, 0.95, 10.0, 1000, 4.0), backwards])
+    assert "diverged" in b.flags and one.speedup == 1.0 and b.speedup is None and b.scaling_efficiency is None
+    overfit = _ps(2, 0.9, 0, 1, loss=0.6)  # a rising but small test loss (over-fitting) is not divergence
+    overfit["curve"].insert(0, {"elapsed_s": 1.0, "epoch": 1, "step": 4, "test_loss": 0.2, "test_accuracy": 0.9})
+    assert "diverged" not in summarize([overfit])[0].flags
 
 
 def test_every_configuration_diverged_says_the_workload_does_not_train():
@@ -244,6 +252,8 @@ def test_every_configuration_diverged_says_the_workload_does_not_train():
     assert h.sentences[0].startswith("Caution: every configuration that ran collapsed or diverged: the workload's "
                                      "settings do not train this model here (lower training.learning_rate")
     assert not [t for t in h.sentences if "leads above only in its other settings" in t]
+    # nothing compares runs that do not train (the user test: "Most accurate", "Training time alone" followed)
+    assert not [t for t in h.sentences if t.startswith(("Most accurate", "Training time alone", "No configuration"))]
     adv = advise(recs, "runs/x")
     assert adv.headline.startswith("No advice: every configuration that ran collapsed or diverged")
     assert adv.next_command is None and "Lower training.learning_rate" in adv.reasons[-1]

@@ -80,7 +80,7 @@ def make_headline(hw: HardwareInfo, wl: WorkloadInfo, subset: list[ConfigSummary
     base = [s for s in subset if unslowed(s)]
     slowed = len(subset) - len(base)
     fast, acc = fastest_to_target([s for s in base if rankable(s)]), most_accurate(base)
-    quick = fastest_training(base)
+    quick = fastest_training([s for s in base if "diverged" not in s.flags])  # a diverged run may have stopped early
     h = Headline(hw, wl, fast, acc, quickest=quick)
     parts = ([f"hardware {hw.letter}"] if data_multi[0] else []) + ([f"workload {wl.label}"] if data_multi[1] else [])
     prefix = (", ".join(parts) + ": ") if parts else ""
@@ -117,9 +117,11 @@ def make_headline(hw: HardwareInfo, wl: WorkloadInfo, subset: list[ConfigSummary
     named = {lead.summary.strategy for lead in (fast, acc) if lead is not None}
     ran = [s for s in subset if s.accuracy.median is not None]
     if ran and all({"collapsed", "diverged"} & set(s.flags) for s in ran):
-        h.sentences.insert(0, f"{prefix}Caution: every configuration that ran collapsed or diverged: the workload's "
-                              "settings do not train this model here (lower training.learning_rate, or check the "
-                              "data and the model); nothing below compares strategies.")
+        # comparisons among runs that do not train say nothing: only the cautions remain
+        h.sentences = [f"{prefix}Caution: every configuration that ran collapsed or diverged: the workload's "
+                       "settings do not train this model here (lower training.learning_rate, and [ps] learning_rate "
+                       "or rho for the elastic optimizers; standardise features of large magnitude; or check the "
+                       "data and the model), so no strategy is compared."]
     for s in subset:
         if "collapsed" in s.flags or "diverged" in s.flags:
             h.sentences.append(prefix + _collapse_sentence(s, subset, target, s.strategy in named))

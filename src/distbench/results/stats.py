@@ -265,8 +265,9 @@ class ConfigSummary:
         scenario: the straggler scenario of a scenario sweep (the records' ``scenario``:
             ``worker``, ``slowdown``, ``jitter_cv``, ``jitter_seed``), ``None`` outside one.
         flags: warnings about the result itself, set by :func:`flag_collapses`:
-            ``"diverged"`` (non-finite final loss, or accuracy at most 1.5x chance with a loss no
-            better than a uniform guess's, ln C),
+            ``"diverged"`` (non-finite final loss; accuracy at most 1.5x chance with a loss no
+            better than a uniform guess's, ln C; or a final loss above ln C and more than twice
+            the run's lowest),
             ``"below target"`` (median accuracy under the target), ``"collapsed"`` (below
             the target and more than :data:`COLLAPSE_POINTS` below another configuration of
             the same strategy that reached it).
@@ -468,7 +469,10 @@ def _diverged(s: ConfigSummary) -> bool:
     than a uniform guess's (``ln num_classes``, the cross-entropy of predicting every class with
     probability 1 / C). The loss test keeps a slow but learning run (3 classes, accuracy 0.45
     after 2 epochs of ADAG, its loss falling below ln 3) from being called diverged; without a
-    recorded final loss the accuracy test decides alone."""
+    recorded final loss the accuracy test decides alone. Also diverged, whatever the accuracy:
+    a median final test loss above ln C and more than twice the median of each run's lowest
+    (training went backwards: alpha = 2.5 elastic runs whose loss rose from 3 to 25 while the
+    accuracy stayed at 0.45 of 10 classes)."""
     ok = [r for r in s.records if r.get("status") == "ok"]
     if any(r.get("curve") and r["curve"][-1].get("test_loss") is None for r in ok):
         return True
@@ -476,9 +480,14 @@ def _diverged(s: ConfigSummary) -> bool:
         return True
     classes = next(((r.get("workload") or {}).get("num_classes") for r in ok
                     if (r.get("workload") or {}).get("num_classes")), None)
-    if not (classes and classes > 1 and s.accuracy.median is not None and s.accuracy.median <= 1.5 / classes):
+    if not (classes and classes > 1):
         return False
     losses = [r["curve"][-1]["test_loss"] for r in ok if r.get("curve")]
+    lows = [min(p["test_loss"] for p in r["curve"] if p.get("test_loss") is not None) for r in ok if r.get("curve")]
+    if losses and statistics.median(losses) >= max(math.log(classes), 2 * statistics.median(lows)):
+        return True  # the loss rose to more than twice its best, past a uniform guess's: training went backwards
+    if not (s.accuracy.median is not None and s.accuracy.median <= 1.5 / classes):
+        return False
     return not losses or statistics.median(losses) >= math.log(classes)
 
 
@@ -489,7 +498,9 @@ def flag_collapses(summaries: Sequence[ConfigSummary]) -> None:
     than :data:`COLLAPSE_POINTS` below another configuration of the same strategy, on the
     same hardware and workload (other worker count or window), that reached the target:
     the strategy works here, this setting of it did not (e.g. DOWNPOUR with more workers
-    and so more staleness). The target is each record's ``target_accuracy``.
+    and so more staleness). The target is each record's ``target_accuracy``. A diverged
+    configuration (other than ``single``, the reference) loses its speed-up, scaling and
+    temporal efficiency: a run that does not train, and may have stopped early, has none.
     """
     for s in summaries:
         s.flags = []
@@ -498,6 +509,8 @@ def flag_collapses(summaries: Sequence[ConfigSummary]) -> None:
             continue
         if _diverged(s):
             s.flags.append("diverged")
+            if s.strategy != "single":  # a run that does not train (and may have stopped early) has no speed-up
+                s.speedup = s.scaling_efficiency = s.temporal_efficiency = None
         if target is not None and s.accuracy.median < target:
             s.flags.append("below target")
             if any(o is not s and o.strategy == s.strategy and (o.hardware_key, o.workload_key) ==
