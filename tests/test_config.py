@@ -135,6 +135,8 @@ def test_presets_and_flags_win():
         config.apply_preset(config.load(None), name)  # every preset is valid
     with pytest.raises(ConfigError, match="unknown preset 'fast'; expected one of local-validation"):
         config.apply_preset(config.load(None), "fast")
+    with pytest.raises(ConfigError, match="unknown preset 'prod'; did you mean 'production'"):  # the user test
+        config.apply_preset(config.load(None), "prod")
 
 
 @pytest.mark.parametrize("path", sorted(Path(__file__).resolve().parents[1].joinpath("examples").glob("*.toml")),

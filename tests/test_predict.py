@@ -267,6 +267,10 @@ def test_an_implausible_bare_number_is_used_but_warned_about(run_dir):
     assert "--bandwidth 100: a bare number is bytes/s, so this is 100 bytes/s" in res.stderr
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--json", "--max-workers", "2", "--latency", "5e-5"])
     assert res.exit_code == 0 and "warning" not in res.stderr
+    # the user test: `--latency 50 us` printed that warning, then the usage error: now one line that says why
+    res = CliRunner().invoke(main, ["predict", str(run_dir), "--latency", "50", "us"])
+    assert res.exit_code == 2 and res.stderr.count("\n") == 1 and "warning" not in res.stderr
+    assert "unexpected extra argument (us); a unit is written without a space: --latency 50us" in res.stderr
 
 
 def test_a_torn_last_line_is_skipped(run_dir):

@@ -12,6 +12,7 @@ import json
 import logging
 import math
 import os
+import re
 import shlex
 import signal
 import sys
@@ -64,7 +65,11 @@ class _OneLineErrors(click.Group):
             rv = super().main(*args, standalone_mode=False, **kwargs)
         except click.UsageError as e:
             where = e.ctx.command_path if e.ctx is not None else _command_path(self, kwargs.get("args"))
-            print(f"distbench: error: {e.format_message()} (see '{where} --help')", file=sys.stderr, flush=True)
+            msg = e.format_message()
+            extra = re.search(r"unexpected extra arguments? \(([^)\s]+)", msg)
+            if extra and extra.group(1).lower() in {*BANDWIDTH.units, *LATENCY.units}:
+                msg += "; a unit is written without a space: --latency 50us, --bandwidth 25Gbit/s"
+            print(f"distbench: error: {msg} (see '{where} --help')", file=sys.stderr, flush=True)
             sys.exit(e.exit_code)
         except click.ClickException as e:
             e.show()
@@ -617,10 +622,20 @@ class _Quantity(click.ParamType):
             self.fail(f"{value!r}: expected a number {'>' if self.positive else '>='} 0, bare ({self.name}) or "
                       f"with a unit ({', '.join(self.units)}), e.g. {self.example}", param, ctx)
         if factor == 1.0 and not self.plausible[0] <= v <= self.plausible[1]:
-            click.echo(f"distbench: warning: {getattr(param, 'opts', [''])[0]} {value}: a bare number is "
-                       f"{self.name}, so this is {v:g} {self.name}; did you mean a unit (e.g. {self.example})?",
-                       err=True)
+            warning = (f"distbench: warning: {getattr(param, 'opts', [''])[0]} {value}: a bare number is {self.name}, "
+                       f"so this is {v:g} {self.name}; did you mean a unit (e.g. {self.example})?")
+            if ctx is not None:  # printed once the whole command line parsed (not before a usage error)
+                ctx.meta.setdefault(WARNINGS_KEY, []).append(warning)
         return v
+
+
+WARNINGS_KEY = "distbench.warnings"  # click context meta: warnings about parsed values, see print_warnings
+
+
+def print_warnings() -> None:
+    """Print the warnings the parameter types left in the current click context (stderr)."""
+    for w in click.get_current_context().meta.pop(WARNINGS_KEY, []):
+        click.echo(w, err=True)
 
 
 # bytes per second: tc's decimal bit rates (config.RATE_UNITS, as [cluster] emulate reads them) and byte rates
@@ -659,6 +674,8 @@ def predict(run_dir: str, bandwidth: float | None, latency: float | None, window
     on N = 1, 2, 4, ... workers (per-worker batch fixed) from a run's measured step time
     and model size; print a table and write a plot (see distbench/predict.py)."""
     import textwrap
+
+    print_warnings()  # a bare --latency 50 (seconds): said once the command line parsed
 
     from distbench import predict as model
     from distbench.results.terminal import output_width

@@ -713,7 +713,11 @@ def apply_preset(cfg: ExperimentConfig, name: str) -> ExperimentConfig:
         ConfigError: unknown preset, or the result is invalid.
     """
     if name not in PRESETS:
-        raise ConfigError(f"unknown preset {name!r}; expected one of {', '.join(PRESETS)}")
+        import difflib
+
+        close = [p for p in PRESETS if name and p.startswith(name)] or difflib.get_close_matches(name, PRESETS, 2, 0.6)
+        hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+        raise ConfigError(f"unknown preset {name!r}; {hint}expected one of {', '.join(PRESETS)}")
     return override(cfg, **PRESETS[name])
 
 
