@@ -261,7 +261,7 @@ def _interrupt(signum: int, frame: object) -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     _STOPPED_BY[0] = int(signum)
     print(f"distbench: {signal.Signals(signum).name}: stopping the running configuration and its engine "
-          "(a few seconds)...", file=sys.stderr, flush=True)
+          "(seconds; about 15 for a Spark engine)...", file=sys.stderr, flush=True)
     raise KeyboardInterrupt
 
 

@@ -91,6 +91,8 @@ def test_single_fastest_says_the_workload_is_too_small():
     assert adv.verdict == "single" and adv.recommended == "single (1 worker)"
     assert "No distributed strategy beats one device" in adv.headline
     assert any("4810 parameters, 1293 training samples) is too small" in r for r in adv.reasons)
+    # without --target there is no Target block to point to (the user test): name the command instead
+    assert "(distbench advise runs/x --target '8 nodes x 4 GPUs, 25 Gbit/s' predicts one)" in adv.reasons[-1]
 
 
 def test_no_target_reached_suggests_more_epochs():

@@ -349,10 +349,13 @@ def advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, tar
             wl = next((r.get("workload") or {} for r in lead.records), {})
             adv.headline = (f"Recommended: single. No distributed strategy beats one device on this workload here; "
                             f"the runner-up is {second.label if second else 'none'}.")
+            predict = ("see Target" if target is not None else  # the Target block exists only with --target
+                       f"distbench advise {shlex.quote(rd or 'RUN_DIR')} --target '8 nodes x 4 GPUs, 25 Gbit/s' "
+                       "predicts one")
             adv.reasons.append(f"The workload ({wl.get('num_parameters', '?')} parameters, "
                                f"{(wl.get('sizes') or {}).get('train', '?')} training samples) is too small for "
                                "extra workers to pay for their communication on this hardware; a larger model, "
-                               "more data or faster devices change that (see Target).")
+                               f"more data or faster devices change that ({predict}).")
         else:
             adv.headline = f"Recommended: {lead.label}; runner-up: {second.label if second else 'none'}."
     if target is not None:
