@@ -61,6 +61,11 @@ def test_overlapping_spreads_give_no_winner_and_more_runs():
     assert "cannot be told apart" in adv.headline
     assert adv.next_command == ("distbench run runs/x/config.json --out runs/x --resume --repeats 5 "
                                 "--strategies horovod,mpi_ps:adag")
+    # the user test: single's range overlapped the leader's too, and the rerun left it out
+    adv = advise(records + runs("single", 1, [1.9, 2.1, 2.3]), "runs/x")
+    assert adv.next_command.endswith("--strategies horovod,mpi_ps:adag,single")
+    assert any("as fast as single (2.10 s [1.90-2.30]); their ranges overlap: within run-to-run noise" in r
+               for r in adv.reasons), adv.reasons
 
 
 def test_too_few_rows_give_the_exact_command_to_run_next():

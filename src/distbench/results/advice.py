@@ -317,9 +317,10 @@ def advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, tar
             adv.reasons.append(f"Final test accuracy: {lead.strategy} {acc_l:.3f}, {second.strategy} {acc_s:.3f} "
                                f"({100 * (acc_l - acc_s):+.1f} points).")
     if single is not None and "single" not in names and single.ttt.value:  # (else said above)
+        noise = "; their ranges overlap: within run-to-run noise" if _overlap(lead, single) else ""
         adv.reasons.append(f"Against one device: {lead.strategy} reaches {target_acc} "
                            f"{single.ttt.value / lead.ttt.value:.2f}x as fast as single ({_range(single)})"
-                           f"{fewer_passes_note(lead)}.")
+                           f"{noise}{fewer_passes_note(lead)}.")
     adv.reasons += _straggler_reasons(ok, names, target_acc)
     if few:
         adv.verdict = "too_few"
@@ -340,8 +341,9 @@ def advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, tar
                         f"{target_acc} overlap over {_runs(min(lead.ok, second.ok))} or more.")
         adv.reasons.append("Choose between them on the other evidence below (accuracy, stragglers, what each needs), "
                            "or measure more runs.")
+        also = ["single"] if single is not None and "single" not in names and _overlap(lead, single) else []
         adv.next_command = run_command(rd, resume=True, repeats=max(5, max(lead.ok, second.ok) + 2),
-                                       strategies=",".join(names))
+                                       strategies=",".join(names + also))  # single too when it is within noise
     else:
         adv.verdict = "single" if lead.strategy == "single" else "clear"
         adv.recommended, adv.runner_up = lead.label, second.label if second else None
