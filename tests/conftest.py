@@ -38,10 +38,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @contextlib.contextmanager
 def machine_lock(name: str) -> Iterator[None]:
     """Hold an exclusive lock named ``name`` for this machine (``flock`` on a file in the
-    temp directory): ``make test`` runs two pytest-xdist workers, and a test that uses
-    something machine-wide (the emulated cluster's namespaces, links and subnet) holds it so
-    that the other worker's tests of that kind wait instead of colliding. Released on exit,
-    also when the test fails or the worker dies."""
+    temp directory), so that ``make test``'s two pytest-xdist workers do not both do what
+    the lock guards (:func:`shared_sweep`: one sweep for both). Released on exit, also when
+    the test fails or the worker dies."""
     with open(Path(tempfile.gettempdir()) / f"distbench-tests-{name}.lock", "a") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         try:

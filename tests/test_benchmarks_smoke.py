@@ -108,23 +108,6 @@ def test_resnet_synthetic_quick(tmp_path, request):
     assert "| distbench `horovod` | 2 |" in s and "| Horovod synthetic loop | 2 |" in s
 
 
-def test_emulated_links_quick(tmp_path, request):
-    if not request.config.getoption("--long"):
-        pytest.skip("about 100 s (4 configurations on an emulated cluster): runs with --long and in make bench")
-    from distbench.cluster import netns
-
-    ok, why = netns.available()
-    if not ok:
-        pytest.skip(why)
-    out = tmp_path / "B.md"
-    from tests.conftest import machine_lock
-
-    with machine_lock("emulated-cluster"):  # as every tests/cluster test
-        run_quick("emulated_links.py", out, timeout=900)
-    s = section(out, "emulated_links")
-    assert "| `horovod` | 1gbit |" in s and "| `mpi_ps:adag` | unlimited |" in s
-
-
 def test_sweep_startup_quick(tmp_path, request):
     if not request.config.getoption("--long"):
         pytest.skip("about 3 minutes (two sweeps with Spark): runs with --long and in make bench")

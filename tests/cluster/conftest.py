@@ -30,16 +30,6 @@ def names_left(cluster_id: str) -> list[str]:
             if n.startswith(tag)]
 
 
-@pytest.fixture(autouse=True)
-def _one_emulated_cluster_test_at_a_time() -> Iterator[None]:
-    """Every test here touches machine-wide state (namespaces, links, the test subnet): under
-    ``make test``'s two xdist workers, one such test runs at a time."""
-    from tests.conftest import machine_lock
-
-    with machine_lock("emulated-cluster"):
-        yield
-
-
 @pytest.fixture
 def cluster() -> Iterator[EmulatedCluster]:
     """A 2-host emulated cluster (unlimited links) on :data:`TEST_SUBNET`, removed afterwards
