@@ -239,6 +239,9 @@ def test_a_slow_run_near_chance_whose_loss_falls_is_not_called_diverged():
     overfit = _ps(2, 0.9, 0, 1, loss=0.6)  # a rising but small test loss (over-fitting) is not divergence
     overfit["curve"].insert(0, {"elapsed_s": 1.0, "epoch": 1, "step": 4, "test_loss": 0.2, "test_accuracy": 0.9})
     assert "diverged" not in summarize([overfit])[0].flags
+    confident = _ps(2, 0.93, 0, 1, loss=3.0)  # at the target, over-confident (loss 3 > ln 10): not diverged
+    confident["curve"].insert(0, {"elapsed_s": 1.0, "epoch": 1, "step": 4, "test_loss": 0.3, "test_accuracy": 0.9})
+    assert "diverged" not in summarize([confident])[0].flags
 
 
 def test_every_configuration_diverged_says_the_workload_does_not_train():

@@ -461,7 +461,7 @@ def summarize(records: list[dict[str, Any]]) -> list[ConfigSummary]:
 COLLAPSE_POINTS = 0.15  # accuracy (fraction) a configuration must lose against its strategy's best to "collapse"
 
 
-def _diverged(s: ConfigSummary) -> bool:
+def _diverged(s: ConfigSummary, target: float | None = None) -> bool:
     """True when an ok repeat ended with a non-finite test loss (stored as ``null`` in the last
     curve point, as JSON has no NaN) or a parameter-server replica of it stopped on non-finite
     weights (``details.diverged``), or when the median accuracy is at most 1.5x chance
@@ -469,10 +469,11 @@ def _diverged(s: ConfigSummary) -> bool:
     than a uniform guess's (``ln num_classes``, the cross-entropy of predicting every class with
     probability 1 / C). The loss test keeps a slow but learning run (3 classes, accuracy 0.45
     after 2 epochs of ADAG, its loss falling below ln 3) from being called diverged; without a
-    recorded final loss the accuracy test decides alone. Also diverged, whatever the accuracy:
-    a median final test loss above ln C and more than twice the median of each run's lowest
-    (training went backwards: alpha = 2.5 elastic runs whose loss rose from 3 to 25 while the
-    accuracy stayed at 0.45 of 10 classes)."""
+    recorded final loss the accuracy test decides alone. Also diverged below the ``target``
+    accuracy, whatever the accuracy: a median final test loss above ln C and more than twice
+    the median of each run's lowest (training went backwards: alpha = 2.5 elastic runs whose
+    loss rose from 3 to 25 while the accuracy stayed at 0.45 of 10 classes); an over-confident
+    model at or above the target is not."""
     ok = [r for r in s.records if r.get("status") == "ok"]
     if any(r.get("curve") and r["curve"][-1].get("test_loss") is None for r in ok):
         return True
@@ -484,7 +485,8 @@ def _diverged(s: ConfigSummary) -> bool:
         return False
     losses = [r["curve"][-1]["test_loss"] for r in ok if r.get("curve")]
     lows = [min(p["test_loss"] for p in r["curve"] if p.get("test_loss") is not None) for r in ok if r.get("curve")]
-    if losses and statistics.median(losses) >= max(math.log(classes), 2 * statistics.median(lows)):
+    below = target is None or (s.accuracy.median is not None and s.accuracy.median < target)
+    if below and losses and statistics.median(losses) >= max(math.log(classes), 2 * statistics.median(lows)):
         return True  # the loss rose to more than twice its best, past a uniform guess's: training went backwards
     if not (s.accuracy.median is not None and s.accuracy.median <= 1.5 / classes):
         return False
@@ -507,7 +509,7 @@ def flag_collapses(summaries: Sequence[ConfigSummary]) -> None:
         target = next((r.get("target_accuracy") for r in s.records if r.get("target_accuracy")), None)
         if s.accuracy.median is None:
             continue
-        if _diverged(s):
+        if _diverged(s, target):
             s.flags.append("diverged")
             if s.strategy != "single":  # a run that does not train (and may have stopped early) has no speed-up
                 s.speedup = s.scaling_efficiency = s.temporal_efficiency = None
