@@ -10,11 +10,12 @@ STAMP  := $(VENV)/.distbench-installed
 EXTRAS ?= test,spark,horovod,mpi
 # Two pytest-xdist workers, a test file each at a time: the engine tests wait on processes
 # more than they compute (about 1.15 of 2 cores busy), so two at once finish the suite
-# sooner even on a 2-core machine. PYTEST_WORKERS=0 runs it in one process. The
-# emulated-cluster tests (tests/cluster) run afterwards, alone: their namespaces, bridge and
-# veth links are machine-wide, and with one up a concurrent localhost horovodrun hung in
-# Gloo's rendezvous and an mpirun timed out (seen once in three parallel runs).
+# sooner even on a 2-core machine. PYTEST_WORKERS=0 runs it in one process. SOLO_TESTS run
+# afterwards, alone: the emulated-cluster tests (their namespaces, bridge and veth links are
+# machine-wide: with one up, a concurrent mpirun timed out) and the Horovod stall tests, whose
+# rank must start training within a bound (twice it did not while another test file ran).
 PYTEST_WORKERS ?= 2
+SOLO_TESTS := tests/cluster tests/strategies/test_horovod_failures.py
 
 .PHONY: setup system horovod run test bench clean
 
@@ -40,8 +41,8 @@ run: setup
 
 test: setup
 	$(BIN)/ruff check src tests benchmarks scripts
-	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile --ignore=tests/cluster $(PYTEST_ARGS)
-	$(BIN)/python -m pytest -q tests/cluster $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile $(SOLO_TESTS:%=--ignore=%) $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q $(SOLO_TESTS) $(PYTEST_ARGS)
 
 bench: setup
 	$(BIN)/python benchmarks/run_all.py
