@@ -125,3 +125,24 @@ def test_a_replica_whose_weights_become_non_finite_stops_and_sends_nothing_non_f
     assert res["end_unix"] >= res["start_unix"]
     (client,) = clients
     assert all(np.isfinite(d).all() for c in client.commits for d in c)  # nothing non-finite was committed
+
+
+def test_a_diverged_run_keeps_only_the_epochs_the_centre_reached():
+    # a replica stopped the run after epoch 2 (clock 4 of 8 updates): the monitor's end-of-run
+    # snapshots for epochs 3 and 4 were never trained; the first is kept as where training stopped
+    from types import SimpleNamespace
+
+    from distbench.ps_async.monitor import centre_output
+
+    spec = SimpleNamespace(params={"communication_window": 5}, optimizer="downpour", num_workers=2,
+                           training=SimpleNamespace(epochs=4), threads=1, per_replica_batch=8,
+                           exchanges=lambda: 4)  # 8 updates in all: 2 per epoch
+    w = [np.zeros(2, np.float32)]
+    snaps = [(10.0, 1, 2, w), (11.0, 2, 4, w), (12.0, 3, 5, w), (12.0, 4, 5, w)]
+    results = [{"worker": 0, "steps": 12, "exchanges": 3, "start_unix": 9.0, "end_unix": 12.0,
+                "diverged": "replica 0's weights became non-finite (NaN or inf) after 12 local steps"},
+               {"worker": 1, "steps": 20, "exchanges": 2, "start_unix": 9.0, "end_unix": 12.0}]
+    out = centre_output(spec, results, snaps, {}, w, {})
+    assert [s.epoch for s in out.snapshots] == [1, 2, 3] and out.extra["diverged"].startswith("replica 0's")
+    ok = [{k: v for k, v in r.items() if k != "diverged"} for r in results]
+    assert [s.epoch for s in centre_output(spec, ok, snaps, {}, w, {}).snapshots] == [1, 2, 3, 4]

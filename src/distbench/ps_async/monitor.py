@@ -89,8 +89,8 @@ def centre_output(spec: Any, results: list[dict[str, Any]], snapshots: list[tupl
     diverged = [r["diverged"] for r in results if r.get("diverged")]
     if diverged:  # keep the epochs the centre reached, and the centre where training stopped
         total, epochs = updates_expected(spec), spec.training.epochs
-        reached = [s for s in snapshots if s[2] >= math.ceil(s[1] * total / epochs)]
-        snapshots = reached + [s for s in snapshots if s not in reached][:1]
+        done = [s[2] >= math.ceil(s[1] * total / epochs) for s in snapshots]
+        snapshots = [s for s, d in zip(snapshots, done) if d] + [s for s, d in zip(snapshots, done) if not d][:1]
     snaps = [Snapshot(max(0.0, min(t, t1) - t0), e, clock, w) for t, e, clock, w in snapshots]
     steps = sum(r["steps"] for r in results)
     from distbench.ps_async.rules import get_optimizer
