@@ -4,15 +4,12 @@ time budget; ``pytest --long`` runs them)."""
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -33,20 +30,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     engine, 32 clients x 500 cycles on 1 M parameters, 100,000 fuzzed frames)."""
     parser.addoption("--long", action="store_true", default=False,
                      help="run the full-size variants of the heaviest tests (about 15 minutes more)")
-
-
-@contextlib.contextmanager
-def machine_lock(name: str) -> Iterator[None]:
-    """Hold an exclusive lock named ``name`` for this machine (``flock`` on a file in the
-    temp directory), so that ``make test``'s two pytest-xdist workers do not both do what
-    the lock guards (:func:`shared_sweep`: one sweep for both). Released on exit, also when
-    the test fails or the worker dies."""
-    with open(Path(tempfile.gettempdir()) / f"distbench-tests-{name}.lock", "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 @pytest.fixture
@@ -96,7 +79,8 @@ def shared_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
     else:
         base = tmp_path_factory.mktemp("shared-sweep")
     out, done = base / "run", base / "done"
-    with machine_lock(f"shared-sweep-{base.parent.name}"):
+    with open(base / "lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the other worker waits; released on close, also if this one dies
         if not done.exists():
             shutil.rmtree(out, ignore_errors=True)  # a worker that died mid-sweep
             cp = distbench("run", "--strategies", ",".join(names), "--workers", "2", "--epochs", "3",
