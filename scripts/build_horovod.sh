@@ -181,10 +181,12 @@ if ! "$PY" -m pip install --disable-pip-version-check --no-cache-dir --no-build-
     die "horovod build failed after $((SECONDS - start)) s (full log: $LOG)"
 fi
 
-if ! TF_CPP_MIN_LOG_LEVEL=3 "$PY" -c "import horovod.tensorflow" >>"$LOG" 2>&1; then
+# One import that also reports the controllers (horovodrun --check-build would spawn one
+# TensorFlow import per framework and flag: ~30 s on 2 cores).
+if ! BUILT=$(TF_CPP_MIN_LOG_LEVEL=3 "$PY" -c "import horovod.tensorflow as hvd; print(
+    'controllers:', *[n for n, b in (('MPI', hvd.mpi_built()), ('Gloo', hvd.gloo_built())) if b])" 2>>"$LOG"); then
     tail -n 30 "$LOG" >&2
     die "horovod installed but 'import horovod.tensorflow' fails (log: $LOG)"
 fi
 echo "$WANT_STAMP" >"$STAMP"
-say "built in $((SECONDS - start)) s; $VENV/bin/horovodrun --check-build:"
-TF_CPP_MIN_LOG_LEVEL=3 "$VENV/bin/horovodrun" --check-build 2>/dev/null | sed -n '/Available Frameworks/,$p'
+say "built in $((SECONDS - start)) s; import horovod.tensorflow works; $(echo "$BUILT" | tail -n 1)"

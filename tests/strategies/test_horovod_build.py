@@ -125,7 +125,7 @@ def test_pairing_from_metadata(tmp_path, monkeypatch):
                            "with 'make setup' (or 'bash scripts/build_horovod.sh .venv')")
     (pkg / "metadata.json").unlink()
     p = H.tensorflow_pairing(pkg)
-    assert "TensorFlow it was built against unknown" in p.describe() and p.problem() == ""  # check-build decides
+    assert "TensorFlow it was built against unknown" in p.describe() and p.problem() == ""  # the import probe decides
 
     def missing(name: str) -> str:
         raise H.importlib.metadata.PackageNotFoundError(name)
@@ -134,54 +134,37 @@ def test_pairing_from_metadata(tmp_path, monkeypatch):
     assert "TensorFlow is not installed" in H.tensorflow_pairing(pkg).problem()
 
 
-def test_probe_reports_the_mismatch_without_running_check_build(tmp_path, monkeypatch):
+def test_probe_reports_the_mismatch_without_running_the_import_probe(tmp_path, monkeypatch):
     pkg = fake_site(tmp_path, None, "2.21.0")
     monkeypatch.setattr(H, "horovod_package_dir", lambda: pkg)
     monkeypatch.setattr(H, "installed_tensorflow", lambda: "2.22.0")
     monkeypatch.setattr(H, "_PROBES", {})
-    monkeypatch.setattr(H, "cached_check_build", lambda *a, **k: pytest.fail("check-build must not run"))
+    monkeypatch.setattr(H, "cached_build_probe", lambda *a, **k: pytest.fail("the import probe must not run"))
     for controller in ("gloo", "mpi"):
         a = H.probe(controller)
         assert not a.ok and "built against TensorFlow 2.21.0 but TensorFlow 2.22.0 is installed" in a.reason
         assert "make setup" in a.reason and "scripts/build_horovod.sh .venv" in a.reason
-    monkeypatch.setattr(H, "horovod_package_dir", lambda: None)  # unknown location: check-build decides
-    monkeypatch.setattr(H, "_PROBES", {"/x/horovodrun": H.Availability(False, "from check-build")})
+    monkeypatch.setattr(H, "horovod_package_dir", lambda: None)  # unknown location: the import probe decides
+    monkeypatch.setattr(H, "_PROBES", {sys.executable: H.Availability(False, "from the import probe")})
     monkeypatch.setattr(H, "find_horovodrun", lambda: "/x/horovodrun")
-    assert H.probe("gloo").reason == "from check-build"
+    assert H.probe("gloo").reason == "from the import probe"
 
 
-def test_check_build_cache_key_has_the_tensorflow_version(tmp_path, monkeypatch):
+def test_build_probe_cache_key_has_the_tensorflow_version(tmp_path, monkeypatch):
     calls = tmp_path / "calls"
     out = tmp_path / "out.txt"
-    out.write_text("Available Frameworks:\n    [X] TensorFlow\nAvailable Controllers:\n    [X] Gloo\n")
-    fake = tmp_path / "horovodrun"
+    out.write_text('distbench-horovod-build {"version": "0.28.1", "controllers": {"Gloo": true}}\n')
+    fake = tmp_path / "python"
     fake.write_text(f"#!/bin/sh\necho x >> {calls}\ncat {out}\n")
     fake.chmod(0o755)
     pkg = fake_site(tmp_path / "site", None, "2.21.0")
     monkeypatch.setattr(H, "installed_tensorflow", lambda: "2.21.0")
-    assert H.cached_check_build(str(fake), pkg, tmp_path / "cache").ok
-    assert H.cached_check_build(str(fake), pkg, tmp_path / "cache").ok and calls.read_text().count("x") == 1
+    assert H.cached_build_probe(str(fake), pkg, tmp_path / "cache").ok
+    assert H.cached_build_probe(str(fake), pkg, tmp_path / "cache").ok and calls.read_text().count("x") == 1
     monkeypatch.setattr(H, "installed_tensorflow", lambda: "2.22.0")  # another TensorFlow: probed again
-    assert H.cached_check_build(str(fake), pkg, tmp_path / "cache").ok and calls.read_text().count("x") == 2
+    assert H.cached_build_probe(str(fake), pkg, tmp_path / "cache").ok and calls.read_text().count("x") == 2
     (pkg / "metadata.json").write_text('{"tensorflow": "2.22.0"}')  # Horovod rebuilt for it: probed again
-    assert H.cached_check_build(str(fake), pkg, tmp_path / "cache").ok and calls.read_text().count("x") == 3
-
-
-def test_check_build_without_tensorflow_says_why(monkeypatch):
-    class CP:
-        returncode, stderr = 0, ""
-        stdout = "Available Frameworks:\n    [ ] TensorFlow\nAvailable Controllers:\n    [X] Gloo\n"
-
-    class ImportFails:
-        returncode, stdout = 1, ""
-        stderr = ("Traceback (most recent call last):\nhorovod.common.exceptions.HorovodVersionMismatchError: "
-                  "Framework tensorflow installed with version 2.21.0 but found version 2.22.0.\n")
-
-    monkeypatch.setattr(H.subprocess, "run", lambda argv, **k: CP() if "--check-build" in argv else ImportFails())
-    a = H._check_build("/fake/horovodrun")
-    assert not a.ok and "[ ] TensorFlow" in a.reason
-    assert ("import horovod.tensorflow: HorovodVersionMismatchError: Framework tensorflow installed with version "
-            "2.21.0 but found version 2.22.0") in a.reason and "make setup" in a.reason
+    assert H.cached_build_probe(str(fake), pkg, tmp_path / "cache").ok and calls.read_text().count("x") == 3
 
 
 def test_env_shows_the_pairing(tmp_path, monkeypatch):

@@ -1,9 +1,10 @@
 """Horovod launch side without an engine: exact argv/env of the builders, failure
-parsing of real horovodrun/mpirun output, the --check-build parser, test hooks."""
+parsing of real horovodrun/mpirun output, the Horovod build probe's parser, test hooks."""
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -155,42 +156,29 @@ def test_failure_error_without_rank_and_timeout(tmp_path):
     assert str(e).startswith("mpirun timed out after 60 s") and e.failed_process == "mpirun"
 
 
-CHECK_BUILD = """\
-Horovod v0.28.1:
-
-Available Frameworks:
-    [X] TensorFlow
-    [X] PyTorch
-    [ ] MXNet
-
-Available Controllers:
-    [X] MPI
-    [ ] Gloo
-
-Available Tensor Operations:
-    [ ] NCCL
-    [X] MPI
-    [X] Gloo
-""".replace("[X] Gloo\n", "[X] Gloo    \n")  # horovodrun pads its last line with spaces
+BUILD_LINE = ("noise before\ndistbench-horovod-build " + json.dumps({
+    "version": "0.28.1", "frameworks": {"TensorFlow": True}, "controllers": {"MPI": True, "Gloo": False},
+    "tensor ops": {"NCCL": False, "DDL": False, "CCL": False, "MPI": True, "Gloo": True}}))
 
 
-def test_parse_check_build():
-    s = H.parse_check_build("WARNING: noise\nI0000 port.cc] oneDNN\n" + CHECK_BUILD)
-    assert s["Available Frameworks"] == {"TensorFlow": True, "PyTorch": True, "MXNet": False}
-    assert s["Available Controllers"] == {"MPI": True, "Gloo": False}
-    assert s["Available Tensor Operations"]["Gloo"] is True
-    assert H.parse_check_build("nothing here") == {}
+def test_parse_build_probe():
+    s = H.parse_build_probe("WARNING: noise\nI0000 port.cc] oneDNN\n" + BUILD_LINE)
+    assert s["controllers"] == {"MPI": True, "Gloo": False} and s["tensor ops"]["Gloo"] is True
+    assert H.parse_build_probe("nothing here") == {}
+    assert H.parse_build_probe("distbench-horovod-build {not json") == {}
+    assert H.parse_build_probe("distbench-horovod-build [1, 2]") == {}
 
 
-def test_build_summary_skips_the_pytorch_false_positive():
-    assert H.build_summary(H.parse_check_build(CHECK_BUILD)) == (
-        "horovodrun --check-build: frameworks TensorFlow; controllers MPI; tensor ops MPI, Gloo")
+def test_build_summary():
+    assert H.build_summary(H.parse_build_probe(BUILD_LINE)) == (
+        "Horovod 0.28.1 build: frameworks TensorFlow; controllers MPI; tensor ops MPI, Gloo")
 
 
-def test_probe_reads_tensorflow_and_controller_lines(monkeypatch):
+def test_probe_reads_the_controller_flags(monkeypatch):
     monkeypatch.setattr(H, "find_horovodrun", lambda: "/fake/horovodrun")
-    monkeypatch.setattr(H, "_PROBES", {"/fake/horovodrun": H.Availability(True, CHECK_BUILD)})
-    monkeypatch.setattr(H.importlib.util, "find_spec", lambda name: object())
+    monkeypatch.setattr(H, "_PROBES", {sys.executable: H.Availability(True, BUILD_LINE.splitlines()[-1])})
+    monkeypatch.setattr(H.importlib.util, "find_spec", lambda name: type("S", (), {"origin": "/x/__init__.py"})())
+    monkeypatch.setattr(H, "horovod_package_dir", lambda: None)
     gloo = H.probe("gloo")
     assert not gloo.ok and "without the Gloo controller" in gloo.reason
     monkeypatch.setattr(H.shutil, "which", lambda name: None)
@@ -199,15 +187,82 @@ def test_probe_reads_tensorflow_and_controller_lines(monkeypatch):
     monkeypatch.setattr(H.shutil, "which", lambda name: "/usr/bin/mpirun" if name == "mpirun" else None)
     assert "rsh agent" in H.probe("mpi").reason
     monkeypatch.setattr(H.shutil, "which", lambda name: "/usr/bin/" + name)
-    assert H.probe("mpi") == H.Availability(True, H.build_summary(H.parse_check_build(CHECK_BUILD)))
-    no_tf = CHECK_BUILD.replace("[X] TensorFlow", "[ ] TensorFlow")
+    assert H.probe("mpi") == H.Availability(True, H.build_summary(H.parse_build_probe(BUILD_LINE)))
 
-    class CP:
-        returncode, stdout, stderr = 0, no_tf, ""
 
-    monkeypatch.setattr(H.subprocess, "run", lambda *a, **k: CP())
-    a = H._check_build("/fake/horovodrun")
-    assert not a.ok and "without TensorFlow" in a.reason  # [X] PyTorch does not count
+def test_build_probe_failures_say_why(monkeypatch):
+    class ImportFails:
+        returncode, stdout = 1, ""
+        stderr = ("Traceback (most recent call last):\nhorovod.common.exceptions.HorovodVersionMismatchError: "
+                  "Framework tensorflow installed with version 2.21.0 but found version 2.22.0.\n")
+
+    class Silent:
+        returncode, stdout, stderr = 0, "something else\n", ""
+
+    monkeypatch.setattr(H.subprocess, "run", lambda argv, **k: ImportFails())
+    a = H._build_probe("/fake/python")
+    assert not a.ok and a.reason.startswith("import horovod.tensorflow fails here: HorovodVersionMismatchError: "
+                                            "Framework tensorflow installed with version 2.21.0 but found version "
+                                            "2.22.0") and "make setup" in a.reason
+    monkeypatch.setattr(H.subprocess, "run", lambda argv, **k: Silent())
+    a = H._build_probe("/fake/python")
+    assert not a.ok and "printed no build flags: something else" in a.reason
+
+
+def test_build_probe_is_cached_until_the_install_changes(tmp_path):
+    calls = tmp_path / "calls"
+    out = tmp_path / "out.txt"
+    out.write_text(BUILD_LINE + "\n")
+    fake = tmp_path / "python"  # stands in for the interpreter: counts its runs, prints the probe's line
+    fake.write_text(f"#!/bin/sh\necho x >> {calls}\ncat {out}\n")
+    fake.chmod(0o755)
+    pkg = tmp_path / "horovod"
+    (pkg / "tensorflow").mkdir(parents=True)
+    lib = pkg / "tensorflow" / "mpi_lib.so"
+    lib.write_bytes(b"v1")
+    cache = tmp_path / "cache"
+
+    def probe() -> H.Availability:
+        return H.cached_build_probe(str(fake), pkg, cache)
+
+    first = probe()
+    assert first == H.Availability(True, BUILD_LINE.splitlines()[-1])
+    assert probe() == first and calls.read_text().count("x") == 1  # second answer from the cache
+    lib.write_bytes(b"v2, rebuilt")  # a rebuilt Horovod is probed again
+    assert probe().ok and calls.read_text().count("x") == 2
+    (cache / "horovod-build.json").write_text("{not json")  # corrupt cache: probed, rewritten
+    assert probe().ok and calls.read_text().count("x") == 3
+    assert probe().ok and calls.read_text().count("x") == 3
+    out.write_text("no flags")  # failures are not cached
+    lib.write_bytes(b"v3")
+    assert not probe().ok and not probe().ok and calls.read_text().count("x") == 5
+
+
+def test_parallel_probes_run_one_build_probe(monkeypatch):
+    # distbench env probes horovod and horovod_mpi in parallel threads: they ran the probe twice at once
+    import threading
+    import time
+
+    from distbench.strategies.base import Availability
+
+    if H.find_horovodrun() is None or H.horovod_package_dir() is None:
+        pytest.skip("horovod is not installed")
+    calls = []
+
+    def slow_probe(python, package):
+        calls.append(python)
+        time.sleep(0.3)
+        return Availability(False, "probe stand-in")
+
+    monkeypatch.setattr(H, "cached_build_probe", slow_probe)
+    monkeypatch.setattr(H, "_PROBES", {})
+    monkeypatch.setattr(H, "tensorflow_pairing", lambda package: type("P", (), {"problem": lambda self: ""})())
+    threads = [threading.Thread(target=H.probe, args=(c,)) for c in ("gloo", "mpi")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1  # (fails with the lock replaced by a no-op: 2)
 
 
 def test_registered_names():
@@ -230,60 +285,3 @@ def test_configured_threads(tmp_path):
     assert R.configured_threads(tmp_path, str(cfg)) == 3
     (tmp_path / "config.json").write_text(json.dumps({"training": {"threads": 5}}))
     assert R.configured_threads(tmp_path, str(cfg)) == 5
-
-
-def test_check_build_is_cached_until_the_install_changes(tmp_path):
-    calls = tmp_path / "calls"
-    out = tmp_path / "out.txt"
-    out.write_text(CHECK_BUILD)
-    fake = tmp_path / "horovodrun"
-    fake.write_text(f"#!/bin/sh\necho x >> {calls}\ncat {out}\n")
-    fake.chmod(0o755)
-    pkg = tmp_path / "horovod"
-    (pkg / "tensorflow").mkdir(parents=True)
-    lib = pkg / "tensorflow" / "mpi_lib.so"
-    lib.write_bytes(b"v1")
-    cache = tmp_path / "cache"
-
-    def probe() -> H.Availability:
-        return H.cached_check_build(str(fake), pkg, cache)
-
-    first = probe()
-    assert first == H.Availability(True, CHECK_BUILD)
-    assert probe() == first and calls.read_text().count("x") == 1  # second answer from the cache
-    lib.write_bytes(b"v2, rebuilt")  # a rebuilt Horovod is probed again
-    assert probe().ok and calls.read_text().count("x") == 2
-    (cache / "horovod-check-build.json").write_text("{not json")  # corrupt cache: probed, rewritten
-    assert probe().ok and calls.read_text().count("x") == 3
-    assert probe().ok and calls.read_text().count("x") == 3
-    out.write_text("no sections")  # failures are not cached
-    lib.write_bytes(b"v3")
-    assert not probe().ok and not probe().ok and calls.read_text().count("x") == 5
-
-
-def test_parallel_probes_run_one_check_build(monkeypatch):
-    # distbench env probes horovod and horovod_mpi in parallel threads: they ran check-build twice at once
-    import threading
-    import time
-
-    from distbench.strategies import horovod as H
-    from distbench.strategies.base import Availability
-
-    if H.find_horovodrun() is None or H.horovod_package_dir() is None:
-        pytest.skip("horovod is not installed")
-    calls = []
-
-    def slow_check(hvdrun, package):
-        calls.append(hvdrun)
-        time.sleep(0.3)
-        return Availability(False, "probe stand-in")
-
-    monkeypatch.setattr(H, "cached_check_build", slow_check)
-    monkeypatch.setattr(H, "_PROBES", {})
-    monkeypatch.setattr(H, "tensorflow_pairing", lambda package: type("P", (), {"problem": lambda self: ""})())
-    threads = [threading.Thread(target=H.probe, args=(c,)) for c in ("gloo", "mpi")]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert len(calls) == 1  # (fails with the lock replaced by a no-op: 2)

@@ -38,8 +38,9 @@ inspector) is named, and once one has stalled for the stall limit the job is end
 and its own last error (:func:`parse_launcher_failure`, :func:`engine_error`).
 
 Availability (:func:`probe`): the TensorFlow Horovod was built against (its
-``metadata.json``) must be the installed one (:func:`tensorflow_pairing`), then
-``horovodrun --check-build`` (cached on disk, keyed by both versions).
+``metadata.json``) must be the installed one (:func:`tensorflow_pairing`), then ``import
+horovod.tensorflow`` must work in this Python and report the controller built (cached on
+disk, keyed by both versions).
 
 Test hooks: see :mod:`distbench.strategies.horovod_rank`.
 """
@@ -48,8 +49,8 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -88,21 +89,32 @@ _PROBES: dict[str, Availability] = {}
 _PROBE_LOCK = threading.Lock()
 
 
-def parse_check_build(text: str) -> dict[str, dict[str, bool]]:
-    """Parse ``horovodrun --check-build`` output into ``{section: {name: built}}``, e.g.
-    ``{"Available Frameworks": {"TensorFlow": True, ...}, "Available Controllers": {...}}``.
-    Lines that are not ``[X] name`` / ``[ ] name`` under a ``...:`` header are ignored."""
-    out: dict[str, dict[str, bool]] = {}
-    section = None
-    for line in text.splitlines():
-        s = line.strip()
-        m = re.fullmatch(r"\[([ Xx])\]\s+(\S.*)", s)
-        if m and section is not None:
-            out[section][m.group(2).strip()] = m.group(1) != " "
-        elif re.fullmatch(r"Available [A-Za-z ]+:", s):
-            section = s[:-1]
-            out[section] = {}
-    return out
+_BUILD_PROBE = """\
+import json, horovod, horovod.tensorflow as hvd
+ops = {"NCCL": hvd.nccl_built(), "DDL": hvd.ddl_built(), "CCL": hvd.ccl_built(), "MPI": hvd.mpi_built(),
+       "Gloo": hvd.gloo_built()}
+print("distbench-horovod-build " + json.dumps({
+    "version": horovod.__version__, "frameworks": {"TensorFlow": True},
+    "controllers": {"MPI": bool(hvd.mpi_built()), "Gloo": bool(hvd.gloo_built())},
+    "tensor ops": {k: bool(v) for k, v in ops.items()}}))
+"""
+_BUILD_MARK = "distbench-horovod-build "
+
+
+def parse_build_probe(text: str) -> dict[str, Any]:
+    """The build description the probe printed: ``{"version": "0.28.1", "frameworks":
+    {"TensorFlow": True}, "controllers": {"MPI": bool, "Gloo": bool}, "tensor ops": {"NCCL":
+    bool, "DDL": bool, "CCL": bool, "MPI": bool, "Gloo": bool}}`` (what ``horovodrun
+    --check-build`` shows for TensorFlow, read in one import). Empty when ``text`` holds
+    no such line or it is not a JSON object (other output lines are ignored)."""
+    for line in reversed(text.splitlines()):
+        if line.startswith(_BUILD_MARK):
+            try:
+                got = json.loads(line[len(_BUILD_MARK):])
+            except ValueError:
+                return {}
+            return got if isinstance(got, dict) else {}
+    return {}
 
 
 def find_horovodrun() -> str | None:
@@ -115,38 +127,37 @@ def probe(controller: str) -> Availability:
     """Whether Horovod can train TensorFlow here with ``controller`` (``gloo`` | ``mpi``).
 
     Real probe: ``horovod`` importable and built against the installed TensorFlow
-    (:func:`tensorflow_pairing`, read from package metadata: nothing is imported),
-    ``horovodrun --check-build`` (cached, :func:`cached_check_build`)
-    shows ``[X] TensorFlow`` (the framework line: its ``[X] PyTorch`` is a false positive
-    when PyTorch is absent, docs/horovod_build.md) and the controller; for ``mpi`` also
-    ``mpirun`` and an rsh agent (``ssh``/``rsh``, which Open MPI wants even on one host)
-    on ``PATH``.
+    (:func:`tensorflow_pairing`, read from package metadata: nothing is imported), then
+    ``import horovod.tensorflow`` in a child of this Python (cached,
+    :func:`cached_build_probe`) must succeed and its build flags must include the
+    controller; ``horovod`` also needs ``horovodrun``, ``horovod_mpi`` ``mpirun`` and an rsh
+    agent (``ssh``/``rsh``, which Open MPI wants even on one host) on ``PATH``.
 
     Returns:
         :class:`Availability`; when ok, ``reason`` summarises the build (:func:`build_summary`).
     """
-    if importlib.util.find_spec("horovod") is None:
+    spec = importlib.util.find_spec("horovod")
+    if spec is None:
         return Availability(False, "horovod is not installed in this Python: run 'bash scripts/build_horovod.sh "
                                    ".venv' (make setup does)")
     package = horovod_package_dir()
     mismatch = tensorflow_pairing(package).problem() if package else ""
     if mismatch:
         return Availability(False, mismatch)
-    hvdrun = find_horovodrun()
-    if hvdrun is None:
+    if controller == "gloo" and find_horovodrun() is None:
         return Availability(False, "horovodrun not found next to this Python or on PATH (reinstall horovod)")
-    with _PROBE_LOCK:  # horovod and horovod_mpi are probed in parallel threads: one check-build for both
-        if hvdrun not in _PROBES:
-            _PROBES[hvdrun] = cached_check_build(hvdrun, package or
-                                                 Path(importlib.util.find_spec("horovod").origin).parent)
-    built = _PROBES[hvdrun]
+    python = sys.executable
+    with _PROBE_LOCK:  # horovod and horovod_mpi are probed in parallel threads: one probe for both
+        if python not in _PROBES:
+            _PROBES[python] = cached_build_probe(python, package or Path(spec.origin).parent)
+    built = _PROBES[python]
     if not built.ok:
         return built
-    sections = parse_check_build(built.reason)
+    flags = parse_build_probe(built.reason)
     name = {"gloo": "Gloo", "mpi": "MPI"}[controller]
-    if not sections.get("Available Controllers", {}).get(name):
-        return Availability(False, f"Horovod was built without the {name} controller (horovodrun --check-build: "
-                                   f"[ ] {name}); rebuild with scripts/build_horovod.sh"
+    if not flags.get("controllers", {}).get(name):
+        return Availability(False, f"Horovod was built without the {name} controller (hvd.{name.lower()}_built() "
+                                   f"is False); rebuild with scripts/build_horovod.sh"
                                    + (" after installing Open MPI" if controller == "mpi" else ""))
     if controller == "mpi" and shutil.which("mpirun") is None:
         return Availability(False, "mpirun not found on PATH: install Open MPI (apt-get install openmpi-bin; "
@@ -154,19 +165,18 @@ def probe(controller: str) -> Availability:
     if controller == "mpi" and not (shutil.which("ssh") or shutil.which("rsh")):
         return Availability(False, "Open MPI's mpirun needs an rsh agent (ssh or rsh) on PATH even on one host: "
                                    "install openssh-client (scripts/setup_system.sh does)")
-    return Availability(True, build_summary(sections))
+    return Availability(True, build_summary(flags))
 
 
-def build_summary(sections: dict[str, dict[str, bool]]) -> str:
-    """One line from :func:`parse_check_build`'s result, e.g. ``horovodrun --check-build:
+def build_summary(flags: dict[str, Any]) -> str:
+    """One line from :func:`parse_build_probe`'s result, e.g. ``Horovod 0.28.1 build:
     frameworks TensorFlow; controllers MPI, Gloo; tensor ops MPI, Gloo`` (what ``distbench
     env`` shows for an available Horovod strategy)."""
     parts = []
-    for title, key in (("frameworks", "Available Frameworks"), ("controllers", "Available Controllers"),
-                       ("tensor ops", "Available Tensor Operations")):
-        names = [n for n, built in sections.get(key, {}).items() if built and n != "PyTorch"]
+    for title in ("frameworks", "controllers", "tensor ops"):
+        names = [n for n, built in (flags.get(title) or {}).items() if built]
         parts.append(f"{title} {', '.join(names) or 'none'}")
-    return "horovodrun --check-build: " + "; ".join(parts)
+    return f"Horovod {flags.get('version', '?')} build: " + "; ".join(parts)
 
 
 def cache_dir() -> Path:
@@ -174,45 +184,45 @@ def cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "distbench"
 
 
-def cached_check_build(hvdrun: str, package_dir: Path, cache: Path | None = None) -> Availability:
-    """:func:`_check_build`, remembered on disk for as long as the Horovod install is unchanged.
+def cached_build_probe(python: str, package_dir: Path, cache: Path | None = None) -> Availability:
+    """:func:`_build_probe`, remembered on disk for as long as the Horovod install is unchanged.
 
-    ``horovodrun --check-build`` imports every framework and costs ~20 s on a small
-    machine, on every ``distbench run``/``env``. A successful result is stored in
-    ``cache/horovod-check-build.json`` under a key made of ``hvdrun``, the path, size
-    and modification time of every compiled library (``*.so``) under ``package_dir``, its
+    The probe imports TensorFlow (about 5 s on a small machine); without the cache every
+    ``distbench run``/``env`` would pay it. A successful result is stored in
+    ``cache/horovod-build.json`` under a key made of ``python``, the path, size and
+    modification time of every compiled library (``*.so``) under ``package_dir``, its
     ``metadata.json`` (the TensorFlow Horovod was built against), the installed
     TensorFlow's version and this Python's version, so a rebuilt or reinstalled Horovod,
     another TensorFlow or another Python is probed afresh; failures are never cached. An
     unreadable or corrupt cache file is ignored and rewritten.
 
     Args:
-        hvdrun: path of the ``horovodrun`` to probe.
+        python: the interpreter whose ``import horovod.tensorflow`` is probed (the ranks').
         package_dir: the installed ``horovod`` package folder.
         cache: cache folder (default :func:`cache_dir`).
 
     Returns:
-        The :class:`Availability` of :func:`_check_build` (fresh or remembered).
+        The :class:`Availability` of :func:`_build_probe` (fresh or remembered).
     """
     import hashlib
-    import json
 
     libs = sorted(str(p) for p in package_dir.rglob("*.so"))
     try:
         record = (package_dir / "metadata.json").read_text()
     except OSError:
         record = ""
-    sig = [hvdrun, f"tensorflow={installed_tensorflow()}", f"python={sys.version}", f"metadata.json={record}"]
+    sig = [python, f"tensorflow={installed_tensorflow()}", f"python={sys.version}", f"metadata.json={record}"]
     sig += [f"{p}:{os.stat(p).st_size}:{os.stat(p).st_mtime_ns}" for p in libs]
     key = hashlib.sha256("\n".join(sig).encode()).hexdigest()
-    path = (cache or cache_dir()) / "horovod-check-build.json"
+    path = (cache or cache_dir()) / "horovod-build.json"
     try:
         saved = json.loads(path.read_text())
-        if isinstance(saved, dict) and saved.get("key") == key and isinstance(saved.get("output"), str):
+        if isinstance(saved, dict) and saved.get("key") == key and isinstance(saved.get("output"), str) \
+                and parse_build_probe(saved["output"]):
             return Availability(True, saved["output"])
     except (OSError, ValueError):
         pass
-    result = _check_build(hvdrun)
+    result = _build_probe(python)
     if result.ok and libs:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -224,35 +234,25 @@ def cached_check_build(hvdrun: str, package_dir: Path, cache: Path | None = None
     return result
 
 
-def _check_build(hvdrun: str) -> Availability:
-    """Run ``horovodrun --check-build``; ok carries the output as its ``reason``."""
-    env = launcher_env(sys.executable, {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+def _build_probe(python: str) -> Availability:
+    """``import horovod.tensorflow`` in a child ``python`` and read the build flags it prints
+    (:data:`_BUILD_PROBE`: one TensorFlow import, where ``horovodrun --check-build`` spawns
+    one per framework and flag, ~30 s on 2 cores); ok carries the printed line as its
+    ``reason``, a failure the import's own error and the fix."""
+    env = launcher_env(python, {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
     try:
-        cp = subprocess.run([hvdrun, "--check-build"], capture_output=True, text=True, timeout=180, env=env,
+        cp = subprocess.run([python, "-c", _BUILD_PROBE], capture_output=True, text=True, timeout=180, env=env,
                             stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired) as e:
-        return Availability(False, f"{hvdrun} --check-build failed: {e}")
-    sections = parse_check_build(cp.stdout)
-    if cp.returncode != 0 or not sections:
-        tail = (cp.stderr or cp.stdout).strip().splitlines()[-1:] or [""]
-        return Availability(False, f"{hvdrun} --check-build exited {cp.returncode}: {clip(tail[0], 200)}")
-    if not sections.get("Available Frameworks", {}).get("TensorFlow"):
-        why = _tensorflow_import_error(env)
-        return Availability(False, "horovodrun --check-build shows [ ] TensorFlow: Horovod was built without "
-                                   "TensorFlow, or its TensorFlow library does not load here"
-                                   + (f" (import horovod.tensorflow: {why})" if why else "") + f"; {REBUILD_HINT}")
-    return Availability(True, cp.stdout)
-
-
-def _tensorflow_import_error(env: dict[str, str]) -> str:
-    """The error ``import horovod.tensorflow`` ends with in this Python, "" if it imports
-    (run only when ``--check-build`` says TensorFlow is missing: it imports TensorFlow)."""
-    try:
-        cp = subprocess.run([sys.executable, "-c", "import horovod.tensorflow"], capture_output=True, text=True,
-                            timeout=180, env=env, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return str(e)
-    return engine_error(cp.stderr) if cp.returncode != 0 else ""
+        return Availability(False, f"probing the Horovod build (import horovod.tensorflow) failed: {e}")
+    if cp.returncode != 0:
+        why = engine_error(cp.stderr) or f"exit code {cp.returncode}"
+        return Availability(False, f"import horovod.tensorflow fails here: {why}; {REBUILD_HINT}")
+    line = next((ln for ln in reversed(cp.stdout.splitlines()) if ln.startswith(_BUILD_MARK)), "")
+    if not parse_build_probe(line):
+        tail = cp.stdout.strip().splitlines()[-1:] or [""]
+        return Availability(False, f"probing the Horovod build printed no build flags: {clip(tail[0], 200)}")
+    return Availability(True, line)
 
 
 # ------------------------------------------------------ TensorFlow pairing
@@ -319,7 +319,7 @@ class BuildPairing:
 
     def problem(self) -> str:
         """Why Horovod cannot train with the installed TensorFlow, or "" (also when the
-        record is missing: then ``horovodrun --check-build`` decides)."""
+        record is missing: then the import probe decides)."""
         if self.installed is None:
             return "TensorFlow is not installed in this Python: pip install tensorflow (make setup does)"
         if not self.record:
