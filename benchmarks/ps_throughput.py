@@ -92,6 +92,50 @@ class Echo:
             self.proc.terminate()
 
 
+def _zmq_echo_server(port_q):
+    ctx = zmq.Context(io_threads=1)
+    sock = ctx.socket(zmq.ROUTER)
+    port_q.put(sock.bind_to_random_port("tcp://127.0.0.1"))
+    try:
+        while True:
+            frames = sock.recv_multipart(copy=False)
+            if len(frames) == 2 and len(frames[1]) == 0:  # the client's goodbye
+                break
+            sock.send_multipart(frames, copy=False)  # identity + payload, by reference
+    finally:
+        sock.close(0)
+        ctx.term()
+
+
+class ZmqEcho(Echo):
+    """ZeroMQ echo of ``nbytes`` (DEALER client, ROUTER server in another process, zero-copy
+    send and receive, one I/O thread each: the parameter server's own transport and settings,
+    with no server or client work): the ceiling of any ZeroMQ parameter server."""
+
+    def __init__(self, nbytes: int, warmup: int) -> None:
+        ctx = mp.get_context("spawn")
+        q = ctx.Queue()
+        self.proc = ctx.Process(target=_zmq_echo_server, args=(q,))
+        self.proc.start()
+        self.sock = zmq.Context.instance().socket(zmq.DEALER)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        self.sock.connect(f"tcp://127.0.0.1:{q.get(timeout=60)}")
+        self.data = np.full(nbytes, 7, np.uint8)
+        for _ in range(warmup):
+            self._rt()
+
+    def _rt(self):
+        self.sock.send(self.data, copy=False)
+        self.sock.recv(copy=False)
+
+    def close(self) -> None:
+        self.sock.send(b"")
+        self.sock.close(0)
+        self.proc.join(10)
+        if self.proc.is_alive():
+            self.proc.terminate()
+
+
 # ----------------------------------------------------------------------------- PS clients
 def _ps_client(address, secret, wid, n_params, iters, warmup, reps, fused, barrier, out_q,
                tune=None):
@@ -123,16 +167,18 @@ def _ps_client(address, secret, wid, n_params, iters, warmup, reps, fused, barri
     client.close()
 
 
-def bench_cell(n_params, n_clients, iters, warmup, reps, fused, echo, io_threads=1, tune=None):
-    """One (size, clients) cell: alternate an echo repetition and a PS repetition.
+def bench_cell(n_params, n_clients, iters, warmup, reps, fused, echo, io_threads=1, tune=None, zecho=None):
+    """One (size, clients) cell: alternate echo repetitions (TCP, then ZeroMQ when ``zecho``
+    is given) and a PS repetition.
 
     Pairing each PS repetition with an echo repetition measured just before it
     (PS clients idle meanwhile) keeps the ratio meaningful on a shared machine
     whose background load drifts.
 
     Returns:
-        ``(ps_rates, echo_rates)``: aggregate PS round trips/s and echo round
-        trips/s, one pair per repetition.
+        ``(ps_rates, echo_rates, zmq_echo_rates)``: aggregate PS round trips/s and the
+        echoes' round trips/s, one of each per repetition (``zmq_echo_rates`` empty
+        without ``zecho``).
     """
     ctx = mp.get_context("spawn")
     secret = new_secret()
@@ -149,9 +195,11 @@ def bench_cell(n_params, n_clients, iters, warmup, reps, fused, echo, io_threads
             p.start()
         for _ in range(n_clients):
             assert out_q.get(timeout=600)[0] == "ready"
-        ps_rates, echo_rates = [], []
+        ps_rates, echo_rates, zecho_rates = [], [], []
         for _ in range(reps):
             echo_rates.append(echo.rep(iters))
+            if zecho is not None:
+                zecho_rates.append(zecho.rep(iters))
             barrier.wait()
             got = [out_q.get(timeout=600) for _ in range(n_clients)]
             wall = max(g[3] for g in got) - min(g[2] for g in got)
@@ -163,7 +211,7 @@ def bench_cell(n_params, n_clients, iters, warmup, reps, fused, echo, io_threads
         st = server.stats()
         if st["rejected"]["total"]:
             raise RuntimeError(f"server rejected messages: {st['rejected']}")
-        return ps_rates, echo_rates
+        return ps_rates, echo_rates, zecho_rates
     finally:
         server.stop()
         for p in procs:
@@ -212,33 +260,39 @@ def main(argv=None) -> int:
         sizes, clients, reps, mb_per_rep, warmup = [100_000, 1_000_000], [1, 2], 2, 40.0, 1
     started = time.time()
     load0 = C.load_average()
-    rows, echo_rows = [], []
+    rows, echo_rows, zecho_rows = [], [], []
     for n in sizes:
         nbytes = 4 * n
         mb = 2 * nbytes / 1e6
         iters = int(min(5000, max(3, mb_per_rep * 1e6 / (2 * nbytes))))
-        echo = Echo(nbytes, warmup)
-        all_echo = []
+        echo, zecho = Echo(nbytes, warmup), ZmqEcho(nbytes, warmup)
+        all_echo, all_zecho = [], []
         try:
             for k in clients:
-                ps, ech = bench_cell(n, k, iters, warmup, reps, False, echo, args.io_threads,
-                                     args.tune_malloc)
+                ps, ech, _ = bench_cell(n, k, iters, warmup, reps, False, echo, args.io_threads,
+                                        args.tune_malloc)
                 all_echo += ech
                 cells = [f"{n / 1e6:g} M", str(k), fmt(ps), fmt(ps, mb, 0),
                          pct([p / e for p, e in zip(ps, ech)])]
                 if not args.no_fused:
-                    fu, ech = bench_cell(n, k, iters, warmup, reps, True, echo, args.io_threads,
-                                         args.tune_malloc)
+                    fu, ech, zech = bench_cell(n, k, iters, warmup, reps, True, echo, args.io_threads,
+                                               args.tune_malloc, zecho)
                     all_echo += ech
-                    cells += [fmt(fu), pct([p / e for p, e in zip(fu, ech)])]
+                    all_zecho += zech
+                    cells += [fmt(fu), pct([p / e for p, e in zip(fu, ech)]),
+                              pct([p / e for p, e in zip(fu, zech)]), pct([z / e for z, e in zip(zech, ech)])]
                 else:
-                    cells += ["-", "-"]
+                    cells += ["-"] * 4
                 rows.append("| " + " | ".join(cells) + " |")
                 print(rows[-1], file=sys.stderr, flush=True)
         finally:
             echo.close()
-        echo_rows.append(f"| {n / 1e6:g} M | {nbytes / 1e6:g} MB | {fmt(all_echo)} | "
+            zecho.close()
+        echo_rows.append(f"| {n / 1e6:g} M | {nbytes / 1e6:g} MB | TCP | {fmt(all_echo)} | "
                          f"{fmt(all_echo, mb, 0)} |")
+        if all_zecho:
+            zecho_rows.append(f"| {n / 1e6:g} M | {nbytes / 1e6:g} MB | ZeroMQ | {fmt(all_zecho)} | "
+                              f"{fmt(all_zecho, mb, 0)} |")
     cmd = "python " + " ".join([Path(sys.argv[0]).as_posix()] + (argv or sys.argv[1:]))
     md = "\n".join([
         "## Parameter-server throughput (`benchmarks/ps_throughput.py`)", "",
@@ -251,16 +305,21 @@ def main(argv=None) -> int:
         f"tune_malloc={'auto' if args.tune_malloc is None else args.tune_malloc}; "
         f"load average at start {load0}; "
         f"run took {time.time() - started:.0f} s.", "",
-        "Raw loopback TCP echo of the same bytes (one stream, plain sockets, two processes; "
-        "all repetitions of that size):", "",
-        "| params | bytes each way | round trips/s | MB/s |", "|---|---|---|---|",
-        *echo_rows, "",
+        "Echoes of the same bytes, one stream between two processes, all repetitions of that "
+        "size: raw loopback TCP (plain sockets: the loopback ceiling) and ZeroMQ (DEALER to "
+        "ROUTER, zero-copy, one I/O thread each: the parameter server's transport with no "
+        "server or client work, the ceiling of any ZeroMQ parameter server):", "",
+        "| params | bytes each way | transport | round trips/s | MB/s |", "|---|---|---|---|---|",
+        *sorted(echo_rows + zecho_rows), "",
         "Through the parameter server. One round trip = `commit(delta)` + `pull()` (two "
         "requests), or `commit_and_pull` (one request). \"vs loopback\" = aggregate PS round "
         "trips/s divided by one echo stream's round trips/s, each PS repetition paired with "
-        "an echo repetition measured just before it (so background load hits both):", "",
+        "an echo repetition measured just before it (so background load hits both); "
+        "\"vs ZeroMQ echo\" the same against the ZeroMQ echo, and \"ZeroMQ echo vs loopback\" "
+        "the transport's own share of the loopback ceiling:", "",
         "| params | clients | commit+pull rt/s | MB/s | vs loopback | commit_and_pull rt/s "
-        "| vs loopback |", "|---|---|---|---|---|---|---|", *rows, ""])
+        "| vs loopback | vs ZeroMQ echo | ZeroMQ echo vs loopback |", "|---|---|---|---|---|---|---|---|---|",
+        *rows, ""])
     print(md)
     if args.write:
         C.write_section(args.write, "ps_throughput", md)
