@@ -11,7 +11,8 @@ import pytest
 from distbench import config
 from distbench.config import ConfigError
 from distbench.models.output import SPARSE, LossSpec
-from distbench.workload import WEIGHTS_FILE, WORKLOAD_DIR, Workload, save_weights
+from distbench.workload import (DATASET_CACHE, WEIGHTS_FILE, WORKLOAD_DIR, Workload, remove_dataset_cache,
+                                save_weights)
 
 
 def test_create_then_load_is_identical(tmp_path):
@@ -26,6 +27,36 @@ def test_create_then_load_is_identical(tmp_path):
     c = Workload.create(cfg, tmp_path / "other")
     assert c.initial_weights_sha256 == a.initial_weights_sha256
     assert a.steps_per_epoch() == len(a.dataset.y_train) // cfg.training.global_batch_size
+
+
+def test_the_sweeps_dataset_cache_gives_the_same_splits_and_never_other_data(tmp_path, monkeypatch):
+    import distbench.workload as W
+
+    a = Workload.create(config.load(None), tmp_path)
+    path = a.write_dataset_cache()
+    assert path == tmp_path / WORKLOAD_DIR / DATASET_CACHE and path.exists()
+    sources = []
+    real = W.load_dataset
+    monkeypatch.setattr(W, "load_dataset", lambda *args: sources.append(1) or real(*args))
+    b = Workload.load(tmp_path, cached=True)
+    assert not sources  # read from the cache, not the source
+    assert b.data_sha256 == a.data_sha256 and b.dataset.details == a.dataset.details
+    for k in ("x_train", "y_train", "x_val", "y_val", "x_test", "y_test"):
+        x, y = getattr(a.dataset, k), getattr(b.dataset, k)
+        assert x.dtype == y.dtype and x.shape == y.shape and (x == y).all()
+    Workload.load(tmp_path)  # the sweep's own load reads the source
+    assert len(sources) == 1
+    other = dict(np.load(path))  # a cache whose data differ from the recorded fingerprint is not used
+    other["x_train"] = other["x_train"] + np.float32(1)
+    with open(path, "wb") as f:
+        np.savez(f, **other)
+    c = Workload.load(tmp_path, cached=True)
+    assert len(sources) == 2 and (c.dataset.x_train == a.dataset.x_train).all()
+    path.write_bytes(b"not an npz")  # unreadable: the source
+    assert Workload.load(tmp_path, cached=True).data_sha256 == a.data_sha256 and len(sources) == 3
+    remove_dataset_cache(tmp_path)
+    remove_dataset_cache(tmp_path)  # nothing there: no error
+    assert not path.exists()
 
 
 def test_tampered_weights_detected(tmp_path):

@@ -43,6 +43,8 @@ def test_single_mirrored_tpu_and_a_crash(tmp_path):
     assert recs["tpu"]["status"] == "unavailable" and "TPUClusterResolver" in recs["tpu"]["reason"]
     crash = recs["test_crash"]
     assert crash["status"] == "failed" and "exit code 3" in crash["reason"] and "about to crash" in crash["log_tail"]
+    assert "dataset cache present: True" in crash["log_tail"]  # the configurations read the sweep's copy
+    assert not (out / "workload" / "dataset-cache.npz").exists()  # removed when the sweep ends
     report = (out / "report.md").read_text()
     assert "| single | 1 | ok |" in report and "- tpu (2 workers) (unavailable)" in report
     assert "single" in cp.stdout and "mirrored" in cp.stdout  # the table is printed

@@ -18,7 +18,8 @@ class Crash(Strategy):
     description = "test only: crashes"
 
     def launch(self, ctx: LaunchContext) -> TrainOutput:
-        print("about to crash", flush=True)
+        cache = ctx.run_dir / "workload" / "dataset-cache.npz"  # the sweep's dataset cache, seen from a configuration
+        print(f"dataset cache present: {cache.exists()}; about to crash", flush=True)
         os._exit(3)
 
 

@@ -53,7 +53,7 @@ def load_or_create_workload(run_dir: Path, config_file: str | None) -> Workload:
         ConfigError: no workload in ``run_dir`` and no config given, or invalid config.
     """
     if (run_dir / WORKLOAD_DIR).exists():
-        return Workload.load(run_dir)
+        return Workload.load(run_dir, cached=True)
     cfg = config_mod.load(config_file)
     run_dir.mkdir(parents=True, exist_ok=True)
     return Workload.create(cfg, run_dir)
@@ -172,7 +172,7 @@ def mpi_ps_worker_main(run_dir: Path, optimizer: str, key: str | None, window: i
     if comm.Get_rank() == 0 and key is None:
         load_or_create_workload(run_dir, config_file)
     comm.Barrier()
-    workload = Workload.load(run_dir)
+    workload = Workload.load(run_dir, cached=True)
     out = strategy.run_rank(workload, window, workload.config.run.timeout_s, scenario)
     if out is None:
         return 0

@@ -76,7 +76,7 @@ def worker_main(run_dir: Path, key: str | None = None, config_file: str | None =
         def save(out: TrainOutput, workload: Workload, info: Any) -> None:
             out.save(art)
 
-        return horovod.run_rank(run_dir, lambda: Workload.load(run_dir), save, threads, scenario)
+        return horovod.run_rank(run_dir, lambda: Workload.load(run_dir, cached=True), save, threads, scenario)
     return horovod.run_rank(run_dir, lambda: _prepare(run_dir, config_file),
                             lambda out, wl, info: record_cluster_run(out, wl, info, scenario), threads, scenario)
 

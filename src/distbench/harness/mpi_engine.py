@@ -192,7 +192,7 @@ def engine_main(run_dir: Path, requests: Path, replies: Path) -> int:
 
     comm = MPI.COMM_WORLD
     rank, workers = comm.Get_rank(), comm.Get_size() - 1
-    workload = Workload.load(run_dir)
+    workload = Workload.load(run_dir, cached=True)
     loaded = time.time()
     cfg = workload.config
     placement = Placement.from_config(cfg.cluster)

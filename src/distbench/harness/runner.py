@@ -15,6 +15,7 @@ and ``mpi_ps`` configurations go to one engine shared by the sweep instead
 from __future__ import annotations
 
 import contextlib
+import logging
 import json
 import os
 import re
@@ -40,8 +41,9 @@ from distbench.strategies import registry
 from distbench.strategies.base import LaunchContext, StrategyUnavailable
 from distbench.training import TrainOutput
 from distbench.training.output import ChildResult, TrainingFailed, read_child_result, write_child_result
-from distbench.workload import CONFIG_FILE, WORKLOAD_DIR, Workload
+from distbench.workload import CONFIG_FILE, WORKLOAD_DIR, Workload, remove_dataset_cache
 
+_LOG = logging.getLogger("distbench.harness.runner")
 WORKLOAD_SECTIONS = ("data", "model", "training")
 
 
@@ -415,6 +417,12 @@ def run_sweep(cfg: ExperimentConfig, run_dir: Path, resume: bool = False,
 
     with emulated_cluster(cfg) as cluster, contextlib.ExitStack() as stack:
         stack.callback(close_engines)
+        if todo:  # the configurations' processes read the splits from here (docs/architecture.md)
+            stack.callback(remove_dataset_cache, run_dir)
+            try:
+                workload.write_dataset_cache()
+            except OSError as e:  # each process then loads the source, as without a cache
+                _LOG.warning("could not cache the dataset in %s (%s): each configuration loads it", run_dir, e)
         for i, point in enumerate(todo):
             if on_progress:
                 on_progress(point.key, i, len(todo), None)
@@ -471,7 +479,7 @@ def child_main(run_dir: Path, key: str, strategy: str, workers: int, window: int
     art = artifacts_dir(run_dir, key)
 
     def train() -> TrainOutput:
-        workload = Workload.load(run_dir)
+        workload = Workload.load(run_dir, cached=True)
         marks["workload_unix"] = time.time()
         ctx = LaunchContext(workload, run_dir, key, workers, art, run_dir / "logs" / key,
                             workload.config.run.timeout_s, window, scenario=scenario,

@@ -93,7 +93,7 @@ def engine_main(run_dir: Path, master: str, reply_fd: int) -> int:
 
     entered = time.time()
     process.install_cleanup_handler()
-    workload = Workload.load(run_dir)
+    workload = Workload.load(run_dir, cached=True)
     loaded = time.time()
     cfg = workload.config
     spark: Any = None

@@ -29,7 +29,7 @@ import numpy as np
 
 from distbench.config import ConfigError
 from distbench.training import TrainOutput
-from distbench.workload import Workload
+from distbench.workload import Workload, cached_dataset
 from distbench.procinfo import current_namespace
 
 PLAIN_TAPE_ENV = "DISTBENCH_HOROVOD_PLAIN_TAPE"
@@ -175,7 +175,10 @@ def share_workload(hvd: Any, run_dir: Path, load_on_root: Callable[[], Workload]
     else:
         cfg = config_mod.from_dict(header["config"])
         wsha, dsha = str(header["weights_sha256"]), str(header["data_sha256"])
-        ds = load_dataset(cfg.data, cfg.training.seed)
+        # the sweep's cached splits where this host sees them (one host), else the source
+        ds = cached_dataset(run_dir, cfg.data.name)
+        if ds is None:
+            ds = load_dataset(cfg.data, cfg.training.seed)
         if fingerprint(ds) != dsha:
             raise ConfigError(f"rank {hvd.rank()} on {socket.gethostname()}: dataset {cfg.data.name!r} differs from "
                               "rank 0's (fingerprint mismatch): every host needs the same data files")
