@@ -506,6 +506,10 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         cols = d.features_col if isinstance(d.features_col, list) else [d.features_col]
         if not all(cols) or len(set(cols)) < len(cols):
             raise ConfigError(f"data.features_col = {d.features_col!r}: expected distinct, non-empty column names")
+        if d.label_col in cols:
+            raise ConfigError(f"data.label_col = {d.label_col!r} is also in data.features_col = {d.features_col!r}: "
+                              "the model would read the label as a feature (test accuracy 1.0 by construction); "
+                              "name feature columns other than the label column")
     elif d.test_path or d.features_col or d.label_col:
         given = [k for k in ("test_path", "features_col", "label_col") if getattr(d, k)]
         raise ConfigError(f"data.{given[0]} is set but data.name = {d.name!r} does not read it: "

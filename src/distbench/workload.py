@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,8 +30,10 @@ import numpy as np
 from distbench import config as config_mod
 from distbench.config import ConfigError, ExperimentConfig, TrainingConfig
 from distbench.data import Dataset, fingerprint, load_dataset
+from distbench.data.base import DataError
 from distbench.models.output import LossSpec
 
+_LOG = logging.getLogger("distbench.workload")
 WORKLOAD_DIR = "workload"
 WEIGHTS_FILE = "initial_weights.npz"
 META_FILE = "workload.json"
@@ -39,6 +42,45 @@ DATASET_CACHE = "dataset-cache.npz"
 DATASET_CACHE_MAX_BYTES = 1 << 30
 """Larger in-memory datasets are not copied into the run directory (the processes load the source)."""
 _SPLIT_ARRAYS = ("x_train", "y_train", "x_val", "y_val", "x_test", "y_test")
+
+
+def _labels_text(labels: np.ndarray) -> str:
+    shown = ", ".join(str(int(v)) for v in labels[:10])
+    return "{" + shown + (f", ... ({len(labels)} in all)" if len(labels) > 10 else "") + "}"
+
+
+def check_label_coverage(ds: Dataset, configured_classes: int) -> None:
+    """Refuse a test split none of whose labels occurs in training; warn when some test
+    labels, or some of the classes inferred from the largest label, never occur.
+
+    Args:
+        ds: the loaded dataset (its :meth:`~distbench.data.Dataset.label_counts`).
+        configured_classes: ``data.classes`` (0: inferred from the labels).
+
+    Raises:
+        DataError: the test labels and the training labels are disjoint (every test
+            prediction would be wrong: e.g. a ``y_test`` numbered in another scheme).
+    """
+    counts = ds.label_counts()
+    train, test = np.flatnonzero(counts["train"]), np.flatnonzero(counts["test"])
+    unseen = np.setdiff1d(test, train)
+    if len(test) and len(unseen) == len(test):
+        raise DataError(f"dataset {ds.name!r}: the test split's labels {_labels_text(test)} never occur in the "
+                        f"training split (labels {_labels_text(train)}): no model can predict them, so test "
+                        "accuracy would be 0; the test labels must use the training labels' class indices "
+                        "(check y_test, or data.test_path)")
+    if len(unseen):
+        n = int(counts["test"][unseen].sum())
+        _LOG.warning("dataset %r: %d of %d test samples have labels %s that never occur in the training split; "
+                     "no model can predict them, so test accuracy is at most %.3f", ds.name, n,
+                     int(counts["test"].sum()), _labels_text(unseen), 1 - n / counts["test"].sum())
+    present = np.flatnonzero(counts["train"] + counts["val"] + counts["test"])
+    if not configured_classes and len(present) < ds.num_classes:
+        _LOG.warning("dataset %r: %d classes inferred from the largest label (%d), but only %d occur %s: the model "
+                     "gets %d outputs and chance accuracy is taken over %d classes; if the labels should be "
+                     "0..%d, renumber them; if some classes are absent on purpose, set data.classes = %d",
+                     ds.name, ds.num_classes, ds.num_classes - 1, len(present), _labels_text(present),
+                     ds.num_classes, ds.num_classes, len(present) - 1, ds.num_classes)
 
 
 def weights_sha256(weights: list[np.ndarray]) -> str:
@@ -118,6 +160,7 @@ class Workload:
         ds = load_dataset(cfg.data, cfg.training.seed)
         check_batch(cfg, ds)
         ds.validate()  # block-read sources: every value checked once, before any configuration starts
+        check_label_coverage(ds, cfg.data.classes)
         if ds.in_memory:
             check_labels(ds.y_train, f"dataset {cfg.data.name!r}")
         keras.utils.set_random_seed(cfg.training.seed)

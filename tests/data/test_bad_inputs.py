@@ -185,3 +185,44 @@ def test_bad_npz_is_one_line(tmp_path, case):
     assert needle in str(e.value) and "\n" not in str(e.value), str(e.value)
     if case in ("lengths differ", "fractional", "NaN"):
         _cli_exit_2(tmp_path, {"name": "npz", "path": str(p)}, needle)
+
+
+def test_test_labels_never_seen_in_training_exit_2(tmp_path):
+    p = tmp_path / "d.npz"
+    np.savez(p, x=GOOD_X, y=GOOD_Y, x_test=GOOD_X[:8], y_test=np.arange(8) % 2 + 2)
+    _cli_exit_2(tmp_path, {"name": "npz", "path": str(p)},
+                "the test split's labels {2, 3} never occur in the training split (labels {0, 1}): no model can "
+                "predict them, so test accuracy would be 0; the test labels must use the training labels' class "
+                "indices")
+
+
+def test_unseen_test_labels_and_unused_inferred_classes_are_warned(tmp_path, caplog):
+    from distbench import config
+    from distbench.workload import Workload
+
+    p = tmp_path / "d.npz"  # 2 training classes and a stray label 7 (3 rows); the test split holds a 2 never trained on
+    y = np.where(np.isin(np.arange(40), [5, 6, 15]), 7, GOOD_Y)
+    np.savez(p, x=GOOD_X, y=y, x_test=GOOD_X[:8], y_test=np.array([0, 1, 0, 1, 0, 1, 2, 2]))
+    cfg = config.from_dict({"data": {"name": "npz", "path": str(p)}, "training": {"global_batch_size": 4}})
+    with caplog.at_level("WARNING", logger="distbench.workload"):
+        Workload.create(cfg, tmp_path / "run")
+    text = caplog.text
+    assert "2 of 8 test samples have labels {2} that never occur in the training split" in text
+    assert "test accuracy is at most 0.750" in text
+    assert ("8 classes inferred from the largest label (7), but only 4 occur {0, 1, 2, 7}: the model gets 8 "
+            "outputs") in text and "set data.classes = 8" in text
+    caplog.clear()
+    cfg = config.from_dict({"data": {"name": "npz", "path": str(p), "classes": 8}, "training": {"global_batch_size": 4}})
+    with caplog.at_level("WARNING", logger="distbench.workload"):
+        Workload.create(cfg, tmp_path / "run2")  # classes given: absent ones are on purpose
+    assert "classes inferred" not in caplog.text
+
+
+def test_parquet_label_column_among_the_features_is_a_config_error(tmp_path):
+    from distbench import config
+
+    _table(tmp_path / "t.parquet")
+    with pytest.raises(ConfigError, match=r"data.label_col = 'label' is also in data.features_col = \['f', 'label'\]: "
+                                          "the model would read the label as a feature"):
+        config.from_dict({"data": {"name": "parquet", "path": str(tmp_path / "t.parquet"),
+                                   "features_col": ["f", "label"], "label_col": "label"}})

@@ -158,4 +158,4 @@ def check_label_range(y: np.ndarray, num_classes: int, where: str, first_row: in
         fix = ("class indices start at 0: shift the labels (e.g. y - y.min())" if y[r] < 0 else
                "set data.classes or fix the labels")
         raise DataError(f"{where}: label {int(y[r])} at row {first_row + r} is outside 0..{num_classes - 1} "
-                        f"({num_classes} classes); {fix}")
+                        f"({num_classes} class{'' if num_classes == 1 else 'es'}); {fix}")

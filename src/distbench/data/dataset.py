@@ -36,6 +36,7 @@ class Dataset:
     test: Split
     num_classes: int
     details: dict[str, Any] = field(default_factory=dict)
+    _label_counts: dict[str, np.ndarray] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def from_arrays(cls, name: str, x_train: np.ndarray, y_train: np.ndarray, x_val: np.ndarray,
@@ -72,12 +73,29 @@ class Dataset:
             DataError: naming the file, row group and row of the first bad value.
         """
         h = hashlib.sha256()
-        for split in (self.train, self.val, self.test):
-            for block in split.iter_blocks():
+        counts = {}
+        for name in ("train", "val", "test"):
+            counts[name] = np.zeros(self.num_classes, np.int64)
+            for block in getattr(self, name).iter_blocks():
                 for a in block:
                     h.update(f"{a.dtype.str}{a.shape}".encode())
                     h.update(np.ascontiguousarray(a).data)  # no copy
+                counts[name] += np.bincount(block[1], minlength=self.num_classes)[:self.num_classes]
+        self._label_counts = counts  # the same pass counts the labels (:meth:`label_counts`)
         return h.hexdigest()
+
+    def label_counts(self) -> dict[str, np.ndarray]:
+        """Samples per class in each split: ``{"train": (C,), "val": (C,), "test": (C,)}``
+        int64 counts (C = ``num_classes``). In-memory splits are counted directly; a
+        block-read dataset is counted by the one pass of :meth:`content_sha256` (run by
+        :meth:`validate`), or read once here if that did not run yet."""
+        if self._label_counts is None:
+            if self.in_memory:
+                self._label_counts = {n: np.bincount(getattr(self, n).y, minlength=self.num_classes)
+                                      [:self.num_classes].astype(np.int64) for n in ("train", "val", "test")}
+            else:
+                self.content_sha256()
+        return self._label_counts
 
     def validate(self) -> None:
         """Check every value of every split (see :meth:`content_sha256`); in-memory splits were checked on load."""
