@@ -159,6 +159,23 @@ def test_ps_notes_explain_a_trailing_row_and_commits_that_never_overlapped():
     assert not [n for n in build(recs).notes if "spark_ps" in n]  # close enough, and overlapping
 
 
+def test_per_replica_batchnorm_rows_are_named_in_a_note():
+    per = "2 layers: 0 synchronized (batch moments over the global batch by tf.distribute all-reduce), 2 per-replica " \
+          "(batch moments over each replica's per-replica batch)"
+    single, mirrored = _run("single", 1, 0.917, 0.8), _run("mirrored", 2, 0.925, 0.9)
+    single["details"], mirrored["details"] = {"batchnorm": per}, {"batchnorm": per}
+    notes = [n for n in build([single, mirrored]).notes if n.startswith("BatchNormalization:")]
+    assert notes == ["BatchNormalization: mirrored (2 workers) normalises with per-replica batch moments (2 of 2 "
+                     "layers: each replica's own slice of the global batch, where single uses the whole batch), so "
+                     "accuracy differences from single come partly from that, not only from the strategy; build the "
+                     "model with BatchNormalization(synchronized=True) for the same arithmetic as single."]
+    mirrored["details"] = {"batchnorm": per.replace("0 synchronized", "2 synchronized").replace("2 per-replica",
+                                                                                                 "0 per-replica")}
+    assert not [n for n in build([single, mirrored]).notes if n.startswith("BatchNormalization:")]
+    mirrored["details"] = {"batchnorm": "none"}
+    assert not [n for n in build([single, mirrored]).notes if n.startswith("BatchNormalization:")]
+
+
 def test_the_row_that_started_the_shared_spark_engine_is_marked_and_explained():
     def spark(strategy, startup, finished, log="logs/spark-engine-1.log", status="ok"):
         r = _ok(strategy, 2, 0, 0.95, 1.0, 1000, 0.5) if status == "ok" else \

@@ -1,12 +1,14 @@
 """Notes under a report's headline about whether its numbers can be read as they stand:
 first-epoch warm-up that dominates a short run (:func:`warmup_note`), parameter-server
 rows that trail the synchronous strategies or whose replicas barely overlapped
-(:func:`ps_notes`), and a start-up that includes a shared (Spark or MPI) engine's start
-(:func:`engine_start_notes`)."""
+(:func:`ps_notes`), a start-up that includes a shared (Spark or MPI) engine's start
+(:func:`engine_start_notes`), and synchronous rows whose BatchNormalization layers use
+per-replica batch moments (:func:`batchnorm_note`)."""
 
 from __future__ import annotations
 
 import math
+import re
 import shlex
 import statistics
 from typing import Any, Sequence
@@ -204,3 +206,27 @@ def ps_notes(summaries: Sequence[ConfigSummary]) -> list[str]:
                      "not parallelism.")
     return notes
 
+
+def batchnorm_note(summaries: Sequence[ConfigSummary]) -> str | None:
+    """A note naming the synchronous rows with more than one replica whose model has
+    per-replica BatchNormalization layers (``details.batchnorm``, e.g. ``"2 layers: 0
+    synchronized (...), 2 per-replica (...)"``): they normalise each replica's slice of the
+    global batch with its own moments, so their accuracy differs from ``single``'s by that
+    and not only by the strategy. None when no row has such layers."""
+    rows, layers = [], set()
+    for s in summaries:
+        if s.workers < 2 or s.ok == 0:
+            continue
+        text = next((str((r.get("details") or {}).get("batchnorm") or "") for r in s.records
+                     if r.get("status") == "ok"), "")
+        m = re.search(r"^(\d+) layers?: .*?(\d+) per-replica", text)
+        if m and int(m.group(2)) > 0:
+            rows.append(s.label)
+            layers.add(f"{m.group(2)} of {m.group(1)}")
+    if not rows:
+        return None
+    return (f"BatchNormalization: {join_and(rows)} normalise{'s' if len(rows) == 1 else ''} with per-replica batch "
+            f"moments ({join_and(sorted(layers))} layers: each replica's own slice of the global batch, where "
+            "single uses the whole batch), so accuracy differences from single come partly from that, not only "
+            "from the strategy; build the model with BatchNormalization(synchronized=True) for the same arithmetic "
+            "as single.")
