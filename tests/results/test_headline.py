@@ -93,3 +93,11 @@ def test_the_noise_caveat_names_the_row_with_a_single_run():
     assert fastest.endswith("(MLPerf score over 3 runs), 1.43x faster than mirrored (2 workers) (0.30 s); "
                             "mirrored (2 workers) has a single run, so run-to-run noise is unknown: use "
                             "--repeats 3 or more before choosing.")
+
+
+def test_two_times_compared_in_a_sentence_never_print_the_same():
+    from distbench.results.headline import _distinct_digits
+
+    assert _distinct_digits(0.0712, 0.0749) == 3  # "0.071 s" vs "0.075 s", not "0.07 s" twice
+    assert _distinct_digits(0.21, 0.42) == 2 and _distinct_digits(0.5, None) == 2
+    assert _distinct_digits(0.07, 0.07) == 4  # equal times: at most 4 decimals

@@ -90,12 +90,13 @@ def make_headline(hw: HardwareInfo, wl: WorkloadInfo, subset: list[ConfigSummary
                            f"without a slowed worker; the {slowed} with one are judged against their 1x runs "
                            "(Stragglers).")
     if fast is not None:
+        d = _distinct_digits(fast.value, fast.runner_up_value if fast.runner_up is not None else None)
         text = (f"{prefix}Fastest to {target} test accuracy (the ranking criterion, as in the recommendation): "
-                f"{fast.summary.label}, {fast.value:.2f} s (MLPerf score over "
+                f"{fast.summary.label}, {fast.value:.{d}f} s (MLPerf score over "
                 f"{fast.summary.ttt.runs} run{'s' if fast.summary.ttt.runs != 1 else ''})")
         if fast.runner_up is not None and fast.runner_up_value:
             text += (f", {fast.runner_up_value / fast.value:.2f}x faster than {fast.runner_up.label} "
-                     f"({fast.runner_up_value:.2f} s)")
+                     f"({fast.runner_up_value:.{d}f} s)")
             text += _noise_note(fast)
         text += fewer_passes_note(fast.summary)
         h.sentences.append(text + ".")
@@ -159,14 +160,15 @@ def _training_sentence(quick: Leader) -> str:
     s = quick.summary
     below = ", below target" if "below target" in s.flags else ""
     label = "it ignores accuracy; the ranking follows" if s.strategy == "single" else "secondary: it ignores accuracy"
-    head = f"Training time alone ({label}): shortest {s.label}{below}, {quick.value:.2f} s"
+    d = _distinct_digits(quick.value, quick.runner_up_value)
+    head = f"Training time alone ({label}): shortest {s.label}{below}, {quick.value:.{d}f} s"
     if s.strategy == "single" and quick.runner_up is not None:
         other = quick.runner_up
         versus = f" ({other.speedup:.2f}x single)" if other.speedup is not None else ""
         return (f"{head}; no distributed configuration trained faster here: the quickest, {other.label}, took "
-                f"{quick.runner_up_value:.2f} s{versus}{_noise_note(quick)}.")
+                f"{quick.runner_up_value:.{d}f} s{versus}{_noise_note(quick)}.")
     versus = f" ({s.speedup:.2f}x single)" if s.speedup is not None else ""
-    return f"{head}{versus}, then {quick.runner_up.label} at {quick.runner_up_value:.2f} s{_noise_note(quick)}."
+    return f"{head}{versus}, then {quick.runner_up.label} at {quick.runner_up_value:.{d}f} s{_noise_note(quick)}."
 
 
 def _collapse_sentence(s: ConfigSummary, subset: Sequence[ConfigSummary], target: float | None,
@@ -192,6 +194,15 @@ def _collapse_sentence(s: ConfigSummary, subset: Sequence[ConfigSummary], target
 
 
 _SINGLE_RUN_NOTE = "; from a single run, so run-to-run noise is unknown: use --repeats 3 or more before choosing"
+
+
+def _distinct_digits(a: float, b: float | None, least: int = 2, most: int = 4) -> int:
+    """Decimals (``least`` to ``most``) at which seconds ``a`` and ``b`` print differently, so a
+    sentence never says "1.09x faster" between two times shown as the same 0.07 s."""
+    d = least
+    while b is not None and d < most and f"{a:.{d}f}" == f"{b:.{d}f}":
+        d += 1
+    return d
 
 
 def fewer_passes_note(s: ConfigSummary) -> str:
