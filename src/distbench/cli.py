@@ -140,8 +140,9 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
                               "e.g. runs/20261201-091500)")
         resume_dir = Path(out or cfg.run.out or "")
         if not resume_dir.exists():
-            raise ConfigError(f"--resume given but the run directory {str(resume_dir)!r} does not exist; "
-                              "pass --out DIR")
+            raise ConfigError(f"--resume given but the run directory {str(resume_dir)!r} does not exist: nothing "
+                              "to resume; pass --out with an existing run's directory (e.g. runs/20261201-091500), "
+                              "or drop --resume to start a new run there")
         if config_file is None:
             cfg = recorded_config(resume_dir)  # options not given keep the run's values
     if preset:

@@ -114,7 +114,8 @@ def test_saved_model_brings_its_weights_or_is_reinitialised(tmp_path):
 def test_bad_saved_models(tmp_path):
     junk = tmp_path / "junk.keras"
     junk.write_bytes(b"not a zip file")
-    with pytest.raises(ConfigError, match=r"junk.keras' is not a loadable Keras 3 model \(.*\); save one with"):
+    with pytest.raises(ConfigError, match=r"junk.keras' is not a loadable Keras 3 model \(ValueError: the file exists but is "
+                                          r"not a .keras zip archive .*\); save one with"):
         from_file(str(junk), reinit=False)
     with pytest.raises(ConfigError, match="gone.keras': no such file on .*: put it at the same path on every host"):
         from_file(str(tmp_path / "gone.keras"), reinit=False)

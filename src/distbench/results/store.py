@@ -18,11 +18,12 @@ RECORD_KEYS = {"config_id", "strategy", "workers", "repeat", "status"}  # the mi
 log = logging.getLogger(__name__)
 
 
-def _valid_prefix(path: Path) -> tuple[list[dict[str, Any]], int, int]:
-    """Parse complete lines; return (records, byte length of the valid prefix, bad lines)."""
+def _valid_prefix(path: Path) -> tuple[list[dict[str, Any]], int, list[int]]:
+    """Parse complete lines; return (records, byte length of the valid prefix, the bad
+    lines' numbers, counting from 1)."""
     records: list[dict[str, Any]] = []
     good = 0
-    bad = 0
+    bad: list[int] = []
     with open(path, "rb") as f:
         data = f.read()
     pos = 0
@@ -39,7 +40,7 @@ def _valid_prefix(path: Path) -> tuple[list[dict[str, Any]], int, int]:
             records.append(obj)
             good = end
         except ValueError:
-            bad += 1
+            bad.append(data.count(b"\n", 0, pos) + 1)
             if nl < 0:
                 break
             good = end  # a corrupt complete line is skipped, not truncated
@@ -62,7 +63,9 @@ def read_records(run_dir: str | Path) -> list[dict[str, Any]]:
         seen = (str(path.resolve()), st.st_size, st.st_mtime_ns)
         if seen not in _WARNED:  # once per state of the file: a resume reads it several times
             _WARNED.add(seen)
-            log.warning("%s: dropped %d torn or corrupt line(s)", path, bad)
+            where = ", ".join(str(n) for n in bad[:10]) + (", ..." if len(bad) > 10 else "")
+            log.warning("%s: dropped %d torn or corrupt line(s) (line %s): not valid JSON or not a distbench "
+                        "record; the other records are used", path, len(bad), where)
     return records
 
 
