@@ -230,12 +230,18 @@ def test_build_probe_is_cached_until_the_install_changes(tmp_path):
     assert probe() == first and calls.read_text().count("x") == 1  # second answer from the cache
     lib.write_bytes(b"v2, rebuilt")  # a rebuilt Horovod is probed again
     assert probe().ok and calls.read_text().count("x") == 2
-    (cache / "horovod-build.json").write_text("{not json")  # corrupt cache: probed, rewritten
+    (saved,) = cache.glob("horovod-build-*.json")
+    saved.write_text("{not json")  # corrupt cache: probed, rewritten
     assert probe().ok and calls.read_text().count("x") == 3
     assert probe().ok and calls.read_text().count("x") == 3
+    other = tmp_path / "other-venv-python"  # another interpreter keeps its own answer: no eviction
+    other.write_bytes(fake.read_bytes())
+    other.chmod(0o755)
+    assert H.cached_build_probe(str(other), pkg, cache).ok and calls.read_text().count("x") == 4
+    assert probe().ok and H.cached_build_probe(str(other), pkg, cache).ok and calls.read_text().count("x") == 4
     out.write_text("no flags")  # failures are not cached
     lib.write_bytes(b"v3")
-    assert not probe().ok and not probe().ok and calls.read_text().count("x") == 5
+    assert not probe().ok and not probe().ok and calls.read_text().count("x") == 6
 
 
 def test_parallel_probes_run_one_build_probe(monkeypatch):

@@ -189,7 +189,8 @@ def cached_build_probe(python: str, package_dir: Path, cache: Path | None = None
 
     The probe imports TensorFlow (about 5 s on a small machine); without the cache every
     ``distbench run``/``env`` would pay it. A successful result is stored in
-    ``cache/horovod-build.json`` under a key made of ``python``, the path, size and
+    ``cache/horovod-build-<python's hash>.json`` (one file per interpreter, so two
+    virtualenvs do not evict each other's answer) under a key made of ``python``, the path, size and
     modification time of every compiled library (``*.so``) under ``package_dir``, its
     ``metadata.json`` (the TensorFlow Horovod was built against), the installed
     TensorFlow's version and this Python's version, so a rebuilt or reinstalled Horovod,
@@ -214,7 +215,7 @@ def cached_build_probe(python: str, package_dir: Path, cache: Path | None = None
     sig = [python, f"tensorflow={installed_tensorflow()}", f"python={sys.version}", f"metadata.json={record}"]
     sig += [f"{p}:{os.stat(p).st_size}:{os.stat(p).st_mtime_ns}" for p in libs]
     key = hashlib.sha256("\n".join(sig).encode()).hexdigest()
-    path = (cache or cache_dir()) / "horovod-build.json"
+    path = (cache or cache_dir()) / f"horovod-build-{hashlib.sha256(python.encode()).hexdigest()[:12]}.json"
     try:
         saved = json.loads(path.read_text())
         if isinstance(saved, dict) and saved.get("key") == key and isinstance(saved.get("output"), str) \
