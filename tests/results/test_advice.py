@@ -100,6 +100,17 @@ def test_single_fastest_says_the_workload_is_too_small():
     assert "(distbench advise runs/x --target '8 nodes x 4 GPUs, 25 Gbit/s' predicts one)" in adv.reasons[-1]
 
 
+def test_a_recommendation_keeps_the_warm_up_caveat():
+    records = runs("single", 1, [0.5, 0.55, 0.6]) + runs("horovod", 2, [1.0, 1.1, 1.2])
+    assert not any(r.startswith("Warm-up:") for r in advise(records, "runs/x").reasons)  # even epochs: none
+    for r in records:  # the first of 2 epochs takes 90% of the training time
+        r["curve"][0]["elapsed_s"] = 0.9 * r["curve"][1]["elapsed_s"]
+    adv = advise(records, "runs/x")
+    assert adv.verdict == "single"
+    warm = [r for r in adv.reasons if r.startswith("Warm-up:")]
+    assert len(warm) == 1 and "one-off cost" in warm[0] and "about --epochs 73" in warm[0]
+
+
 def test_no_target_reached_suggests_more_epochs():
     records = runs("horovod", 2, [None, None, None], acc=0.8)
     adv = advise(records, "runs/x")

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from distbench.results.headline import fewer_passes_note
+from distbench.results.notes import warmup_note
 from distbench.results.stats import ConfigSummary, summarize
 from distbench.results.stragglers import straggler_lines
 
@@ -322,6 +323,10 @@ def advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, tar
                            f"{single.ttt.value / lead.ttt.value:.2f}x as fast as single ({_range(single)})"
                            f"{noise}{fewer_passes_note(lead)}.")
     adv.reasons += _straggler_reasons(ok, names, target_acc)
+    warm = warmup_note([r for c in ([lead, second] if second else [lead]) + ([single] if single else [])
+                        for r in c.records], run_dir=rd)
+    if warm:  # the report's caveat, kept with the verdict it qualifies
+        adv.reasons.append(warm)
     if few:
         adv.verdict = "too_few"
         adv.headline = (f"No advice yet: {', '.join(f'{s.label} has {_runs(s.ok)}' for s in few)}; distbench "
