@@ -169,6 +169,9 @@ def test_per_replica_batchnorm_rows_are_named_in_a_note():
                      "layers: each replica's own slice of the global batch, where single uses the whole batch), so "
                      "accuracy differences from single come partly from that, not only from the strategy; build the "
                      "model with BatchNormalization(synchronized=True) for the same arithmetic as single."]
+    mirrored["replicas"] = 1  # mirrored on one GPU: one replica normalises over the global batch, like single
+    assert not [n for n in build([single, mirrored]).notes if n.startswith("BatchNormalization:")]
+    mirrored["replicas"] = 2
     mirrored["details"] = {"batchnorm": per.replace("0 synchronized", "2 synchronized").replace("2 per-replica",
                                                                                                  "0 per-replica")}
     assert not [n for n in build([single, mirrored]).notes if n.startswith("BatchNormalization:")]

@@ -215,10 +215,10 @@ def batchnorm_note(summaries: Sequence[ConfigSummary]) -> str | None:
     and not only by the strategy. None when no row has such layers."""
     rows, layers = [], set()
     for s in summaries:
-        if s.workers < 2 or s.ok == 0:
+        ok = [r for r in s.records if r.get("status") == "ok" and (r.get("replicas") or s.workers) > 1]
+        if not ok:  # (one replica, e.g. mirrored on one GPU, normalises over the global batch like single)
             continue
-        text = next((str((r.get("details") or {}).get("batchnorm") or "") for r in s.records
-                     if r.get("status") == "ok"), "")
+        text = str((ok[0].get("details") or {}).get("batchnorm") or "")
         m = re.search(r"^(\d+) layers?: .*?(\d+) per-replica", text)
         if m and int(m.group(2)) > 0:
             rows.append(s.label)
