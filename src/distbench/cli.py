@@ -103,7 +103,7 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("config_file", required=False, type=click.Path(dir_okay=False))
+@click.argument("config_file", required=False, type=click.Path())
 @click.option("--strategies", help="Comma-separated strategy names, or 'all' (see 'distbench list').")
 @click.option("--workers", help="Worker count, or comma-separated counts to sweep, e.g. 1,2,4.")
 @click.option("--epochs", type=int, help="Training epochs.")
@@ -133,6 +133,12 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
     from distbench.harness.runner import check_cluster_ready, prepare_run_dir, recorded_config, run_sweep
 
     t0 = time.time()
+    if config_file and os.path.isdir(config_file):
+        recorded = os.path.join(config_file, "config.json")
+        hint = (f"to continue that run: distbench run --resume --out {shlex.quote(config_file)}; to run its "
+                f"configuration again: distbench run {shlex.quote(recorded)}" if os.path.isfile(recorded) else
+                "pass a TOML (or JSON) config file")
+        raise ConfigError(f"CONFIG_FILE {config_file!r} is a directory, not a config file; {hint}")
     cfg = config_mod.load(config_file)
     if resume:
         if not (out or cfg.run.out):

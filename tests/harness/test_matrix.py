@@ -121,3 +121,17 @@ def test_recorded_learning_rate_is_the_one_each_strategy_trains_with(tmp_path):
     tfps = base_fields(wl, ConfigPoint("tf_ps", 4, 0), 4)
     assert sync["learning_rate"] == 4 * lr  # synchronous: linear scaling applied
     assert ps["learning_rate"] == tfps["learning_rate"] == lr  # asynchronous replicas step with the base rate
+
+
+def test_a_run_directory_given_as_the_config_file_names_both_commands(tmp_path):
+    from click.testing import CliRunner
+
+    from distbench.cli import main
+
+    run = tmp_path / "r"
+    run.mkdir()
+    (run / "config.json").write_text("{}")
+    res = CliRunner().invoke(main, ["run", str(run)])
+    assert res.exit_code == 2 and res.output.count("\n") == 1, res.output
+    assert f"is a directory, not a config file; to continue that run: distbench run --resume --out {run}" \
+        in res.output and f"distbench run {run}/config.json" in res.output
