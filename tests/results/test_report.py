@@ -293,3 +293,36 @@ def test_merged_runs_of_one_workload_with_other_targets_say_so():
             "target is against its own run's target; pass --target-accuracy to score them all against one.") in data.notes
     assert any(t.startswith("Recommendation (distbench advise on one of the run directories for the reasons)")
                for t in terminal_lines(data, None))
+
+
+def test_a_model_that_fits_its_training_data_is_not_diverged_when_the_test_split_disagrees():
+    # the user test: a shifted, balanced test set from another source; mirrored's training loss 0.092 (lower than
+    # single's) but test accuracy 0.427 of 3 classes and test loss 3.0: it was "diverged", its speed-up blanked
+    recs = []
+    for strategy, workers, train_loss in (("single", 1, 0.095), ("mirrored", 2, 0.092)):
+        r = _run(strategy, workers, 0.427, 0.5)
+        r["workload"] = {"num_classes": 3}
+        r["details"] = {"last_train_loss": train_loss}
+        for p in r["curve"]:
+            p["test_loss"] = 3.0
+        recs.append(r)
+    d = build(recs)
+    s = {x.strategy: x for x in d.summaries}
+    assert "diverged" not in s["mirrored"].flags and s["mirrored"].speedup is not None
+    (note,) = [n for n in d.notes if n.startswith("Training fits, the test split does not")]
+    assert "mirrored (2 workers): training loss 0.092, test loss 3.000, test accuracy 0.427" in note
+    assert "(a uniform guess has loss ln 3 = 1.099 and accuracy 0.333)" in note and "not divergence" in note
+    for r in recs:  # a training loss no better than half a uniform guess's: the test rules decide again
+        r["details"]["last_train_loss"] = 0.9
+    d = build(recs)
+    assert "diverged" in {x.strategy: x for x in d.summaries}["mirrored"].flags
+    assert not [n for n in d.notes if n.startswith("Training fits")]
+
+
+def test_a_diverged_parameter_server_row_gets_no_it_is_just_slow_hint():
+    ps = _run("mpi_ps:easgd", 2, 0.405, 0.3)
+    ps["details"] = {"diverged": True}
+    notes = build([_run("single", 1, 0.867, 0.77), ps]).notes
+    assert not [n for n in notes if "may need more epochs" in n]  # its caution says it diverged
+    ps["details"] = {}
+    assert [n for n in build([_run("single", 1, 0.867, 0.77), ps]).notes if "may need more epochs" in n]

@@ -2,8 +2,9 @@
 first-epoch warm-up that dominates a short run (:func:`warmup_note`), parameter-server
 rows that trail the synchronous strategies or whose replicas barely overlapped
 (:func:`ps_notes`), a start-up that includes a shared (Spark or MPI) engine's start
-(:func:`engine_start_notes`), and synchronous rows whose BatchNormalization layers use
-per-replica batch moments (:func:`batchnorm_note`)."""
+(:func:`engine_start_notes`), synchronous rows whose BatchNormalization layers use
+per-replica batch moments (:func:`batchnorm_note`), and rows that fit their training data
+but not the test split (:func:`test_split_note`)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import shlex
 import statistics
 from typing import Any, Sequence
 
-from distbench.results.stats import ConfigSummary, _points
+from distbench.results.stats import ConfigSummary, _points, fits_training
 from distbench.text import join_and
 
 
@@ -192,7 +193,8 @@ def ps_notes(summaries: Sequence[ConfigSummary]) -> list[str]:
         sync = [o for o in summaries if (o.hardware_key, o.workload_key) == (s.hardware_key, s.workload_key)
                 and o.accuracy.median is not None and ":" not in o.strategy and o.strategy != "tf_ps"]
         best = max(sync, key=lambda o: o.accuracy.median, default=None)  # type: ignore[arg-type,return-value]
-        if best is not None and best.accuracy.median - s.accuracy.median > PS_LAG_POINTS and opt in PS_LAG_WHY:
+        if best is not None and best.accuracy.median - s.accuracy.median > PS_LAG_POINTS and opt in PS_LAG_WHY \
+                and "diverged" not in s.flags:  # (a diverged row has its own caution: it is not just slow)
             epochs = next((r.get("epochs") for r in s.records if r.get("epochs")), None)
             notes.append(f"{s.label} reached {s.accuracy.median:.3f} against {best.accuracy.median:.3f} for "
                          f"{best.label}: {PS_LAG_WHY[opt]}; " + (f"after {epochs} epochs " if epochs else "") +
@@ -230,3 +232,32 @@ def batchnorm_note(summaries: Sequence[ConfigSummary]) -> str | None:
             "single uses the whole batch), so accuracy differences from single come partly from that, not only "
             "from the strategy; build the model with BatchNormalization(synchronized=True) for the same arithmetic "
             "as single.")
+
+
+def test_split_note(summaries: Sequence[ConfigSummary]) -> str | None:
+    """A note naming the rows whose model fits its training data (:func:`fits_training`)
+    while the test split says it learned nothing: median accuracy at most 1.5x chance or a
+    median final test loss no better than a uniform guess's (``ln C``). Such rows are not
+    called diverged; the test data probably come from another distribution (or the model
+    over-fits). None when no row is so."""
+    rows = []
+    for s in summaries:
+        ok = [r for r in s.records if r.get("status") == "ok" and r.get("curve")]
+        classes = next(((r.get("workload") or {}).get("num_classes") for r in ok
+                        if (r.get("workload") or {}).get("num_classes")), None)
+        if not (ok and classes and classes > 1 and s.accuracy.median is not None) or not fits_training(s, classes):
+            continue
+        losses = [r["curve"][-1].get("test_loss") for r in ok]
+        loss = statistics.median(v for v in losses if v is not None) if any(v is not None for v in losses) else None
+        if s.accuracy.median <= 1.5 / classes or (loss is not None and loss >= math.log(classes)):
+            train = statistics.median(float((r.get("details") or {})["last_train_loss"]) for r in ok)
+            rows.append((s.label, train, loss, s.accuracy.median, classes))
+    if not rows:
+        return None
+    what = "; ".join(f"{lab}: training loss {tr:.3f}, test loss " + (f"{lo:.3f}" if lo is not None else "?")
+                     + f", test accuracy {acc:.3f}" for lab, tr, lo, acc, _ in rows)
+    c = rows[0][4]
+    return (f"Training fits, the test split does not: {what} (a uniform guess has loss ln {c} = {math.log(c):.3f} "
+            f"and accuracy {1 / c:.3f}). The model learned its training data, so this is not divergence: the test "
+            "split disagrees with the training data (another source or distribution, or over-fitting); check it "
+            "before comparing strategies on it.")
