@@ -161,6 +161,7 @@ class Workload:
         check_batch(cfg, ds)
         ds.validate()  # block-read sources: every value checked once, before any configuration starts
         check_label_coverage(ds, cfg.data.classes)
+        check_feature_scale(ds)
         if ds.in_memory:
             check_labels(ds.y_train, f"dataset {cfg.data.name!r}")
         keras.utils.set_random_seed(cfg.training.seed)
@@ -362,14 +363,40 @@ def make_optimizer(t: TrainingConfig, replicas: int = 1) -> Any:
     return keras.optimizers.RMSprop(learning_rate=lr)
 
 
+DROPPED_SHARE_WARNING = 0.1
+"""Share of the training split left out of every epoch (the last partial global batch) above which a warning says so."""
+FEATURE_MAGNITUDE_WARNING = 1e3
+"""Largest |feature| of an in-memory training split above which a warning suggests standardising."""
+
+
 def check_batch(cfg: ExperimentConfig, ds: Dataset) -> None:
-    """Raise :class:`ConfigError` if the training split cannot fill one global batch."""
-    n = len(ds.train)
-    if n < cfg.training.global_batch_size:
+    """Raise :class:`ConfigError` if the training split cannot fill one global batch; warn
+    when the last partial global batch, left out of every epoch, is over
+    :data:`DROPPED_SHARE_WARNING` of the split."""
+    n, g = len(ds.train), cfg.training.global_batch_size
+    if n < g:
         raise ConfigError(
-            f"training.global_batch_size = {cfg.training.global_batch_size} exceeds the "
+            f"training.global_batch_size = {g} exceeds the "
             f"{n} training samples of {cfg.data.name!r}: lower the batch size"
         )
+    if n % g > DROPPED_SHARE_WARNING * n:
+        _LOG.warning("training.global_batch_size = %d with %d training samples: each epoch takes %d step(s) and "
+                     "leaves %d samples (%.0f%%) out (a different %d each epoch: the last partial global batch is "
+                     "dropped); choose a batch size that divides the split more evenly, e.g. %d", g, n, n // g,
+                     n % g, 100 * (n % g) / n, n % g, n // max(1, -(-n // g)))
+
+
+def check_feature_scale(ds: Dataset) -> None:
+    """Warn when an in-memory training split's features reach :data:`FEATURE_MAGNITUDE_WARNING`
+    in magnitude: unscaled inputs train poorly (a model may only learn the majority class)."""
+    if not ds.in_memory or not ds.x_train.size:
+        return
+    m = float(np.max(np.abs(ds.x_train)))
+    if m > FEATURE_MAGNITUDE_WARNING:
+        _LOG.warning("dataset %r: features reach %.3g in magnitude (largest |x| of the training split): neural "
+                     "networks train poorly on unscaled inputs (a model may learn only the most frequent class); "
+                     "standardise each feature, e.g. (x - mean) / std with the training split's statistics",
+                     ds.name, m)
 
 
 def cached_dataset(run_dir: str | Path, name: str, meta: dict[str, Any] | None = None) -> Dataset | None:

@@ -226,3 +226,26 @@ def test_parquet_label_column_among_the_features_is_a_config_error(tmp_path):
                                           "the model would read the label as a feature"):
         config.from_dict({"data": {"name": "parquet", "path": str(tmp_path / "t.parquet"),
                                    "features_col": ["f", "label"], "label_col": "label"}})
+
+
+def test_a_batch_that_leaves_much_of_every_epoch_out_and_unscaled_features_are_warned(tmp_path, caplog):
+    from distbench import config
+    from distbench.workload import Workload
+
+    p = tmp_path / "d.npz"
+    x = np.random.default_rng(1).random((300, 3), dtype=np.float32) * 1e5  # unscaled features
+    np.savez(p, x=x, y=np.arange(300) % 3)
+    cfg = config.from_dict({"data": {"name": "npz", "path": str(p)}, "training": {"global_batch_size": 120}})
+    with caplog.at_level("WARNING", logger="distbench.workload"):
+        w = Workload.create(cfg, tmp_path / "run")
+    n = len(w.dataset.y_train)
+    assert n % 120 > 0.1 * n  # (the split leaves a large partial batch)
+    assert (f"training.global_batch_size = 120 with {n} training samples: each epoch takes {n // 120} step(s) and "
+            f"leaves {n % 120} samples") in caplog.text and f"e.g. {n // -(-n // 120)}" in caplog.text
+    assert "features reach 9.99e+04 in magnitude" in caplog.text and "standardise each feature" in caplog.text
+    caplog.clear()
+    np.savez(p, x=x / 1e5, y=np.arange(300) % 3)
+    cfg = config.from_dict({"data": {"name": "npz", "path": str(p)}, "training": {"global_batch_size": 16}})
+    with caplog.at_level("WARNING", logger="distbench.workload"):
+        Workload.create(cfg, tmp_path / "run2")
+    assert "leaves" not in caplog.text and "magnitude" not in caplog.text
