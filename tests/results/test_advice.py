@@ -211,3 +211,14 @@ def test_too_few_runs_repeat_every_contender_at_once():
     assert adv.verdict == "too_few"
     assert adv.next_command == (f"distbench run runs/x/config.json --out runs/x --resume --repeats {MIN_REPEATS} "
                                 "--strategies mirrored,mpi_ps:easgd,mpi_ps:adag,single --workers 2")
+
+
+def test_rows_left_out_as_diverged_are_named_even_when_they_reached_the_target():
+    records = runs("single", 1, [0.5, 0.55, 0.6]) + runs("horovod", 2, [1.0, 1.1, 1.2]) + \
+        runs("mpi_ps:easgd", 2, [0.3, 0.3, 0.3])
+    for r in records[-3:]:
+        r["details"] = {"diverged": True}
+    adv = advise(records, "runs/x")
+    assert adv.recommended == "single (1 worker)"
+    assert ("Left out although they reached the target: mpi_ps:easgd (2 workers) (diverged, the report's Caution "
+            "says why).") in adv.reasons

@@ -327,6 +327,11 @@ def advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, tar
                         for r in c.records], run_dir=rd)
     if warm:  # the report's caveat, kept with the verdict it qualifies
         adv.reasons.append(warm)
+    left_out = [s for s in ok if _baseline(s) and s.ttt.value is not None and {"collapsed", "diverged"} & set(s.flags)]
+    if left_out:  # reached the target, but a run that diverged or collapsed is no candidate
+        adv.reasons.append("Left out although they reached the target: " + "; ".join(
+            f"{s.label} ({'diverged' if 'diverged' in s.flags else 'collapsed'}, the report's Caution says why)"
+            for s in left_out) + ".")
     if few:
         adv.verdict = "too_few"
         adv.headline = (f"No advice yet: {', '.join(f'{s.label} has {_runs(s.ok)}' for s in few)}; distbench "
