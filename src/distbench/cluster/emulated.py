@@ -44,9 +44,7 @@ DEFAULT_SUBNET = EmulateConfig.subnet
 AGENT = "distbench-agent"
 TBF_LATENCY = "50ms"  # longest a packet may wait in the bucket's queue
 _SIGNALS = (signal.SIGTERM, signal.SIGHUP)
-MPIRUN_STARTUP_TIMEOUT_S = 120
-"""Seconds ``mpirun`` waits for its daemons on the emulated hosts to start (Open MPI's
-``orte_startup_timeout``; its default, 0, waits forever)."""
+
 
 class ClusterUnavailable(ConfigError):
     """This machine cannot build the emulated cluster the configuration asks for (no root,
@@ -254,12 +252,8 @@ class EmulatedCluster:
         """``mpirun`` options for this cluster: the agent as rsh agent (every daemon started
         from here, no tree spawn), and ranks talking over TCP only, on the hosts' subnet (the
         emulated hosts share this machine's memory: Open MPI's shared-memory transport
-        would bypass the shaped links). ``orte_startup_timeout`` bounds the daemons' start:
-        once, one host's ``orted`` never called back and ``mpirun`` waited with no rank
-        started until the configuration's timeout (900 s by default); Open MPI's default is
-        to wait forever."""
+        would bypass the shaped links)."""
         return ["--mca", "plm_rsh_agent", str(self.agent), "--mca", "plm_rsh_no_tree_spawn", "1",
-                "--mca", "orte_startup_timeout", str(MPIRUN_STARTUP_TIMEOUT_S),
                 "--mca", "oob_tcp_if_include", self.subnet, "--mca", "btl", "tcp,self",
                 "--mca", "btl_tcp_if_include", self.subnet]
 
