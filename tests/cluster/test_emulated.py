@@ -82,7 +82,7 @@ def test_two_hosts_are_built_as_described(cluster):
     state = json.loads((netns.state_dir() / f"{cid}.json").read_text())
     assert state["owner_pid"] == os.getpid() and state["persistent"] is False
     assert state["namespaces"] == cluster.namespaces
-    assert cluster.mpirun_args() == ["--mca", "plm_rsh_agent", str(cluster.agent), "--mca", "plm_rsh_no_tree_spawn",
+    assert cluster.mpirun_args() == ["--leave-session-attached", "--mca", "plm_rsh_agent", str(cluster.agent), "--mca", "plm_rsh_no_tree_spawn",
                                      "1", "--mca", "oob_tcp_if_include", TEST_SUBNET, "--mca", "btl", "tcp,self",
                                      "--mca", "btl_tcp_if_include", TEST_SUBNET]
     assert cluster.ssh_env({"PATH": "/usr/bin"})["PATH"] == f"{cluster.ssh_bin_dir}:/usr/bin"

@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 
+from distbench.cluster import netns
 from distbench.launch.commands import horovodrun_command, launcher_env, mpirun_command
 from tests.cluster.conftest import needs_netns, ns_inode
 from tests.conftest import requires
@@ -65,3 +66,19 @@ def test_horovodrun_gloo_runs_one_rank_per_emulated_host(cluster, tmp_path):
     assert res.returncode == 0, out[-2000:] + res.stderr[-3000:]
     expected_ns = [ns_inode(cluster.wrap(k, [])) for k in range(2)]
     assert results(out) == {r: ("2", expected_ns[r], "3.0", "3.0") for r in range(2)}
+
+
+@needs_netns
+@requires(executable="mpirun", module="mpi4py")
+def test_mpirun_fails_within_seconds_when_a_hosts_daemon_cannot_reach_it(cluster, tmp_path):
+    # host 1 cut off from the bridge: its orted starts but cannot connect back to mpirun. A
+    # daemonized orted exits unseen and mpirun waits for it forever (a full make test hung
+    # 600 s so); attached, mpirun reports it and fails
+    subprocess.run([netns.tool("ip") or "ip", "link", "set", f"{netns.PREFIX}{cluster.id}-v1", "down"], check=True,
+                   timeout=30)
+    argv, env = mpirun_command(2, cluster.hosts_arg(), [sys.executable, "-c", ALLREDUCE_MPI], tmp_path / "out",
+                               sys.executable)
+    argv = argv[:1] + cluster.mpirun_args() + argv[1:]
+    res = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=90, cwd=tmp_path)
+    assert res.returncode != 0
+    assert "unable to reliably start one or more daemons" in res.stdout + res.stderr, res.stderr[-2000:]

@@ -252,8 +252,13 @@ class EmulatedCluster:
         """``mpirun`` options for this cluster: the agent as rsh agent (every daemon started
         from here, no tree spawn), and ranks talking over TCP only, on the hosts' subnet (the
         emulated hosts share this machine's memory: Open MPI's shared-memory transport
-        would bypass the shaped links)."""
-        return ["--mca", "plm_rsh_agent", str(self.agent), "--mca", "plm_rsh_no_tree_spawn", "1",
+        would bypass the shaped links), and ``--leave-session-attached``: without it each
+        host's ``orted`` daemonizes, and one that then cannot connect back to ``mpirun``
+        exits where nobody sees it while ``mpirun`` waits for it forever; attached, its
+        error reaches ``mpirun``'s output and ``mpirun`` fails within seconds ("ORTE was
+        unable to reliably start one or more daemons")."""
+        return ["--leave-session-attached",
+                "--mca", "plm_rsh_agent", str(self.agent), "--mca", "plm_rsh_no_tree_spawn", "1",
                 "--mca", "oob_tcp_if_include", self.subnet, "--mca", "btl", "tcp,self",
                 "--mca", "btl_tcp_if_include", self.subnet]
 

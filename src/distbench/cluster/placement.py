@@ -138,8 +138,17 @@ class Placement:
         return ",".join(([f"{self.driver}:1"] if driver_first else []) + entries)
 
     def mpirun_args(self) -> list[str]:
-        """Extra ``mpirun`` options (an emulated cluster's rsh agent and TCP subnet)."""
-        return self.cluster.mpirun_args() if self.kind == "emulated" else []
+        """Extra ``mpirun`` options: an emulated cluster's (:meth:`EmulatedCluster.mpirun_args
+        <distbench.cluster.emulated.EmulatedCluster.mpirun_args>`); on real hosts
+        ``--leave-session-attached`` (a daemon that cannot reach ``mpirun`` back fails the
+        job with its error instead of leaving ``mpirun`` waiting for it until the
+        configuration's timeout) and, for an ssh port other than 22, ssh's ``-p``."""
+        if self.kind == "emulated":
+            return self.cluster.mpirun_args()
+        if self.kind != "ssh":
+            return []
+        port = [] if self.ssh_port == 22 else ["--mca", "plm_rsh_args", f"-p {self.ssh_port}"]
+        return ["--leave-session-attached", *port]
 
     def horovodrun_args(self, env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
         """Extra ``horovodrun`` options and its environment: an emulated cluster's network
