@@ -353,6 +353,11 @@ def _run_with_progress(cfg: config_mod.ExperimentConfig, run_dir: Path, resume: 
 
         try:
             return run_sweep(cfg, run_dir, resume=resume, on_progress=on_progress)
+        except KeyboardInterrupt:  # the progress line stays on screen: it must not read as still running
+            stop.set()
+            poller.join(timeout=2.0)
+            progress.update(task, phase="interrupted", eta="-")
+            raise
         finally:
             stop.set()
             poller.join(timeout=2.0)

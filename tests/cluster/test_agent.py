@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -58,12 +59,18 @@ def agent(cluster, *args: str, env: dict[str, str] | None = None, cwd=None) -> s
 def test_the_agent_runs_the_command_on_the_host_as_ssh_would(cluster, tmp_path):
     env = {**os.environ, "DISTBENCH_AGENT_TEST": "forwarded"}
     res = agent(cluster, "-o", "StrictHostKeyChecking=no", cluster.addresses[1], "-p", "22",
-                "readlink /proc/self/ns/net; ip -4 -o addr show; pwd; echo $DISTBENCH_AGENT_TEST", env=env, cwd=tmp_path)
+                "readlink /proc/self/ns/net; ip -4 -o addr show; pwd; echo $DISTBENCH_AGENT_TEST; echo $TMPDIR",
+                env=env, cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     inode, *rest = res.stdout.splitlines()
     assert inode == ns_inode(cluster.wrap(1, [])) and inode != ns_inode()
     assert f"inet {cluster.addresses[1]}/24" in res.stdout and cluster.addresses[0] not in res.stdout
-    assert rest[-2:] == [str(tmp_path), "forwarded"]  # the caller's directory and environment
+    assert rest[-3:-1] == [str(tmp_path), "forwarded"]  # the caller's directory and environment
+    # but the host's own TMPDIR (Open MPI's session directories must not be shared between hosts)
+    tmp1 = rest[-1]
+    assert Path(tmp1).is_dir() and Path(tmp1).parent == cluster.agent.parent
+    tmp0 = agent(cluster, cluster.addresses[0], "echo $TMPDIR").stdout.strip()
+    assert Path(tmp0).is_dir() and tmp0 != tmp1
     # the words are one shell string, as ssh sends them: quoting and expansion happen on the host
     assert agent(cluster, cluster.addresses[0], "echo", "'a  b'", "$((6*7))").stdout == "a  b 42\n"
     assert agent(cluster, cluster.namespaces[0], "exit 7").returncode == 7  # the command's status

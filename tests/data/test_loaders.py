@@ -116,3 +116,18 @@ def test_shard_covers_everything_once():
     assert sorted(np.concatenate(parts).tolist()) == list(range(11))
     with pytest.raises(ValueError, match="outside"):
         shard(x, y, 3, 3)
+
+
+def test_a_label_in_one_sample_only_is_named_with_its_sample(tmp_path):
+    # the user test: one stray label 99 among 4 classes gave scikit-learn's "least populated
+    # class" message and the advice to use more samples or a larger fraction
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(300, 8)).astype(np.float32), rng.integers(0, 4, 300)
+    y[7] = 99
+    p = tmp_path / "stray.npz"
+    np.savez(p, x=x, y=y)
+    with pytest.raises(DataError) as e:
+        load_dataset(DataConfig(name="npz", path=str(p)), seed=0)
+    msg = str(e.value)
+    assert "label(s) 99 (sample 7) occur in one sample only" in msg and "correct or drop that sample" in msg, msg
+    assert "\n" not in msg

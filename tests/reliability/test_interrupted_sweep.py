@@ -3,6 +3,8 @@ recorded exactly once, no torn line, no orphaned training process."""
 
 from __future__ import annotations
 
+import os
+import re
 import signal
 import subprocess
 import sys
@@ -28,7 +30,8 @@ def _default_sigint() -> None:
 def _start(out: Path) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "distbench", "run", "--strategies", STRATS, "--workers", "2",
                              "--epochs", "3", "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            preexec_fn=_default_sigint)
+                            preexec_fn=_default_sigint,  # a terminal's progress line, as a user sees it
+                            env={**os.environ, "TTY_COMPATIBLE": "1", "TTY_INTERACTIVE": "1", "COLUMNS": "150"})
 
 
 def _wait_for_records(out: Path, n: int, proc: subprocess.Popen, timeout: float = 240) -> None:
@@ -49,6 +52,9 @@ def test_interrupt_then_resume(tmp_path, sig):
     if sig == signal.SIGINT:
         assert proc.returncode == 130 and b"--resume" in err
         assert b"distbench: SIGINT: stopping the running configuration" in err  # said before the clean-up
+        # the progress line left on screen says the configuration it shows was interrupted
+        last = re.sub(rb"\x1b\[[0-9;?]*[A-Za-z]", b"", err).splitlines()
+        assert any(re.search(rb"configuration 2/\d+ .* interrupted", ln) for ln in last), err[-2000:]
     time.sleep(1)
     assert pids_with(str(out)) == []  # children died with the sweep, even on SIGKILL
     before = len(read_records(out))

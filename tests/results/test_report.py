@@ -125,8 +125,8 @@ def test_warmup_note_when_the_first_epoch_dominates():
     slow_start = [_run("single", 1, 0.9, 0.77)]
     slow_start[0]["curve"] = _curve(0.9, 0.71, 0.77)
     note = warmup_note(slow_start)
-    assert note.startswith("Warm-up: the first epoch of single (1 worker) took 0.71 s against 0.06 s for each later one, "
-                           "84% of its training time; with 2 epochs")
+    assert note.startswith("Warm-up: the first epoch of single (1 worker) took 0.710 s against 0.060 s for each later one: "
+                           "the extra 0.650 s is 84% of its training time; with 2 epochs")  # 0.65 / 0.77
     assert "about --epochs 98 would bring it under 10%" in note  # 0.65 s warm-up < 10% of 0.71 + 97 x 0.06 s
     near_zero = [_run("single", 1, 0.9, 0.74)]
     near_zero[0]["curve"] = _curve(0.9, 0.73, 0.735, 0.74)  # later epochs ~5 ms: ~1,300 epochs would be needed

@@ -53,4 +53,29 @@ def test_foreign_json_line_is_skipped(tmp_path, caplog):
         f.write('{"a": 1}\n')
     append_record(tmp_path, new_record("r", "mirrored", 2, 0, "ok"))
     assert [r["strategy"] for r in read_records(tmp_path)] == ["single", "mirrored"]
-    assert "dropped 1 torn or corrupt line(s) (line 2): not valid JSON or not a distbench record" in caplog.text
+    assert "dropped 1 torn or corrupt line(s) (line 2: no config_id, repeat, status, strategy, workers)" in caplog.text
+
+
+@pytest.mark.parametrize("field, value, why", [
+    ("final_test_accuracy", "high", "final_test_accuracy = 'high' is not a number"),
+    ("final_test_accuracy", 7.5, "final_test_accuracy = 7.5 is outside [0, 1]"),
+    ("status", "great", "status = 'great' is not one of ok, failed, timeout, unavailable"),
+    ("workers", "2", "workers = '2' is not an integer >= 1"),
+    ("workers", True, "workers = True is not an integer >= 1"),
+    ("epochs", -1, "epochs = -1 is not a non-negative integer"),
+    ("timings", {"train_s": "fast"}, "timings.train_s = 'fast' is not a number"),
+    ("timings", {"phases": {"exit_s": [1]}}, "timings.phases.exit_s = [1] is not a number"),
+    ("curve", [{"elapsed_s": 1.0, "test_accuracy": "x"}], "curve[0].test_accuracy = 'x' is not a number"),
+    ("details", [], "details = [] is not an object"),
+])
+def test_a_record_with_a_field_of_the_wrong_type_is_dropped_naming_line_and_field(tmp_path, caplog, field, value,
+                                                                                  why):
+    # a hand-edited line: the report would otherwise stop with a traceback in its arithmetic
+    append_record(tmp_path, new_record("r", "single", 1, 0, "ok", final_test_accuracy=0.9))
+    bad = new_record("r", "mirrored", 2, 0, "ok", final_test_accuracy=0.9)
+    bad[field] = value
+    with open(tmp_path / RESULTS_FILE, "a") as f:
+        f.write(json.dumps(bad) + "\n")
+    append_record(tmp_path, new_record("r", "horovod", 2, 0, "ok", final_test_accuracy=0.9))
+    assert [r["strategy"] for r in read_records(tmp_path)] == ["single", "horovod"]
+    assert f"dropped 1 torn or corrupt line(s) (line 2: {why})" in caplog.text

@@ -6,7 +6,8 @@ namespace instead of a connection.
 a real host: the words of ``COMMAND`` joined by spaces are one shell string, run with
 ``bash -c`` (``/bin/sh`` without bash), here with ``ip netns exec`` in the host's
 namespace. Unlike ssh, the caller's environment and working directory are kept: on one
-machine they are the right ones. ssh options (``-o Key=value``, ``-p PORT``, ``-i FILE``,
+machine they are the right ones, except ``TMPDIR``, which is the host's own
+(:func:`host_tmpdir`), as a real host's ``/tmp`` is. ssh options (``-o Key=value``, ``-p PORT``, ``-i FILE``,
 ``-x``, ``-T``...) may come before or after ``HOST``, as ssh allows; they are accepted
 and ignored. The exit status is the command's, or 255 when the agent itself fails (an
 unknown host, no command), as ssh's.
@@ -104,6 +105,29 @@ def find_namespace(host: str, states: list[netns.State]) -> str:
                      "the agent reaches emulated hosts only")
 
 
+def host_tmpdir(state: netns.State, ns: str) -> Path:
+    """The temporary directory (``TMPDIR``) of the emulated host ``ns`` of ``state``:
+    ``<agent_dir>/tmp-<k>``, created if missing, removed with the cluster.
+
+    The namespaces share this machine's ``/tmp`` and hostname, so without it every
+    host's Open MPI daemon would build its session directory in the same
+    ``/tmp/ompi.<hostname>.<uid>/jf.<job family>/0/`` tree at the same moment; one daemon
+    failed there ("A call to mkdir was unable to create the desired directory ... File
+    exists", orte_init failed) in about one of ten runs. A real host has its own ``/tmp``.
+
+    Raises:
+        AgentError: ``ns`` is not a namespace of ``state``; the directory cannot be made.
+    """
+    if ns not in state.namespaces:
+        raise AgentError(f"{ns!r} is not a host of emulated cluster {state.id}")
+    d = Path(state.agent_dir) / f"tmp-{state.namespaces.index(ns)}"
+    try:
+        d.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as e:
+        raise AgentError(f"cannot create the temporary directory {d} of host {ns}: {e.strerror}") from None
+    return d
+
+
 def exec_argv(ns: str, command: list[str]) -> list[str]:
     """``ip netns exec NS SHELL -c 'WORDS JOINED'``: what the agent executes."""
     shell = shutil.which("bash") or "/bin/sh"
@@ -129,9 +153,11 @@ def main(argv: list[str] | None = None) -> NoReturn:
         ns = find_namespace(host, states)
         if not command:
             raise AgentError(f"no command for {host}: an interactive shell is not supported")
+        state = next(st for st in states if ns in st.namespaces)
+        env = {**os.environ, "TMPDIR": str(host_tmpdir(state, ns))}
         argv_exec = exec_argv(ns, command)
         sys.stdout.flush()
-        os.execv(argv_exec[0], argv_exec)
+        os.execve(argv_exec[0], argv_exec, env)
     except (AgentError, netns.ClusterError, OSError) as e:
         print(f"distbench-agent: {e}", file=sys.stderr, flush=True)
         sys.exit(EXIT_AGENT)

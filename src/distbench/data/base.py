@@ -48,9 +48,21 @@ def split_stratified(
     Uses scikit-learn's ``train_test_split`` with ``stratify=y`` and ``random_state=seed``,
     so the same inputs and seed always give the same split. ``fraction`` is the held-out
     share, in (0, 1).
+
+    Raises:
+        DataError: a label occurs in one sample only (named with its sample index), or
+            scikit-learn cannot split (e.g. fewer held-out samples than labels).
     """
     from sklearn.model_selection import train_test_split
 
+    labels, counts = np.unique(y, return_counts=True)
+    rare = labels[counts < 2]
+    if len(rare):
+        shown = ", ".join(f"{int(v)} (sample {int(np.flatnonzero(y == v)[0])})" for v in rare[:5])
+        more = f" and {len(rare) - 5} more" if len(rare) > 5 else ""
+        raise DataError(f"cannot split {len(y)} samples stratified by label: label(s) {shown}{more} occur in one "
+                        f"sample only, and each label needs at least 2 (one per side); a label that rare is "
+                        f"usually a mistake: correct or drop that sample, or add samples of it")
     try:
         x_keep, x_held, y_keep, y_held = train_test_split(
             x, y, test_size=fraction, random_state=seed, stratify=y

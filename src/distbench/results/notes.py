@@ -77,8 +77,10 @@ def warmup_note(records: Sequence[dict[str, Any]], epochs_share: float = 0.1,
     excess = first - later
     need = (math.ceil(1 + (excess / epochs_share - first) / later) if later > 0 else None)
     who = f"{r.get('strategy')} ({r.get('workers')} worker{'s' if r.get('workers') != 1 else ''})"
-    text = (f"Warm-up: the first epoch of {who} took {first:.2f} s against {later:.2f} s for "
-            f"each later one, {share:.0%} of its training time; with {r.get('epochs')} epochs the speed-ups "
+    d = 3 if first < 1 else 2  # enough digits that first - later reads as the extra shown
+    text = (f"Warm-up: the first epoch of {who} took {first:.{d}f} s against {later:.{d}f} s for "
+            f"each later one: the extra {excess:.{d}f} s is {share:.0%} of its training time; with "
+            f"{r.get('epochs')} epochs the speed-ups "
             f"compare mostly this one-off cost (graph tracing, first collective or server connection), not "
             f"steady-state training: ")
     if need is not None and need <= MAX_SUGGESTED_EPOCHS:
