@@ -31,7 +31,8 @@ def test_toml_file_roundtrip(tmp_path):
 
 @pytest.mark.parametrize("toml,needle", [
     ('[training]\nepochz = 3\n', "unknown key 'training.epochz'"),
-    ('[trainin]\nepochs = 3\n', "unknown section [trainin]"),
+    ('[trainin]\nepochs = 3\n', "unknown section [trainin]; did you mean [training]? allowed sections:"),
+    ('[xyz]\nepochs = 3\n', "unknown section [xyz]; allowed sections:"),
     ('[training]\nepochs = "3"\n', "training.epochs = '3': expected an integer"),
     ('[training]\nepochs = 0\n', "training.epochs = 0: must be >= 1"),
     ('[training]\nlearning_rate = inf\n', "training.learning_rate = inf: must be a finite number > 0"),

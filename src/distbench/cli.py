@@ -364,13 +364,17 @@ def _run_with_progress(cfg: config_mod.ExperimentConfig, run_dir: Path, resume: 
 
 
 def _print_report(records: list[dict[str, Any]], run_dir: Path, formats: tuple[str, ...] | None = None,
-                  tensorboard: bool = False, advise_dir: Path | str | None = None) -> None:
+                  tensorboard: bool = False, advise_dir: Path | str | None = None,
+                  target_accuracy: float | None = None) -> None:
     """Print the comparison table (and reasons of non-ok configurations), then write the
     report outputs (``formats``, default all) and optionally TensorBoard scalars into
-    ``run_dir``; ``advise_dir``: the run directory the recommendation line names for
-    ``distbench advise`` (default ``run_dir`` when it holds the records)."""
+    ``run_dir``; ``advise_dir``: the run directory the records come from, which the
+    recommendation line and the report's "Run next" command name (default ``run_dir``
+    when it holds the records); ``target_accuracy``: the target the records were
+    re-scored with (``report --target-accuracy``), which those commands carry."""
     from rich.markup import escape
 
+    from distbench.results.advice import with_target
     from distbench.results.headline import legend, terminal_lines
     from distbench.results.report import (FORMATS, NARROW_DROP, SHORT_COLUMNS, build, table_columns, table_rows,
                                           write_report)
@@ -379,6 +383,8 @@ def _print_report(records: list[dict[str, Any]], run_dir: Path, formats: tuple[s
     if advise_dir is None and (Path(run_dir) / "results.jsonl").exists():
         advise_dir = run_dir
     data = build(records, Path(advise_dir) if advise_dir is not None else None)
+    if target_accuracy is not None and advise_dir is not None and data.advice and data.advice.next_command:
+        data.advice.next_command = with_target(data.advice.next_command, str(advise_dir), target_accuracy)
     summaries = data.summaries
     headers = [SHORT_COLUMNS.get(c, c) for c in table_columns(summaries)]
     console, dropped = print_fitted(headers, table_rows(summaries), title=f"distbench: {run_dir}", drop=NARROW_DROP,
@@ -386,13 +392,15 @@ def _print_report(records: list[dict[str, Any]], run_dir: Path, formats: tuple[s
     if dropped:
         console.print(escape(f"(left out at this width: {', '.join(dropped)}; see report.md)"))
     console.print(escape(legend([h for h in headers if h not in dropped])))
-    for text in terminal_lines(data, advise_dir):
+    advise_line = None if advise_dir is None else " ".join(
+        [shlex.quote(str(advise_dir))] + ([f"--target-accuracy {target_accuracy:g}"] if target_accuracy else []))
+    for text in terminal_lines(data, advise_line):
         console.print("- " + escape(text))
     for s in summaries:
         if s.ok < s.repeats:
             for reason in s.reasons:
                 console.print(f"  {escape(s.label)}: {escape(reason)}")
-    paths = write_report(records, run_dir, formats or FORMATS, tensorboard=tensorboard)
+    paths = write_report(records, run_dir, formats or FORMATS, tensorboard=tensorboard, data=data)
     main_paths = [str(p) for p in paths if p.suffix != ".png"]
     pngs = [p for p in paths if p.suffix == ".png"]
     console.print(escape("wrote " + ", ".join(main_paths) + (f" and {len(pngs)} plots in {pngs[0].parent}" if pngs
@@ -461,9 +469,8 @@ def report(run_dirs: tuple[str, ...], out: str | None, formats: str, tensorboard
     except OSError as e:
         raise ConfigError(f"cannot create the report folder {str(out_dir)!r} ({e.strerror or e}); "
                           "pass --out with a path in a writable folder") from None
-    again = None if len(run_dirs) != 1 else run_dirs[0] + (
-        f" --target-accuracy {target_accuracy}" if target_accuracy is not None else "")  # what advise needs
-    _print_report(records, out_dir, fmts, tensorboard=tensorboard, advise_dir=again)
+    _print_report(records, out_dir, fmts, tensorboard=tensorboard,
+                  advise_dir=run_dirs[0] if len(run_dirs) == 1 else None, target_accuracy=target_accuracy)
 
 
 @main.command()
@@ -482,7 +489,7 @@ def advise(run_dir: str, target: str | None, target_accuracy: float | None, as_j
     straggler tolerance, the --target prediction), what each needs installed and running, and,
     when the runs cannot separate the candidates, the exact 'distbench run' command to run next."""
     from distbench.results.advice import advise as make_advice
-    from distbench.results.advice import parse_target
+    from distbench.results.advice import parse_target, with_target
     from distbench.results.store import RESULTS_FILE, read_records
 
     if not (Path(run_dir) / RESULTS_FILE).exists():
@@ -497,10 +504,7 @@ def advise(run_dir: str, target: str | None, target_accuracy: float | None, as_j
             raise ConfigError(str(e)) from None
     adv = make_advice(records, run_dir, parse_target(target) if target is not None else None)
     if target_accuracy is not None and adv.next_command:
-        # a new run takes the target as a flag; a resumed run keeps its recorded target (run
-        # refuses to change it), so the advice is asked for again with this one afterwards
-        adv.next_command += (f" && distbench advise {shlex.quote(run_dir)} --target-accuracy {target_accuracy:g}"
-                             if "--resume" in adv.next_command else f" --target-accuracy {target_accuracy:g}")
+        adv.next_command = with_target(adv.next_command, run_dir, target_accuracy)
     if as_json:
         click.echo(json.dumps(adv.to_dict(), indent=2))
     else:

@@ -655,9 +655,11 @@ def from_dict(raw: dict[str, Any]) -> ExperimentConfig:
                 f"[{n}]" for n in SECTIONS)
             raise ConfigError(f"top-level key {section!r} = {value!r} is outside any section; {hint}")
         if section not in SECTIONS:
-            raise ConfigError(
-                f"unknown section [{section}]; allowed sections: {', '.join(SECTIONS)}"
-            )
+            import difflib
+
+            close = difflib.get_close_matches(section, SECTIONS, 1, 0.6)
+            hint = f"did you mean [{close[0]}]? " if close else ""
+            raise ConfigError(f"unknown section [{section}]; {hint}allowed sections: {', '.join(SECTIONS)}")
         parts[section] = (build_scenario(value) if section == "scenario"
                           else _build(section, SECTIONS[section], value))
     return validate(ExperimentConfig(**parts))

@@ -35,7 +35,10 @@ def _saved(tmp_path, name: str, shape: tuple[int, ...]) -> str:
                                                "shape (8, 8, 1)")),
     ("unknown application", 'name = "resnet5"', "expected mlp, cnn or a keras.applications model: convnext_tiny"),
     ("images too small", 'name = "resnet50"', ("cannot take the data's input shape (8, 8, 1): Input size must be at "
-                                               "least 32x32")),
+                                               "least 32x32; Received: input_shape=(8, 8, 1); use data with larger "
+                                               "images")),
+    ("two inputs", f'factory = "{F}:two_inputs"', ("has 2 inputs, expected 1: distbench feeds each step one batch of "
+                                                   "the data's samples (shape (8, 8, 1)); build a model with one Input")),
     ("two sources", f'factory = "{F}:with_dropout"\npath = "{{small}}"', "are both set: choose one source"),
 ])
 def test_bad_model_exits_2_with_one_line(tmp_path, case, model, message):

@@ -114,3 +114,12 @@ def not_a_model(input_shape: tuple[int, ...], num_classes: int) -> Any:
 
 
 NOT_CALLABLE = 3
+
+
+def two_inputs(input_shape: tuple[int, ...], num_classes: int) -> Any:
+    """A model with two inputs (distbench feeds one batch): refused."""
+    import keras
+
+    a, b = keras.Input(shape=input_shape), keras.Input(shape=input_shape)
+    x = keras.layers.Concatenate()([keras.layers.Flatten()(a), keras.layers.Flatten()(b)])
+    return keras.Model([a, b], keras.layers.Dense(num_classes)(x))

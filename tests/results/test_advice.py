@@ -200,6 +200,12 @@ def test_advise_cli(tmp_path):
         nxt.endswith(f"&& distbench advise {tmp_path} --target-accuracy 0.99"), nxt
     res = CliRunner().invoke(main, ["advise", str(tmp_path), "--target-accuracy", "1.5"])
     assert res.exit_code == 2 and "--target-accuracy 1.5: expected a test accuracy in (0, 1]" in res.output
+    # `report --out` elsewhere: the report's "Run next" is advise's, naming the run directory
+    # (the user test read RUN_DIR/config.json and no target there)
+    res = CliRunner().invoke(main, ["report", str(tmp_path), "--out", str(tmp_path / "rep"), "--target-accuracy",
+                                    "0.99", "--format", "md"])
+    assert res.exit_code == 0, res.output
+    assert nxt in (tmp_path / "rep" / "report.md").read_text()
 
 
 def test_too_few_runs_repeat_every_contender_at_once():

@@ -100,7 +100,9 @@ def check_model(model: Any, spec: ModelConfig, input_shape: tuple[int, ...], num
     source = model_source(spec)
     inputs = getattr(model, "inputs", None) or []
     if len(inputs) > 1:
-        raise ConfigError(f"model {source!r} has {len(inputs)} inputs: distbench feeds one image batch")
+        raise ConfigError(f"model {source!r} has {len(inputs)} inputs, expected 1: distbench feeds each step one "
+                          f"batch of the data's samples (shape {tuple(input_shape)}); build a model with one Input "
+                          "(e.g. concatenate the features into one array in the data file)")
     if inputs:
         declared = tuple(inputs[0].shape[1:])
         if len(declared) != len(input_shape) or any(d is not None and d != s for d, s in zip(declared, input_shape)):

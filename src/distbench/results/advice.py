@@ -205,6 +205,22 @@ def _baseline(s: ConfigSummary) -> bool:
     return s.straggler in ("", "1x")
 
 
+def with_target(command: str, run_dir: str, target_accuracy: float) -> str:
+    """``command`` (an advice's next ``distbench run``) for advice asked with another target
+    accuracy than the recorded one: a new run takes it as a flag; a resumed run keeps its
+    recorded target (``run`` refuses to change it), so ``distbench advise`` is asked again
+    with this one afterwards.
+
+    Args:
+        command: the ``distbench run ...`` command.
+        run_dir: the run directory the advice is about.
+        target_accuracy: the test accuracy the advice was asked with, in (0, 1].
+    """
+    if "--resume" in command:
+        return f"{command} && distbench advise {shlex.quote(str(run_dir))} --target-accuracy {target_accuracy:g}"
+    return f"{command} --target-accuracy {target_accuracy:g}"
+
+
 def run_command(run_dir: str | None, *, out: str | None = None, resume: bool = False, **flags: Any) -> str:
     """The ``distbench run`` command continuing (or re-running) ``run_dir`` from its own
     ``config.json`` (``RUN_DIR`` when the directory is unknown), with ``flags`` as options."""

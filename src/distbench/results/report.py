@@ -461,7 +461,7 @@ def summary_json(data: ReportData) -> dict[str, Any]:
 # ---------------------------------------------------------------------------- all outputs
 
 def write_report(records: list[dict[str, Any]], out_dir: Path, formats: Iterable[str] = FORMATS,
-                 tensorboard: bool = False) -> list[Path]:
+                 tensorboard: bool = False, data: ReportData | None = None) -> list[Path]:
     """Write the selected outputs into ``out_dir`` and return their paths.
 
     Args:
@@ -472,6 +472,9 @@ def write_report(records: list[dict[str, Any]], out_dir: Path, formats: Iterable
             ``summary.json``. ``md`` and ``html`` also write the plots as PNG files in
             ``out_dir/plots/``.
         tensorboard: also write TensorBoard scalars under ``out_dir/tensorboard/``.
+        data: the report already built from ``records`` (:func:`build`, e.g. with the run
+            directory its commands name when ``out_dir`` is another folder); default: built
+            here, naming ``out_dir`` when it is a run directory.
 
     Returns:
         paths written, in the order md, csv, json, html, tensorboard directory, PNG files.
@@ -482,7 +485,7 @@ def write_report(records: list[dict[str, Any]], out_dir: Path, formats: Iterable
     fmts = parse_formats(list(formats))
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    data = build(records, out_dir if (out_dir / "config.json").exists() else None)
+    data = data or build(records, out_dir if (out_dir / "config.json").exists() else None)
     plots: list[Any] = []
     pngs: list[Path] = []
     if "md" in fmts or "html" in fmts:
