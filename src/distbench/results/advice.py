@@ -313,6 +313,11 @@ def advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, tar
         adv = Advice("no_target", f"No advice: no configuration reached the target test accuracy {target_acc}, so "
                      "there is no time to accuracy to compare.", unavailable=unavailable, scope=scope)
         adv.reasons = [f"Most accurate: {top.label}, median test accuracy {top.accuracy.median:.3f}."]
+        reach = math.floor(100 * (top.accuracy.median or 0.0)) / 100 - 0.01
+        if reach > 0:  # more epochs do not help a model that has plateaued below the target
+            adv.reasons.append(f"If that is what this model and data reach (its curve has flattened), compare at a "
+                               f"target the runs reach: distbench advise {shlex.quote(rd or 'RUN_DIR')} "
+                               f"--target-accuracy {reach:.2f}; else train longer (Run next).")
         more = 2 * epochs if epochs else None
         adv.next_command = (run_command(rd, out=f"{rd or 'RUN_DIR'}-e{more}", epochs=more) if more else None)
         return adv
