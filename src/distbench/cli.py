@@ -789,7 +789,14 @@ main.add_command(cluster_group)
 
 @main.group(cls=_WorkerGroup)
 def worker() -> None:
-    """Entry points run by launchers (and by users under their own launchers)."""
+    """Entry points run by launchers (and by users under their own launchers).
+
+    Each enables :mod:`faulthandler`: a process that dies of SIGSEGV, SIGFPE, SIGABRT or
+    SIGBUS (a crash inside TensorFlow, Horovod or MPI) leaves its Python stack in its log,
+    which the failed record's log tail shows next to the signal."""
+    import faulthandler
+
+    faulthandler.enable()
 
 
 @worker.command("config", hidden=True)

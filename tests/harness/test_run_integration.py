@@ -19,11 +19,11 @@ PLUGIN_ENV = {"DISTBENCH_PLUGINS": "tests.plugins.faulty",
 
 def test_single_mirrored_tpu_and_a_crash(tmp_path):
     out = tmp_path / "run"
-    cp = distbench("run", "--strategies", "single,mirrored,tpu,test_crash", "--workers", "2", "--epochs", "3",
-                   "--out", str(out), env=PLUGIN_ENV)
+    cp = distbench("run", "--strategies", "single,mirrored,tpu,test_crash,test_segfault", "--workers", "2",
+                   "--epochs", "3", "--out", str(out), env=PLUGIN_ENV)
     assert cp.returncode == 0, cp.stderr[-3000:]
     recs = {r["strategy"]: r for r in read_records(out)}
-    assert set(recs) == {"single", "mirrored", "tpu", "test_crash"}
+    assert set(recs) == {"single", "mirrored", "tpu", "test_crash", "test_segfault"}
     for name in ("single", "mirrored"):
         r = recs[name]
         assert r["status"] == "ok", r["reason"]
@@ -45,17 +45,21 @@ def test_single_mirrored_tpu_and_a_crash(tmp_path):
     assert crash["status"] == "failed" and "exit code 3" in crash["reason"] and "about to crash" in crash["log_tail"]
     assert "dataset cache present: True" in crash["log_tail"]  # the configurations read the sweep's copy
     assert not (out / "workload" / "dataset-cache.npz").exists()  # removed when the sweep ends
+    seg = recs["test_segfault"]  # a crash in native code: the signal, and where Python was (faulthandler)
+    assert seg["status"] == "failed" and "signal 11 (SIGSEGV)" in seg["reason"], seg["reason"]
+    assert "Fatal Python error: Segmentation fault" in seg["log_tail"] and "in launch" in seg["log_tail"], \
+        seg["log_tail"]
     report = (out / "report.md").read_text()
     assert "| single | 1 | ok |" in report and "- tpu (2 workers) (unavailable)" in report
     assert "single" in cp.stdout and "mirrored" in cp.stdout  # the table is printed
-    assert re.search(r"^sweep: 4 configuration\(s\) in [\d.]+ s: training [\d.]+ s \(\d+%\)", cp.stdout, re.M)
+    assert re.search(r"^sweep: 5 configuration\(s\) in [\d.]+ s: training [\d.]+ s \(\d+%\)", cp.stdout, re.M)
 
     # --resume skips everything recorded: no new record, fast
     t0 = time.monotonic()
-    cp = distbench("run", "--strategies", "single,mirrored,tpu,test_crash", "--workers", "2", "--epochs", "3",
-                   "--out", str(out), "--resume", env=PLUGIN_ENV)
+    cp = distbench("run", "--strategies", "single,mirrored,tpu,test_crash,test_segfault", "--workers", "2",
+                   "--epochs", "3", "--out", str(out), "--resume", env=PLUGIN_ENV)
     assert cp.returncode == 0, cp.stderr[-2000:]
-    assert len(read_records(out)) == 4 and time.monotonic() - t0 < 60
+    assert len(read_records(out)) == 5 and time.monotonic() - t0 < 60
 
 
 def test_timeout_record_and_no_process_left(tmp_path):

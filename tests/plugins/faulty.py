@@ -24,6 +24,20 @@ class Crash(Strategy):
 
 
 @register
+class Segfault(Strategy):
+    """Dies of a real SIGSEGV (a NULL read), as a crash inside an engine's C++ would."""
+
+    name = "test_segfault"
+    description = "test only: segfaults"
+
+    def launch(self, ctx: LaunchContext) -> TrainOutput:
+        import ctypes
+
+        ctypes.string_at(0)
+        raise AssertionError("unreachable")
+
+
+@register
 class Hang(Strategy):
     """Sleeps far past any timeout."""
 
