@@ -159,6 +159,9 @@ def test_application_errors():
         from_application("inception_v3", (32, 32, 3), 10)
     with pytest.raises(ConfigError, match="not a keras.applications model; expected one of .*resnet50.*vgg16"):
         from_application("resnet5", (32, 32, 3), 10)
+    with pytest.raises(ConfigError) as e:  # tabular data (the user test): Keras's sentence ends in a period
+        from_application("resnet50", (20,), 10)
+    assert "input shape (20,): " in str(e.value) and ".;" not in str(e.value), str(e.value)
 
 
 # ------------------------------------------------------------ output checks

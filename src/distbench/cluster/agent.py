@@ -113,7 +113,8 @@ def host_tmpdir(state: netns.State, ns: str) -> Path:
     host's Open MPI daemon would build its session directory in the same
     ``/tmp/ompi.<hostname>.<uid>/jf.<job family>/0/`` tree at the same moment; one daemon
     failed there ("A call to mkdir was unable to create the desired directory ... File
-    exists", orte_init failed) in about one of ten runs. A real host has its own ``/tmp``.
+    exists", orte_init failed, or a segfault writing the shared hwloc topology file) in 7 of
+    160 two-host launches (0 of 300 with this directory). A real host has its own ``/tmp``.
 
     Raises:
         AgentError: ``ns`` is not a namespace of ``state``; the directory cannot be made.

@@ -95,7 +95,7 @@ def from_file(path: str, reinit: bool) -> Any:
     try:
         model = keras.saving.load_model(path, compile=False)
     except Exception as e:  # noqa: BLE001 - whatever Keras says about the file
-        msg = " ".join(str(e).split())[:300].rstrip(".").rstrip(".")
+        msg = " ".join(str(e).split())[:300].rstrip(".")
         if msg.startswith("File not found"):  # Keras says so of an existing file that is not a .keras zip
             msg = "the file exists but is not a .keras zip archive (Keras reports: File not found)"
         raise ConfigError(f"model.path = {path!r} is not a loadable Keras 3 model ({type(e).__name__}: {msg}); "
@@ -127,7 +127,7 @@ def from_application(name: str, input_shape: tuple[int, ...], num_classes: int) 
     try:
         return cls(**kwargs)
     except ValueError as e:
-        msg = " ".join(str(e).split())[:300]
+        msg = " ".join(str(e).split())[:300].rstrip(".")
         raise ConfigError(f"model.name = {name!r} (keras.applications.{APPLICATIONS[name]}) cannot take the data's "
                           f"input shape {tuple(input_shape)}: {msg}; use data with larger images or another "
                           "model") from None

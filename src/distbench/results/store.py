@@ -30,6 +30,12 @@ COUNT_FIELDS = ("epochs", "steps", "samples", "replicas", "global_batch_size", "
 CURVE_NUMBERS = ("elapsed_s", "epoch", "step", "test_accuracy", "test_loss", "train_loss")
 
 
+def _short(v: Any) -> str:
+    """``repr(v)``, cut to 60 characters (a hostile line's value may be megabytes)."""
+    r = repr(v)
+    return r if len(r) <= 60 else r[:57] + "..."
+
+
 def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
@@ -51,40 +57,40 @@ def record_problem(rec: dict[str, Any]) -> str | None:
         return f"no {', '.join(missing)}"
     for key in ("config_id", "strategy"):
         if not isinstance(rec[key], str) or not rec[key]:
-            return f"{key} = {rec[key]!r} is not a non-empty string"
+            return f"{key} = {_short(rec[key])} is not a non-empty string"
     if rec["status"] not in STATUSES:
-        return f"status = {rec['status']!r} is not one of {', '.join(STATUSES)}"
+        return f"status = {_short(rec['status'])} is not one of {', '.join(STATUSES)}"
     for key, lo in (("workers", 1), ("repeat", 0)):
         if not (isinstance(rec[key], int) and not isinstance(rec[key], bool) and rec[key] >= lo):
-            return f"{key} = {rec[key]!r} is not an integer >= {lo}"
+            return f"{key} = {_short(rec[key])} is not an integer >= {lo}"
     for key in NUMBER_FIELDS:
         if rec.get(key) is not None and not _is_number(rec[key]):
-            return f"{key} = {rec[key]!r} is not a number"
+            return f"{key} = {_short(rec[key])} is not a number"
     for key in COUNT_FIELDS:
         v = rec.get(key)
         if v is not None and not (isinstance(v, int) and not isinstance(v, bool) and v >= 0):
-            return f"{key} = {v!r} is not a non-negative integer"
+            return f"{key} = {_short(v)} is not a non-negative integer"
     acc = rec.get("final_test_accuracy")
     if acc is not None and not 0.0 <= acc <= 1.0:
-        return f"final_test_accuracy = {acc!r} is outside [0, 1]"
+        return f"final_test_accuracy = {_short(acc)} is outside [0, 1]"
     for key in ("details", "timings", "workload", "provenance"):
         if rec.get(key) is not None and not isinstance(rec[key], dict):
-            return f"{key} = {rec[key]!r} is not an object"
+            return f"{key} = {_short(rec[key])} is not an object"
     for k, v in (rec.get("timings") or {}).items():
         inner = v.items() if isinstance(v, dict) else [(None, v)]
         for k2, v2 in inner:
             if v2 is not None and not _is_number(v2):
-                return f"timings.{k}{'' if k2 is None else '.' + str(k2)} = {v2!r} is not a number"
+                return f"timings.{k}{'' if k2 is None else '.' + str(k2)} = {_short(v2)} is not a number"
     curve = rec.get("curve")
     if curve is not None:
         if not isinstance(curve, list):
-            return f"curve = {curve!r} is not a list"
+            return f"curve = {_short(curve)} is not a list"
         for i, point in enumerate(curve):
             if not isinstance(point, dict):
-                return f"curve[{i}] = {point!r} is not an object"
+                return f"curve[{i}] = {_short(point)} is not an object"
             for k in CURVE_NUMBERS:
                 if point.get(k) is not None and not _is_number(point[k]):
-                    return f"curve[{i}].{k} = {point[k]!r} is not a number"
+                    return f"curve[{i}].{k} = {_short(point[k])} is not a number"
     return None
 
 
