@@ -795,8 +795,14 @@ def worker() -> None:
     SIGBUS (a crash inside TensorFlow, Horovod or MPI) leaves its Python stack in its log,
     which the failed record's log tail shows next to the signal."""
     import faulthandler
+    import io
 
-    faulthandler.enable()
+    for stream in (sys.stderr, sys.__stderr__):  # a caller's captured stderr (a test runner) has no descriptor
+        try:
+            faulthandler.enable(file=stream)
+            break
+        except (AttributeError, ValueError, io.UnsupportedOperation):
+            continue
 
 
 @worker.command("config", hidden=True)
