@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -242,6 +244,11 @@ def test_cluster_up_status_bandwidth_down():
         assert res.stdout.startswith(f"emulated cluster {cid}: 2 hosts x 2 slots, 50mbit per link")
         assert "-H 10.231.252.2:2,10.231.252.3:2" in res.stdout and "remove it with: distbench cluster down" in res.stdout
         assert len(names_left(cid)) == 7  # still there after 'up' returned
+        if shutil.which("mpirun"):  # the printed mpirun line works as printed (the user test: not as root)
+            line = next(ln for ln in res.stdout.splitlines() if ln.strip().startswith("mpirun"))
+            launched = subprocess.run(line.strip().replace(" ...", " -np 2 true"), shell=True, capture_output=True,
+                                      text=True, timeout=120)
+            assert launched.returncode == 0, line + "\n" + launched.stdout[-1500:] + launched.stderr[-1500:]
         status = json.loads(distbench("cluster", "status", "--json", timeout=60).stdout)
         mine = next(c for c in status["clusters"] if c["id"] == cid)
         assert mine["persistent"] and mine["missing"] == [] and mine["bandwidth"] == "50mbit"
@@ -256,3 +263,18 @@ def test_cluster_up_status_bandwidth_down():
         for st in netns.read_states():
             if st.persistent and st.subnet == OTHER_SUBNET:
                 netns.destroy(st)
+
+
+def test_a_zombie_owner_counts_as_dead():
+    # the user test: right after a sweep was SIGKILLed, 'cluster down' kept its cluster
+    # ("owner pid N (running)") until the dead sweep was reaped
+    p = subprocess.Popen(["true"])
+    try:
+        deadline = time.monotonic() + 30
+        while Path(f"/proc/{p.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert netns.process_start(p.pid) is None
+    finally:
+        p.wait()
+    assert netns.process_start(os.getpid()) is not None

@@ -71,6 +71,8 @@ def test_rates_in_tc_units(rate, bits):
                                                "units (a positive number and bit, kbit, mbit or gbit)"),
     ({"emulate": {"bandwidth": ["1gbit", "0mbit"]}}, {}, "cluster.emulate.bandwidth[1] = '0mbit': expected a link rate"),
     ({"emulate": {"bandwidth": []}}, {}, "cluster.emulate.bandwidth = []: give at least one rate"),
+    ({"emulate": {"bandwidth": ["1gbit", "1000mbit"]}}, {}, "cluster.emulate.bandwidth[1] = '1000mbit' is the same rate "
+                                                            "as '1gbit': list each rate once"),
     ({"emulate": {"hosts": 0}}, {"workers": [1]}, "cluster.emulate.hosts = 0: expected 1..64 emulated hosts"),
     ({"emulate": {"slots": 0}}, {"workers": [1]}, "cluster.emulate.slots = 0: expected >= 1 processes per emulated host"),
     ({"emulate": {"subnet": "8.8.8.0/24"}}, {}, "cluster.emulate.subnet = '8.8.8.0/24': expected a private network"),

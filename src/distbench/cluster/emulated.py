@@ -419,8 +419,8 @@ def describe(st: State) -> list[str]:
     hosts = ",".join(f"{a}:{st.slots}" for a in st.addresses)
     lines += [f"  interface {st.bridge} in every namespace; the bridge {st.bridge} has {st.gateway}",
               f"  run on host 0:  {agent} {st.addresses[0] if st.addresses else 'HOST'} COMMAND",
-              f"  mpirun -H {hosts} --mca plm_rsh_agent {agent} --mca plm_rsh_no_tree_spawn 1 "
-              f"--mca oob_tcp_if_include {st.subnet} --mca btl_tcp_if_include {st.subnet} ...",
+              f"  mpirun{' --allow-run-as-root' if os.geteuid() == 0 else ''} -H {hosts} "
+              + " ".join(EmulatedCluster.attach(st).mpirun_args()) + " ...",
               f"  PATH={Path(st.agent_dir) / 'bin'}:$PATH horovodrun -H {hosts} --network-interface {st.bridge} ..."]
     return lines
 

@@ -128,12 +128,14 @@ def locked() -> Iterator[None]:
 def process_start(pid: int) -> str | None:
     """The start time of process ``pid`` (``/proc/<pid>/stat`` field 22, clock ticks since
     boot), which tells a live owner from a later process that reuses its pid; ``None``
-    when there is no such process."""
+    when there is no such process or it has exited and awaits its parent (a zombie: a
+    SIGKILLed sweep is dead before its parent reaps it)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    return stat.rsplit(")", 1)[1].split()[19]
+    fields = stat.rsplit(")", 1)[1].split()
+    return None if fields[0] in ("Z", "X") else fields[19]
 
 
 @dataclass

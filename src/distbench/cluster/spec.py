@@ -149,12 +149,18 @@ def check_cluster(cluster: ClusterConfig, workers: list[int]) -> None:
         if not values:
             raise ConfigError('cluster.emulate.bandwidth = []: give at least one rate, e.g. "1gbit" or '
                               '["100mbit", "1gbit", "unlimited"]')
+        seen: dict[int | None, str] = {}
         for i, r in enumerate(values):
-            parse_rate("cluster.emulate.bandwidth" + (f"[{i}]" if isinstance(em.bandwidth, list) else ""), r)
+            key = "cluster.emulate.bandwidth" + (f"[{i}]" if isinstance(em.bandwidth, list) else "")
+            bits = parse_rate(key, r)
+            if bits in seen:  # one sweep point twice: its records would read as repeats
+                raise ConfigError(f"{key} = {r!r} is the same rate as {seen[bits]!r}: list each rate once "
+                                  "(--repeats runs a configuration more than once)")
+            seen[bits] = r
         parse_subnet("cluster.emulate.subnet", em.subnet, em.hosts)
     slots = total_slots(cluster)
-    where = (f"cluster.emulate = {em.hosts} hosts x {em.slots} slot{'s' * (em.slots != 1)}" if em is not None
-             else "cluster.hosts = " + ", ".join(f"{h.name}:{h.slots}" for h in hosts))
+    where = (f"cluster.emulate = {em.hosts} host{'s' * (em.hosts != 1)} x {em.slots} slot{'s' * (em.slots != 1)}"
+             if em is not None else "cluster.hosts = " + ", ".join(f"{h.name}:{h.slots}" for h in hosts))
     for n in workers:
         if slots and n > slots:
             raise ConfigError(f"run.workers = {n} exceeds the {slots} slot{'s' * (slots != 1)} of the cluster "
