@@ -104,7 +104,8 @@ def test_forward_flops_cnn_stops_pooling_at_one_pixel():
 
 
 def _record(strategy, elapsed, steps, train_s, **extra):
-    return {"strategy": strategy, "status": "ok", "steps": steps[-1], "global_batch_size": 64,
+    return {"config_id": strategy, "strategy": strategy, "workers": 1, "repeat": 0, "status": "ok",
+            "steps": steps[-1], "global_batch_size": 64,
             "timings": {"train_s": train_s},
             "curve": [{"epoch": i + 1, "step": s, "elapsed_s": e} for i, (s, e) in enumerate(zip(steps, elapsed))],
             "workload": {"num_parameters": 1000, "sizes": {"train": 1280}}, **extra}
@@ -115,7 +116,7 @@ def run_dir(tmp_path):
     recs = [
         _record("single", [1.0, 1.5, 2.0], [10, 20, 30], 2.0),   # steady (2.0-1.0)/20 = 0.05
         _record("single", [1.2, 1.8, 2.4], [10, 20, 30], 2.4),   # steady 0.06
-        {"strategy": "single", "status": "failed"},
+        {"config_id": "single", "strategy": "single", "workers": 1, "repeat": 2, "status": "failed"},
         _record("spark_ps:adag", [1, 2], [5, 10], 2.0, details={"communication_window": 12}, workers=2),
         _record("horovod", [1.0, 1.5, 2.0], [10, 20, 30], 2.0, workers=2),
     ]
@@ -148,7 +149,7 @@ def test_inputs_from_run_one_epoch_falls_back_to_train_s(tmp_path):
 def test_inputs_from_run_needs_single(tmp_path):
     with pytest.raises(ValueError, match="no results.jsonl"):
         P.inputs_from_run(tmp_path)
-    (tmp_path / "results.jsonl").write_text(json.dumps({"strategy": "mirrored", "status": "ok"}) + "\n")
+    (tmp_path / "results.jsonl").write_text(json.dumps(_record("mirrored", [1.0], [10], 1.0)) + "\n")
     with pytest.raises(ValueError, match="no ok 'single' record"):
         P.inputs_from_run(tmp_path)
 
@@ -280,3 +281,20 @@ def test_a_torn_last_line_is_skipped(run_dir):
     assert P.inputs_from_run(run_dir).records == 2
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--max-workers", "2", "--json"])
     assert res.exit_code == 0 and json.loads(res.stdout)["inputs"]["records"] == 2
+
+
+def test_a_hand_edited_field_drops_its_line_with_a_warning_as_report_does(run_dir, caplog):
+    # a results.jsonl with a string where a number or a curve belongs stopped predict with a
+    # traceback ('str' object has no attribute 'get'); it reads records as report does now
+    lines = (run_dir / "results.jsonl").read_text().splitlines()
+    horovod = json.loads(lines[4])
+    horovod["curve"] = "x"
+    single = json.loads(lines[1])
+    single["timings"]["train_s"] = "slow"
+    lines[1], lines[4] = json.dumps(single), json.dumps(horovod)
+    (run_dir / "results.jsonl").write_text("\n".join(lines) + "\n")
+    res = CliRunner().invoke(main, ["predict", str(run_dir), "--max-workers", "2", "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["inputs"]["records"] == 1  # the other single record
+    assert "line 2: timings.train_s = 'slow' is not a number" in caplog.text
+    assert "line 5: curve = 'x' is not a list" in caplog.text

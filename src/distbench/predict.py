@@ -54,12 +54,13 @@ Where the model stops being trustworthy (it is deliberately first-order):
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
+
+from distbench.results.store import read_records
 
 #: 10 GbE: 1.25e9 bytes/s each way, ~50 microseconds per message (kernel TCP).
 DEFAULT_BANDWIDTH_BPS = 1.25e9
@@ -223,29 +224,6 @@ class RunInputs:
     source: str
 
 
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Records of a ``results.jsonl`` file: blank lines skipped, and a torn or corrupt line
-    (a sweep killed mid-write) skipped with a warning naming the file, as ``report`` does."""
-    import logging
-
-    out, bad = [], 0
-    for ln in Path(path).read_text().splitlines():
-        if not ln.strip():
-            continue
-        try:
-            rec = json.loads(ln)
-        except json.JSONDecodeError:
-            bad += 1
-            continue
-        if isinstance(rec, dict):
-            out.append(rec)
-        else:
-            bad += 1
-    if bad:
-        logging.getLogger("distbench").warning("%s: dropped %d torn or corrupt line(s)", path, bad)
-    return out
-
-
 def steady_step_s(rec: dict[str, Any]) -> float | None:
     """Seconds per step after the first epoch, from the record's epoch-end curve points
     (``None`` with fewer than 2 epochs). The first epoch holds one-off warm-up (input pipeline, first allocations)."""
@@ -270,7 +248,7 @@ def inputs_from_run(run_dir: str | Path) -> RunInputs:
     path = Path(run_dir) / "results.jsonl"
     if not path.exists():
         raise ValueError(f"{run_dir!s} holds no results.jsonl: run 'distbench run --strategies single' first")
-    recs = read_jsonl(path)
+    recs = read_records(run_dir)
     singles = [r for r in recs if r.get("strategy") == "single" and r.get("status") == "ok" and r.get("steps")]
     if not singles:
         raise ValueError(f"{path} has no ok 'single' record: predict needs single's step time "
@@ -397,7 +375,7 @@ def measured_vs_predicted(run_dir: str | Path, inp: RunInputs, bandwidth_Bps: fl
     from distbench.cluster.spec import parse_rate
     from distbench.results.records import straggler_text
 
-    recs = [r for r in read_jsonl(Path(run_dir) / "results.jsonl") if straggler_text(r.get("scenario")) in ("", "1x")]
+    recs = [r for r in read_records(run_dir) if straggler_text(r.get("scenario")) in ("", "1x")]
     singles = [e for e in (epoch_s(r) for r in recs if r.get("strategy") == "single" and r.get("status") == "ok")
                if e]
     if not singles:
