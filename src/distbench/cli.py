@@ -291,8 +291,7 @@ def _run_with_progress(cfg: config_mod.ExperimentConfig, run_dir: Path, resume: 
     done = {(r.get("config_id"), r.get("repeat")) for r in read_records(run_dir)} if resume else set()
     todo = [p for p in expand(cfg) if (p.config_id, p.repeat) not in done]
     strategy_of = {p.key: p.strategy for p in todo}
-    label_of = {p.key: p.label + (f", repeat {p.repeat + 1}/{cfg.run.repeats}" if cfg.run.repeats > 1 else "")
-                for p in todo}  # as the table and headline name it
+    label_of = {p.key: prog.progress_label(p, cfg.run.repeats) for p in todo}  # as the table and headline name it
     finished: list[tuple[str, float, float | None]] = []
     local = cfg.cluster.emulate is None and not cfg.cluster.hosts  # as Placement decides, before the cluster is up
     shared = ({"spark_ps"} if cfg.spark.share_session and local else set()) | (
@@ -342,9 +341,7 @@ def _run_with_progress(cfg: config_mod.ExperimentConfig, run_dir: Path, resume: 
             finished.append((rec.get("strategy", ""), time.monotonic() - state["start"], timings.get("startup_s")))
             progress.update(task, completed=i, counter=f"{i}/{n}",
                             **({"phase": "done", "eta": "00:00:00"} if i == n else {}))
-            acc, t = rec.get("final_test_accuracy"), timings.get("train_s")
-            detail = (f"test acc {acc:.3f}, train {t:.1f} s" if rec["status"] == "ok" and acc is not None
-                      else rec.get("reason", ""))
+            detail = prog.result_detail(rec)
             room = progress.console.width - len(f"[{i}/{n}] {name}: {rec['status']} ")
             if len(detail) > room:  # the whole reason is printed under the table and kept in the record
                 detail = detail[:max(20, room - 1)].rstrip() + "…"

@@ -203,6 +203,9 @@ def test_spark_submit_on_standalone_cluster(tmp_path, standalone_cluster):
     assert r["status"] == "ok", r["reason"]
     assert r["details"]["spark_master"] == standalone_cluster
     assert r["final_test_accuracy"] >= 0.8 and r["provenance"]["launcher"] == "spark-submit"
+    # the keys the README says tools may rely on, as distbench run writes them
+    assert r["log"] is None and set(r["timings"]["phases"]) >= {"engine_start_s", "train_s", "eval_s"}
+    assert "[1/1] spark_ps:adag (2 workers): ok test acc " in cp.stdout, cp.stdout[-3000:]
     cp = distbench("report", str(out))
     assert cp.returncode == 0 and "spark_ps:adag" in cp.stdout
 
@@ -223,6 +226,18 @@ def test_spark_submit_app_checks_the_master_and_conf_it_is_given(tmp_path):
         assert r["status"] == "failed" and r["timings"]["total_s"] < 10, (r["reason"], r["timings"])
         assert ("Spark master 'local[2]' offers 1 barrier task slot (2 cores of local[2] // spark.task.cpus 2) "
                 "but 2 replicas must run at once") in r["reason"]
+        assert "check_planned_slots" in (out / r["log"]).read_text()  # the traceback: in the log, not the console
+    # the user test: a traceback per configuration on the console, and config ids as names
+    assert "Traceback" not in cp.stdout + cp.stderr, cp.stdout[-3000:]
+    assert "distbench spark-app: " + str(out) + ": 2 of 2 configuration(s) to run" in cp.stdout
+    assert "[2/2] spark_ps:downpour (2 workers): failed SparkSpecError: Spark master 'local[2]'" in cp.stdout
+    # re-submitting continues the sweep, and says what it skipped (it printed nothing before)
+    cp = subprocess.run([str(BIN / "spark-submit"), "--master", "local[2]", "--conf", "spark.task.cpus=2", app,
+                         "--config", str(cfg), "--out", str(out), "--workers", "2"],
+                        capture_output=True, text=True, timeout=600, env=env, check=False)
+    assert cp.returncode == 0 and len(read_records(out)) == 2, cp.stdout[-3000:]
+    assert ": 0 of 2 configuration(s) to run, 2 already recorded (skipped)" in cp.stdout
+    assert "sweep: nothing to run" in cp.stdout
     # a property Spark reads only when a job needs it: rejected once the session exists
     cp = subprocess.run([str(BIN / "spark-submit"), "--master", "local[2]", "--conf", "spark.default.parallelism=0",
                          app, "--config", str(cfg), "--out", str(tmp_path / "run2")],

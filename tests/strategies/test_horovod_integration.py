@@ -142,6 +142,11 @@ def test_cluster_entry_appends_a_record(tmp_path):
     assert r["status"] == "ok" and r["strategy"] == "horovod" and r["workers"] == 2 and r["repeat"] == 0
     assert r["final_test_accuracy"] >= 0.85 and r["details"]["replicas_in_sync_check"] == "passed"
     assert r["launcher"] == "cluster" and len(r["curve"]) == 3
+    assert "distbench: horovod (2 workers): ok test acc " in log.read_text()
     assert "record appended" in log.read_text()
+    # the user test: keys the README says tools may rely on were missing from such a record
+    t = r["timings"]
+    assert r["log"] is None and set(t["phases"]) == {"engine_start_s", "trace_s", "train_s", "off_clock_s", "eval_s"}
+    assert sum(t["phases"].values()) == pytest.approx(t["total_s"] + t["eval_s"], abs=0.01)
     cp = distbench("report", str(out))
     assert cp.returncode == 0 and "horovod" in cp.stdout

@@ -34,6 +34,7 @@ from distbench import config as config_mod
 from distbench.config import ConfigError
 from distbench.harness.evaluate import Evaluator
 from distbench.harness.matrix import ConfigPoint
+from distbench.harness.progress import result_detail
 from distbench.harness.runner import artifacts_dir, ok_record, prepare_run_dir
 from distbench.results import provenance
 from distbench.results.records import config_id
@@ -112,10 +113,8 @@ def record_cluster_run(out: TrainOutput, workload: Workload, info: Any, scenario
                     launcher="cluster")
     append_record(run_dir, rec)
     (run_dir / "provenance.json").write_text(json.dumps(prov, indent=2))
-    acc = rec.get("final_test_accuracy")
-    print(f"distbench: {point.key}: {rec['status']} "
-          + (f"test acc {acc:.3f}, train {out.train_s:.1f} s" if acc is not None else rec.get("reason", ""))
-          + f"; record appended to {run_dir / 'results.jsonl'}", flush=True)
+    print(f"distbench: {point.label}: {rec['status']} {result_detail(rec)}; record appended to "
+          f"{run_dir / 'results.jsonl'}", flush=True)
     return rec
 
 

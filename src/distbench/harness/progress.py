@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import statistics
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 #: Typical seconds from spawn to the first training step per strategy family, measured on a
 #: 2-core machine with the digits workload (records' ``startup_s``); only a seed: once one
@@ -37,6 +37,26 @@ _TAIL_BYTES = 32_768
 def family(strategy: str) -> str:
     """``spark_ps`` for ``spark_ps:adag``; a plain name is its own family."""
     return strategy.split(":", 1)[0]
+
+
+def progress_label(point: Any, repeats: int) -> str:
+    """A configuration as the progress lines name it: the table's name (``spark_ps:adag (2
+    workers)``), with ``, repeat r/R`` when the sweep repeats.
+
+    Args:
+        point: a :class:`~distbench.harness.matrix.ConfigPoint`.
+        repeats: the sweep's ``run.repeats``.
+    """
+    return point.label + (f", repeat {point.repeat + 1}/{repeats}" if repeats > 1 else "")
+
+
+def result_detail(rec: dict[str, Any]) -> str:
+    """What a finished configuration's progress line says after its status:
+    ``test acc 0.947, train 0.2 s`` for an ok record, else its reason (one line)."""
+    acc, t = rec.get("final_test_accuracy"), (rec.get("timings") or {}).get("train_s")
+    if rec.get("status") == "ok" and acc is not None:
+        return f"test acc {acc:.3f}" + (f", train {t:.1f} s" if t is not None else "")
+    return str(rec.get("reason") or "")
 
 
 def display_name(key: str) -> str:

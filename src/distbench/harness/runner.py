@@ -180,8 +180,12 @@ def phases(out: TrainOutput, spawn_unix: float, total_s: float, eval_s: float) -
     ``train_s`` (the training clock), ``off_clock_s`` (during training but off its clock:
     per-epoch snapshots, plus the engine's teardown before the strategy returns),
     ``exit_s`` (saving the output and leaving the process) and ``eval_s`` (evaluation in the
-    sweep's process). Empty when the child recorded no timestamps (a strategy run under the
-    user's own launcher).
+    sweep's process). When the child recorded no timestamps (a strategy run under the
+    user's own launcher: horovodrun, mpirun, TF_CONFIG, spark-submit), the phases it cannot
+    tell apart are not guessed: ``engine_start_s`` is then everything from ``spawn_unix`` to
+    the first step but tracing (process start and workload included), ``off_clock_s``
+    everything from the end of the training clock to ``total_s`` (exit included), and
+    ``process_start_s``, ``workload_s`` and ``exit_s`` are absent.
 
     Args:
         out: the child's output; its ``extra`` holds :data:`PHASE_MARKS` (popped).
@@ -190,9 +194,12 @@ def phases(out: TrainOutput, spawn_unix: float, total_s: float, eval_s: float) -
         eval_s: evaluation seconds.
     """
     marks = out.extra.pop(PHASE_MARKS, None)
-    if not marks:
-        return {}
     trace = float(out.extra.get("trace_s") or 0.0)
+    if not marks:
+        coarse = {"engine_start_s": out.first_step_unix - spawn_unix - trace, "trace_s": trace,
+                  "train_s": out.train_s, "off_clock_s": spawn_unix + total_s - out.first_step_unix - out.train_s,
+                  "eval_s": eval_s}
+        return {k: round(max(0.0, v), 4) for k, v in coarse.items()}
     start, loaded, end = marks["child_start_unix"], marks["workload_unix"], marks["launch_end_unix"]
     raw = {"process_start_s": start - spawn_unix, "workload_s": loaded - start,
            "engine_start_s": out.first_step_unix - loaded - trace, "trace_s": trace, "train_s": out.train_s,

@@ -30,9 +30,12 @@ import click
 from distbench import config as config_mod
 from distbench.config import ConfigError
 from distbench.harness.evaluate import Evaluator
-from distbench.harness.matrix import ConfigPoint, strategy_names
-from distbench.harness.runner import artifacts_dir, failure_reason, make_record, ok_record, prepare_run_dir, run_sweep
+from distbench.harness.matrix import ConfigPoint, expand, strategy_names
+from distbench.harness.progress import progress_label, result_detail
+from distbench.harness.runner import (artifacts_dir, failure_reason, make_record, ok_record, prepare_run_dir, run_sweep,
+                                      time_breakdown)
 from distbench.results.records import Status
+from distbench.results.store import RESULTS_FILE, read_records
 from distbench.strategies import registry
 from distbench.strategies.base import LaunchContext
 from distbench.training.output import TrainingFailed
@@ -83,25 +86,39 @@ def main(config_file: str | None, out: str, workers: str | None) -> None:
         try:
             out_ = registry.get(point.strategy).train_on_session(spark, ctx)
             return ok_record(workload, point, run_id, prov, out_, evaluator(), time.time() - t0, t0)
-        except Exception as e:  # recorded, and the sweep goes on
-            traceback.print_exc()
+        except Exception as e:  # recorded (its traceback in a log file, not on the console), and the sweep goes on
             failed = e if isinstance(e, TrainingFailed) else None
+            log = Path("logs") / f"{point.key}.log"
+            (run_dir / log).parent.mkdir(parents=True, exist_ok=True)
+            (run_dir / log).write_text(traceback.format_exc())
             return make_record(workload, point, run_id, prov, Status.FAILED, reason=failure_reason(e),
-                               log_tail=traceback.format_exc()[-4000:],
+                               log=str(log), log_tail=traceback.format_exc()[-4000:],
                                failed_process=failed.failed_process if failed else None,
                                details=failed.details if failed else None,
                                timings={"total_s": time.time() - t0, "startup_s": None, "train_s": None,
                                         "eval_s": None})
 
+    done = {(r.get("config_id"), r.get("repeat")) for r in read_records(run_dir)}
+    points = expand(cfg)
+    label_of = {p.key: progress_label(p, cfg.run.repeats) for p in points}  # as distbench run names them
+    todo = sum((p.config_id, p.repeat) not in done for p in points)
+    click.echo(f"distbench spark-app: {run_dir}: {todo} of {len(points)} configuration(s) to run"
+               + (f", {len(points) - todo} already recorded (skipped)" if todo < len(points) else ""))
+
     def progress(key: str, i: int, n: int, rec: dict[str, Any] | None) -> None:
         if rec is not None:
-            click.echo(f"[{i}/{n}] {key}: {rec['status']} {rec.get('final_test_accuracy') or rec.get('reason')}")
+            click.echo(f"[{i}/{n}] {label_of.get(key, key)}: {rec['status']} {result_detail(rec)}")
 
+    t0 = time.time()
     try:
-        run_sweep(cfg, run_dir, resume=True, on_progress=progress, workload=workload, execute=on_session,
-                  launcher="spark-submit")
+        records = run_sweep(cfg, run_dir, resume=True, on_progress=progress, workload=workload,
+                            execute=on_session, launcher="spark-submit")
     finally:
         spark.stop()
+    new = [r for r in records if (r.get("config_id"), r.get("repeat")) not in done]
+    click.echo(time_breakdown(new, time.time() - t0))
+    click.echo(f"distbench spark-app: {len(records)} record(s) in {run_dir / RESULTS_FILE}; "
+               f"'distbench report {run_dir}' shows them")
 
 
 if __name__ == "__main__":

@@ -121,6 +121,7 @@ def new_record(run_id: str, strategy: str, workers: int, repeat: int, status: St
         "repeat": repeat,
         "status": status,
         "reason": "",
+        "log": None,
         "global_batch_size": None,
         "per_replica_batch_size": None,
         "epochs": None,
