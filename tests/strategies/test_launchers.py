@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from distbench.launch.commands import config_child_command
-from distbench.launch.process import STALLED_EXIT, ProcSpec, last_error_line, log_tail, run_processes, supervise
+from distbench.launch.process import (STALLED_EXIT, ProcessGroup, ProcSpec, last_error_line, log_tail,
+                                     run_processes, supervise)
 from distbench.text import clip
 
 
@@ -197,3 +198,22 @@ def _running(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def test_a_killed_mpirun_leaves_no_session_directory(tmp_path, monkeypatch):
+    # the user test: every interrupted mpi_ps sweep left /tmp/ompi.<host>.<uid>/pid.<mpirun pid>/
+    # (contact file, topology, PMIx shared memory) behind; mpirun only removes it when it ends itself
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    log = tmp_path / "mpirun.log"
+    spec = ProcSpec("mpirun", ["mpirun", "--allow-run-as-root", "-np", "1", "sleep", "60"], dict(os.environ), log)
+    group = ProcessGroup([spec]).start()
+    pid = group.procs[0].pid
+    deadline = time.monotonic() + 30
+    while not list(tmp_path.glob(f"ompi.*.{os.getuid()}/pid.{pid}")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert list(tmp_path.glob(f"ompi.*.{os.getuid()}/pid.{pid}")), log_tail(log)  # mpirun made it
+    group.procs[0].send_signal(signal.SIGKILL)  # as a SIGKILL after the grace period would
+    group.procs[0].wait(10)
+    assert list(tmp_path.glob(f"ompi.*.{os.getuid()}/pid.{pid}"))  # left behind by the dead mpirun
+    group.terminate(grace_s=1.0)
+    assert not list(tmp_path.glob(f"ompi.*.{os.getuid()}/pid.{pid}"))

@@ -19,6 +19,7 @@ import ctypes
 import ctypes.util
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -145,7 +146,9 @@ def _kill_group(pid: int, sig: int) -> None:
 
 
 def terminate_groups(pids: list[int], grace_s: float = GRACE_S) -> None:
-    """SIGTERM each process group, wait up to ``grace_s``, then SIGKILL what is left."""
+    """SIGTERM each process group, wait up to ``grace_s``, then SIGKILL what is left; then
+    remove what a killed ``mpirun`` leader left in the temporary directory
+    (:func:`remove_mpirun_session_dir`)."""
     for pid in pids:
         _kill_group(pid, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
@@ -158,6 +161,22 @@ def terminate_groups(pids: list[int], grace_s: float = GRACE_S) -> None:
             time.sleep(0.05)
         _kill_group(pid, signal.SIGKILL)
         _live_groups.discard(pid)
+        remove_mpirun_session_dir(pid)
+
+
+def remove_mpirun_session_dir(pid: int) -> None:
+    """Remove Open MPI's session directory of an ``mpirun`` whose pid was ``pid``
+    (``$TMPDIR/ompi.<host>.<uid>/pid.<pid>/``: contact file, topology and PMIx shared-memory
+    files), if there is one. ``mpirun`` removes it when it ends normally; one stopped by a
+    signal (an interrupted sweep, a timeout, a failed rank) leaves it behind, one more per
+    interruption. Call it only once ``pid`` is dead: a leader of a group just SIGKILLed.
+
+    Args:
+        pid: the process id the ``mpirun`` had (any other pid: nothing to remove).
+    """
+    base = Path(os.environ.get("TMPDIR") or "/tmp")
+    for d in base.glob(f"ompi.*.{os.getuid()}/pid.{int(pid)}"):
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def kill_session(sid: int) -> list[int]:
