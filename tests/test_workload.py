@@ -109,3 +109,15 @@ def test_a_model_built_differently_in_another_process_names_the_rule(tmp_path):
                      a.data_sha256, tmp_path)  # as if the factory had drawn other layer sizes when they were saved
     with pytest.raises(ValueError, match="the model must have the same architecture every time it is built"):
         other.build_model()
+
+
+@pytest.mark.parametrize("n,g,workers", [(432, 64, [2]), (432, 64, [2, 3]), (1293, 500, [2, 4]), (100, 64, [1]),
+                                         (1000, 96, [8])])
+def test_the_suggested_batch_size_is_one_the_config_accepts_and_drops_little(n, g, workers):
+    # the user test: 432 samples, batch 64, workers [2] suggested 61, which the config then refused
+    # ("not divisible by run.workers = 2")
+    from distbench.workload import DROPPED_SHARE_WARNING, even_batch
+
+    b = even_batch(n, g, workers)
+    assert all(b % w == 0 for w in workers) and g / 2 <= b <= 2 * g
+    assert n % b <= DROPPED_SHARE_WARNING * n

@@ -182,6 +182,7 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
     lock = lock or _lock_run_dir(run_dir)  # held until the sweep and its report are done
     # SIGTERM (a scheduler or CI cancelling us) is handled like Ctrl-C: children are killed,
     # finished records stay, and the run can be resumed.
+    _STOPPING[0] = _STOPPING_SWEEP
     signal.signal(signal.SIGTERM, _interrupt)
     if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:  # a background job keeps ignoring it
         signal.signal(signal.SIGINT, _interrupt)
@@ -198,6 +199,7 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
         lock.close()
         sys.exit(128 + _STOPPED_BY[0])  # 130 after Ctrl-C, 143 after SIGTERM, as shells report them
     t_report = time.time()
+    _STOPPING[0] = "stopping the report (every configuration has finished; the records are kept)"
     try:
         _print_report(records, run_dir)
     except KeyboardInterrupt:
@@ -258,6 +260,9 @@ def _records_of(run_dir: Path) -> list[dict[str, Any]]:
 
 
 _STOPPED_BY = [int(signal.SIGINT)]  # the signal that stopped the sweep (its exit status is 128 + it)
+_STOPPING_SWEEP = "stopping the running configuration and its engine (seconds; up to about 15 for a Spark engine)"
+_STOPPING = [_STOPPING_SWEEP]
+"""What the first SIGINT/SIGTERM stops, as :func:`_interrupt` says it: the sweep, then the report."""
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -267,8 +272,7 @@ def _interrupt(signum: int, frame: object) -> None:
     during that clean-up interrupts it (Python's default)."""
     signal.signal(signal.SIGINT, signal.default_int_handler)
     _STOPPED_BY[0] = int(signum)
-    print(f"distbench: {signal.Signals(signum).name}: stopping the running configuration and its engine "
-          "(seconds; about 15 for a Spark engine)...", file=sys.stderr, flush=True)
+    print(f"distbench: {signal.Signals(signum).name}: {_STOPPING[0]}...", file=sys.stderr, flush=True)
     raise KeyboardInterrupt
 
 

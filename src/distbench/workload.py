@@ -20,10 +20,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -383,7 +384,25 @@ def check_batch(cfg: ExperimentConfig, ds: Dataset) -> None:
         _LOG.warning("training.global_batch_size = %d with %d training samples: each epoch takes %d step(s) and "
                      "leaves %d samples (%.0f%%) out (a different %d each epoch: the last partial global batch is "
                      "dropped); choose a batch size that divides the split more evenly, e.g. %d", g, n, n // g,
-                     n % g, 100 * (n % g) / n, n % g, n // max(1, -(-n // g)))
+                     n % g, 100 * (n % g) / n, n % g, even_batch(n, g, cfg.run.workers))
+
+
+def even_batch(n: int, g: int, workers: Sequence[int]) -> int:
+    """A global batch size near ``g`` that leaves at most :data:`DROPPED_SHARE_WARNING` of
+    ``n`` training samples out of each epoch and that every worker count of ``workers``
+    divides (as the config requires), for the warning of :func:`check_batch` to suggest.
+
+    Returns:
+        The multiple of ``lcm(workers)`` in ``[g/2, 2g]`` (and at most ``n``) that drops
+        under the threshold, closest to ``g``; else the one that drops least; else
+        ``lcm(workers)``.
+    """
+    step = math.lcm(*workers) if workers else 1
+    cands = [b for b in range(step, min(n, 2 * g) + 1, step) if 2 * b >= g]
+    if not cands:
+        return step
+    return min(cands, key=lambda b: (n % b > DROPPED_SHARE_WARNING * n, abs(b - g) if n % b <= DROPPED_SHARE_WARNING * n
+                                     else n % b))
 
 
 def check_feature_scale(ds: Dataset) -> None:

@@ -149,6 +149,11 @@ def test_schemas_that_differ_between_files(tmp_path):
     _table(d / "b.parquet", label=GOOD_Y.astype(np.float64))
     with pytest.raises(DataError, match=r"b.parquet: column 'label' is double, but .*a.parquet has int64"):
         _load_and_validate({"name": "parquet", "path": str(d), "features_col": "features", "label_col": "label"})
+    # a column missing from one file (the user test: "column 'f9' is no such column, but ... has double")
+    pq.write_table(pa.table({"features": pa.array(list(GOOD_X)), "target": GOOD_Y}), d / "b.parquet")
+    with pytest.raises(DataError, match=r"b.parquet has no column 'label', which .*a.parquet has \(type int64\); "
+                                        "every file must have the same schema"):
+        _load_and_validate({"name": "parquet", "path": str(d), "features_col": "features", "label_col": "label"})
 
 
 def test_parquet_without_columns_is_a_config_error(tmp_path):
@@ -170,7 +175,12 @@ NPZ_CASES = {
     "fractional": (dict(x=GOOD_X, y=GOOD_Y + 0.25), "label 0.25 at row 0 is not a whole number; not supported"),
     "not one-hot": (dict(x=GOOD_X, y=np.full((40, 3), 1 / 3)), "row 0 of the one-hot labels is"),
     "string labels": (dict(x=GOOD_X, y=np.array(["a", "b"] * 20)), "labels are strings (dtype <U1)"),
-    "empty": (dict(x=np.zeros((0, 3)), y=np.zeros(0, int)), "x has shape (0, 3); expected (n, ...) with n >= 1"),
+    "empty": (dict(x=np.zeros((0, 3)), y=np.zeros(0, int)), "x has shape (0, 3): no samples; expected (n, ...)"),
+    # the user test: these read "(600,); expected (n, ...) with n >= 1 rows" and "row 0 of the one-hot labels is [3]"
+    "one value per sample": (dict(x=GOOD_X[:, 0], y=GOOD_Y), "x has shape (40,): one value per sample; expected "
+                             "(n, features...), one row per sample: for one feature per sample save x.reshape(-1, 1)"),
+    "labels in a column": (dict(x=GOOD_X, y=GOOD_Y[:, None]), "labels have shape (40, 1), a column: expected (rows,) "
+                           "class indices or (rows, classes) one-hot; for class indices flatten the column"),
     "one class": (dict(x=GOOD_X, y=np.zeros(40, int)), "every label is 0, a single class"),
 }
 

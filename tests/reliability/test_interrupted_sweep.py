@@ -83,8 +83,8 @@ def test_ctrl_c_while_the_report_is_written_says_how_to_write_it_again(tmp_path,
     recs = [new_record("r", "single", 1, 0, "ok")]
     monkeypatch.setattr(cli, "_run_with_progress", lambda *a, **k: recs)
 
-    def interrupted(*a, **k):
-        raise KeyboardInterrupt
+    def interrupted(*a, **k):  # Ctrl-C while the report is written
+        cli._interrupt(signal.SIGINT, None)
 
     monkeypatch.setattr(cli, "_print_report", interrupted)
     out = tmp_path / "run"
@@ -97,3 +97,6 @@ def test_ctrl_c_while_the_report_is_written_says_how_to_write_it_again(tmp_path,
     assert res.exit_code == 130, res.output
     assert (f"distbench: interrupted while writing the report; all 1 record(s) are kept in {out}. Write it again "
             f"with: distbench report {out}") in res.stderr
+    # the user test: it said "stopping the running configuration and its engine" with nothing running
+    assert "distbench: SIGINT: stopping the report (every configuration has finished" in res.stderr
+    assert "its engine" not in res.stderr

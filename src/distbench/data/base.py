@@ -143,6 +143,10 @@ def class_indices(y: np.ndarray, where: str, first_row: int = 0) -> tuple[np.nda
                         "encode them as class indices 0..k-1 (e.g. Spark ML's StringIndexer) or one-hot")
     if y.dtype.kind not in "biuf":
         raise DataError(f"{where}: labels have dtype {y.dtype}; {LABELS_NOT_SUPPORTED}")
+    if y.ndim == 2 and y.shape[1] == 1:
+        raise DataError(f"{where}: labels have shape {y.shape}, a column: expected (rows,) class indices or "
+                        "(rows, classes) one-hot; for class indices flatten the column (y.ravel() or "
+                        "y.reshape(-1)) before saving")
     if y.ndim == 2:
         ok = ((y == 0) | (y == 1)).all(axis=1) & (y.sum(axis=1) == 1)
         if not ok.all():

@@ -147,8 +147,11 @@ def load_npz(cfg: DataConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray | None
             pairs.append((None, None))
             continue
         x, y = arrays[xk], arrays[yk]
-        if x.ndim < 2 or len(x) == 0:
-            raise DataError(f"{p}: {xk} has shape {x.shape}; expected (n, ...) with n >= 1 rows, one per sample")
+        if x.ndim < 2:
+            raise DataError(f"{p}: {xk} has shape {x.shape}: one value per sample; expected (n, features...), one "
+                            f"row per sample: for one feature per sample save {xk}.reshape(-1, 1)")
+        if len(x) == 0:
+            raise DataError(f"{p}: {xk} has shape {x.shape}: no samples; expected (n, ...) with n >= 1 rows")
         if len(y) != len(x):
             raise DataError(f"{p}: {xk} has {len(x)} rows but {yk} has {len(y)}; they must have one label per sample")
         if cfg.feature_shape:

@@ -359,10 +359,12 @@ def make_reader(files: ParquetFiles, features_col: str | list[str], label_col: s
         for i in range(len(fl.paths)):
             other = fl.schema(i)
             for n in [*names, label_col]:
-                if n not in other.names or not _same_type(other.field(n).type, schema.field(n).type):
-                    found = str(other.field(n).type) if n in other.names else "no such column"
-                    raise DataError(f"{fl.paths[i]}: column {n!r} is {found}, but {files.paths[0]} has "
-                                    f"{schema.field(n).type}; every file must have the same schema")
+                if n not in other.names:
+                    raise DataError(f"{fl.paths[i]} has no column {n!r}, which {files.paths[0]} has (type "
+                                    f"{schema.field(n).type}); every file must have the same schema")
+                if not _same_type(other.field(n).type, schema.field(n).type):
+                    raise DataError(f"{fl.paths[i]}: column {n!r} is {other.field(n).type}, but {files.paths[0]} "
+                                    f"has {schema.field(n).type}; every file must have the same schema")
     total = sum(m.num_rows for m in files.metas)
     if total == 0:
         raise DataError(f"data.path = {files.spec!r}: the dataset is empty (0 rows in {len(files.paths)} file(s))")
