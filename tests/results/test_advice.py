@@ -230,3 +230,17 @@ def test_rows_left_out_as_diverged_are_named_even_when_they_reached_the_target()
     assert adv.recommended == "single (1 worker)"
     assert ("Left out although they reached the target: mpi_ps:easgd (2 workers) (diverged, the report's Caution "
             "says why).") in adv.reasons
+
+
+def test_the_report_states_the_warm_up_caveat_once_and_its_notes_as_a_list():
+    # the user test: report.md printed the Warm-up note under "Why:" and again below, and its
+    # notes as bare lines, which Markdown runs into one paragraph
+    from distbench.results.report import render_markdown
+
+    records = runs("single", 1, [0.5, 0.55, 0.6]) + runs("horovod", 2, [1.0, 1.1, 1.2])
+    for r in records:
+        r["curve"][0]["elapsed_s"] = 0.9 * r["curve"][1]["elapsed_s"]
+    md = render_markdown(records)
+    assert md.count("Warm-up: the first epoch") == 1, md
+    notes = [ln for ln in md.splitlines() if ln.startswith(("Shared ", "Every commit", "Warm-up"))]
+    assert not notes, notes  # each note is a list item

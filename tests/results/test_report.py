@@ -204,6 +204,10 @@ def test_the_row_that_started_the_shared_spark_engine_is_marked_and_explained():
     own = [r for r in recs if r["strategy"] == "single"] + [{**recs[1], "details": {},
                                                              "log": "logs/spark_ps-adag_w2_r0.log"}]
     assert not [n for n in build(own).notes if n.startswith("Shared Spark engine")]
+    # the user test: with one spark_ps row the note said the sweep's configurations "share" the engine
+    (alone,) = [n for n in build(recs[:2]).notes if n.startswith("Shared Spark engine")]
+    assert "that the sweep's spark_ps configurations share" not in alone
+    assert alone.endswith("which later spark_ps configurations of a sweep reuse; these records have no other.")
 
 
 def test_the_row_that_started_the_shared_mpi_engine_is_marked_and_explained_apart_from_spark():

@@ -160,9 +160,13 @@ def engine_start_notes(summaries: Sequence[ConfigSummary]) -> list[str]:
         lo, hi = (min(reused), max(reused)) if reused else (0.0, 0.0)
         rest = (f"; the {family} configurations that reused it started in {lo:.1f}"
                 + (f"-{hi:.1f}" if hi > lo else "") + " s" if reused else "")
-        notes.append(f"Shared {kind} engine: the start-up marked * ({who}) includes starting the engine ({what}) "
-                     f"that the sweep's {family} configurations share{rest}. {switch} gives each configuration "
-                     "its own start.")
+        if reused:
+            notes.append(f"Shared {kind} engine: the start-up marked * ({who}) includes starting the engine ({what}) "
+                         f"that the sweep's {family} configurations share{rest}. {switch} gives each configuration "
+                         "its own start.")
+        else:  # nothing shared it: no other configuration of the family in these records
+            notes.append(f"Shared {kind} engine: the start-up marked * ({who}) includes starting the engine ({what}), "
+                         f"which later {family} configurations of a sweep reuse; these records have no other.")
     return notes
 
 

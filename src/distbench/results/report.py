@@ -319,7 +319,9 @@ def render_markdown(records: list[dict[str, Any]], title: str = "distbench repor
         lines += ["Hardware:", ""] + [f"- **{hw.letter}**: {hw.description}" for hw in d.hardware] + [""]
     if d.multi_workload:
         lines += ["Workloads:", ""] + [f"- **{w.label}**: {w.description}" for w in d.workloads] + [""]
-    lines += [f"{n}" for n in d.notes] + ([""] if d.notes else [])
+    said = set(d.advice.reasons) if d.advice is not None else set()  # (the warm-up caveat goes with the verdict)
+    notes = [n for n in d.notes if n not in said]
+    lines += [f"- {n}" for n in notes] + ([""] if notes else [])  # a list: bare lines would run into one paragraph
     lines += ["Speed-up = median training time of `single` / median training time of the configuration "
               "(same hardware, same epochs and global batch); scaling eff. = speed-up / workers; "
               "temporal eff. = Hermans' ratio of areas under accuracy-vs-time versus `single` (> 1: "

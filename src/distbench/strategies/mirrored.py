@@ -21,7 +21,8 @@ class Mirrored(Strategy):
     name = "mirrored"
     description = "tf.distribute.MirroredStrategy (GPUs, or N logical CPU devices without GPUs)"
     family = "tf.distribute"
-    needs = "TensorFlow only, but one machine: its GPUs are the replicas (no multi-host training)"
+    needs = ("TensorFlow only, but one machine: its GPUs are the replicas, or logical CPU devices where it has "
+             "none (no multi-host training)")
     uses_network = False
 
     def launch(self, ctx: LaunchContext) -> TrainOutput:
