@@ -162,6 +162,7 @@ class Workload:
         check_batch(cfg, ds)
         ds.validate()  # block-read sources: every value checked once, before any configuration starts
         check_label_coverage(ds, cfg.data.classes)
+        warn_uneven_batch(cfg, ds)
         check_feature_scale(ds)
         if ds.in_memory:
             check_labels(ds.y_train, f"dataset {cfg.data.name!r}")
@@ -371,15 +372,20 @@ FEATURE_MAGNITUDE_WARNING = 1e3
 
 
 def check_batch(cfg: ExperimentConfig, ds: Dataset) -> None:
-    """Raise :class:`ConfigError` if the training split cannot fill one global batch; warn
-    when the last partial global batch, left out of every epoch, is over
-    :data:`DROPPED_SHARE_WARNING` of the split."""
+    """Raise :class:`ConfigError` if the training split cannot fill one global batch."""
     n, g = len(ds.train), cfg.training.global_batch_size
     if n < g:
         raise ConfigError(
             f"training.global_batch_size = {g} exceeds the "
             f"{n} training samples of {cfg.data.name!r}: lower the batch size"
         )
+
+
+def warn_uneven_batch(cfg: ExperimentConfig, ds: Dataset) -> None:
+    """Warn when the last partial global batch, left out of every epoch, is over
+    :data:`DROPPED_SHARE_WARNING` of the training split, suggesting :func:`even_batch`.
+    Called once the data are validated: a warning about data about to be rejected misleads."""
+    n, g = len(ds.train), cfg.training.global_batch_size
     if n % g > DROPPED_SHARE_WARNING * n:
         _LOG.warning("training.global_batch_size = %d with %d training samples: each epoch takes %d step(s) and "
                      "leaves %d samples (%.0f%%) out (a different %d each epoch: the last partial global batch is "
@@ -390,7 +396,7 @@ def check_batch(cfg: ExperimentConfig, ds: Dataset) -> None:
 def even_batch(n: int, g: int, workers: Sequence[int]) -> int:
     """A global batch size near ``g`` that leaves at most :data:`DROPPED_SHARE_WARNING` of
     ``n`` training samples out of each epoch and that every worker count of ``workers``
-    divides (as the config requires), for the warning of :func:`check_batch` to suggest.
+    divides (as the config requires), for the warning of :func:`warn_uneven_batch` to suggest.
 
     Returns:
         The multiple of ``lcm(workers)`` in ``[g/2, 2g]`` (and at most ``n``) that drops
