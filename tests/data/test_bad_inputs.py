@@ -108,6 +108,14 @@ def _cli_exit_2(tmp_path, data: dict, needle: str, batch: int = 4):
     assert not out.exists()  # nothing half-written
 
 
+def test_parquet_labels_as_one_element_lists_are_named(tmp_path):
+    # the user test: each label stored as [3] read as one-hot of width 1: "every label is 0, a single class"
+    p = tmp_path / "d.parquet"
+    _table(p, label=pa.array([[int(v)] for v in GOOD_Y]))
+    with pytest.raises(DataError, match=r"data.label_col = 'label' holds lists of one value \(type list<"):
+        _load_and_validate({"name": "parquet", "path": str(p), "features_col": "features", "label_col": "label"})
+
+
 def test_bad_data_is_not_preceded_by_a_batch_size_warning(tmp_path, caplog):
     # the user test: a Parquet error found in a row group came after a warning about how the
     # batch size splits the data about to be rejected; batch 16 of 30 training rows drops 14

@@ -46,3 +46,10 @@ def test_the_sweep_line_sums_phases_and_names_the_rest():
 
 def test_a_sweep_with_nothing_to_run_says_so():
     assert time_breakdown([], 4.1) == "sweep: nothing to run (every configuration was already recorded); 4.1 s"
+
+
+def test_a_sweep_whose_configurations_all_failed_has_a_well_formed_line():
+    # the user test: "sweep: 2 configuration(s) in 0.6 s: , other 0.6 s (100%: between configurations)"
+    recs = [{"timings": {"train_s": None, "eval_s": None}}] * 2
+    assert time_breakdown(recs, 0.6) == "sweep: 2 configuration(s) in 0.6 s: other 0.6 s (100%: between configurations)"
+    assert time_breakdown(recs, 0.01) == "sweep: 2 configuration(s) in 0.0 s"

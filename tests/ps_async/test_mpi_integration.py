@@ -91,3 +91,21 @@ def test_killed_replica_gives_failed_record(tmp_path):
     assert rec["status"] == "failed" and "rank 2" in rec["reason"], rec["reason"]
     time.sleep(1)
     assert pids_with(str(out)) == []
+
+
+@pytest.mark.integration
+@requires(executable="mpirun", module="mpi4py")
+def test_a_users_own_mpirun_appends_a_complete_record_and_says_so(tmp_path):
+    # README "MPI parameter servers": the platform team's own mpirun on the worker entry; the
+    # user test: it printed nothing at the end, and its record had no log key and no phases
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text("[training]\nepochs = 2\n")
+    out = tmp_path / "run"
+    cp = subprocess.run(["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "3", "-H", "localhost:3",
+                         sys.executable, "-m", "distbench", "worker", "mpi-ps", str(out), "--optimizer", "adag",
+                         "--config", str(cfg)], capture_output=True, text=True, timeout=300)
+    assert cp.returncode == 0, (cp.stdout + cp.stderr)[-3000:]
+    (r,) = read_records(out)
+    assert r["status"] == "ok" and r["strategy"] == "mpi_ps:adag" and r["provenance"]["launcher"] == "mpirun (user)"
+    assert r["log"] is None and {"engine_start_s", "train_s", "eval_s"} <= set(r["timings"]["phases"])
+    assert "distbench: mpi_ps:adag (2 workers): ok test acc " in cp.stdout and "record appended to" in cp.stdout

@@ -79,3 +79,14 @@ def test_a_record_with_a_field_of_the_wrong_type_is_dropped_naming_line_and_fiel
     append_record(tmp_path, new_record("r", "horovod", 2, 0, "ok", final_test_accuracy=0.9))
     assert [r["strategy"] for r in read_records(tmp_path)] == ["single", "horovod"]
     assert f"dropped 1 torn or corrupt line(s) (line 2: {why})" in caplog.text
+
+
+def test_every_record_has_the_keys_tools_may_rely_on_whatever_its_status():
+    # the user test: failed and unavailable records had no steps, samples, details or log, which
+    # README lists as keys tools may rely on (a CI parser read r["log"] and died)
+    from distbench.results.records import new_record
+
+    for status in ("ok", "failed", "timeout", "unavailable"):
+        rec = new_record("run", "tpu", 2, 0, status)
+        assert {"log", "steps", "samples", "details", "timings", "curve", "reason"} <= set(rec), status
+        assert rec["log"] is None and rec["details"] == {} and rec["steps"] is None

@@ -400,6 +400,10 @@ def make_reader(files: ParquetFiles, features_col: str | list[str], label_col: s
             raise DataError(f"data.label_col = {label_col!r} has type {label_type}; expected class indices "
                             "(integers) or one-hot lists of numbers")
         onehot = ldims[0] if ldims[0] != -1 else _first_row_length(files, label_col)
+        if onehot == 1:
+            raise DataError(f"data.label_col = {label_col!r} holds lists of one value (type {label_type}): expected "
+                            "class indices (one integer per row) or one-hot lists with one entry per class; for "
+                            "class indices store the value itself, not a one-element list")
     num_classes = classes or onehot or _max_label(files, label_col, extra) + 1
     if onehot and classes and classes != onehot:
         raise DataError(f"data.classes = {classes} but the one-hot labels in {label_col!r} have width {onehot}; "

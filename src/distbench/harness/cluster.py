@@ -28,9 +28,10 @@ import click
 from distbench import config as config_mod
 from distbench.harness.evaluate import Evaluator
 from distbench.harness.matrix import ConfigPoint
+from distbench.harness.progress import result_detail
 from distbench.harness.runner import artifacts_dir, ok_record
 from distbench.results import provenance
-from distbench.results.store import append_record
+from distbench.results.store import RESULTS_FILE, append_record
 from distbench.scenario import Scenario
 from distbench.launch import commands, process
 from distbench.launch.tfconfig import JOIN_TIMEOUT_ENV, join_failure, parse_tf_config, silent_peers
@@ -182,8 +183,10 @@ def mpi_ps_worker_main(run_dir: Path, optimizer: str, key: str | None, window: i
     point = ConfigPoint(f"mpi_ps:{optimizer}", comm.Get_size() - 1, 0, window, scenario=scenario)
     prov = provenance.collect(workload.config.training.seed)
     prov["launcher"] = "mpirun (user)"
-    append_record(run_dir, ok_record(workload, point, run_dir.name, prov, out, Evaluator(workload),
-                                     time.time() - spawn, spawn))
+    rec = ok_record(workload, point, run_dir.name, prov, out, Evaluator(workload), time.time() - spawn, spawn)
+    append_record(run_dir, rec)
+    print(f"distbench: {point.label}: {rec['status']} {result_detail(rec)}; record appended to "
+          f"{run_dir / RESULTS_FILE}", flush=True)  # as the horovod entry says it
     return 0
 
 

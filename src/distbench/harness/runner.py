@@ -238,8 +238,9 @@ def time_breakdown(records: list[dict[str, Any]], wall_s: float, setup_s: float 
     words = PHASE_WORDS + (("setup_s", "sweep set-up (workload, initial weights)"), ("report_s", "report"))
     parts = [f"{word} {sums[k]:.1f} s ({100 * sums[k] / wall:.0f}%)" for k, word in words if sums[k] >= 0.05]
     rest = wall_s - sum(sums.values())
-    return (f"sweep: {len(records)} configuration(s) in {wall_s:.1f} s: " + ", ".join(parts)
-            + (f", other {rest:.1f} s ({100 * rest / wall:.0f}%: between configurations)" if rest >= 0.05 else ""))
+    if rest >= 0.05:
+        parts.append(f"other {rest:.1f} s ({100 * rest / wall:.0f}%: between configurations)")
+    return f"sweep: {len(records)} configuration(s) in {wall_s:.1f} s" + (": " + ", ".join(parts) if parts else "")
 
 
 def _no_timings(total_s: float | None) -> dict[str, float | None]:
