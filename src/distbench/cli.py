@@ -186,7 +186,9 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
     signal.signal(signal.SIGTERM, _interrupt)
     if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:  # a background job keeps ignoring it
         signal.signal(signal.SIGINT, _interrupt)
-    before = {(r.get("config_id"), r.get("repeat")) for r in _records_of(run_dir)}
+    from distbench.results.store import recorded
+
+    before = recorded(_records_of(run_dir))
     setup_s = time.time() - t0
     try:
         records = _run_with_progress(cfg, run_dir, resume, functools.partial(run_sweep, workload=workload))
@@ -290,9 +292,9 @@ def _run_with_progress(cfg: config_mod.ExperimentConfig, run_dir: Path, resume: 
 
     from distbench.harness import progress as prog
     from distbench.harness.matrix import expand
-    from distbench.results.store import read_records
+    from distbench.results.store import read_records, recorded
 
-    done = {(r.get("config_id"), r.get("repeat")) for r in read_records(run_dir)} if resume else set()
+    done = recorded(read_records(run_dir)) if resume else set()
     todo = [p for p in expand(cfg) if (p.config_id, p.repeat) not in done]
     strategy_of = {p.key: p.strategy for p in todo}
     label_of = {p.key: prog.progress_label(p, cfg.run.repeats) for p in todo}  # as the table and headline name it

@@ -33,7 +33,7 @@ from distbench.harness.shared_engine import close_engines, engine_for
 from distbench.harness.matrix import ConfigPoint, expand
 from distbench.results import provenance
 from distbench.results.records import Status, new_record
-from distbench.results.store import append_record, read_records
+from distbench.results.store import append_record, read_records, recorded
 from distbench.scenario import Scenario
 from distbench.cluster.placement import CLUSTER_ID_ENV, Placement
 from distbench.launch import commands, process
@@ -414,7 +414,7 @@ def run_sweep(cfg: ExperimentConfig, run_dir: Path, resume: bool = False,
     if launcher:
         prov["launcher"] = launcher
     (run_dir / "provenance.json").write_text(json.dumps(prov, indent=2))
-    done = {(r.get("config_id"), r.get("repeat")) for r in read_records(run_dir)}
+    done = recorded(read_records(run_dir))
     todo = [p for p in points if (p.config_id, p.repeat) not in done]
     cached: list[Evaluator] = []
 

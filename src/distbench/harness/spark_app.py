@@ -35,7 +35,7 @@ from distbench.harness.progress import progress_label, result_detail
 from distbench.harness.runner import (artifacts_dir, failure_reason, make_record, ok_record, prepare_run_dir, run_sweep,
                                       time_breakdown)
 from distbench.results.records import Status
-from distbench.results.store import RESULTS_FILE, read_records
+from distbench.results.store import RESULTS_FILE, read_records, recorded
 from distbench.strategies import registry
 from distbench.strategies.base import LaunchContext
 from distbench.training.output import TrainingFailed
@@ -88,17 +88,17 @@ def main(config_file: str | None, out: str, workers: str | None) -> None:
             return ok_record(workload, point, run_id, prov, out_, evaluator(), time.time() - t0, t0)
         except Exception as e:  # recorded (its traceback in a log file, not on the console), and the sweep goes on
             failed = e if isinstance(e, TrainingFailed) else None
-            log = Path("logs") / f"{point.key}.log"
+            log, trace = Path("logs") / f"{point.key}.log", traceback.format_exc()
             (run_dir / log).parent.mkdir(parents=True, exist_ok=True)
-            (run_dir / log).write_text(traceback.format_exc())
+            (run_dir / log).write_text(trace)
             return make_record(workload, point, run_id, prov, Status.FAILED, reason=failure_reason(e),
-                               log=str(log), log_tail=traceback.format_exc()[-4000:],
+                               log=str(log), log_tail=trace[-4000:],
                                failed_process=failed.failed_process if failed else None,
                                details=failed.details if failed else None,
                                timings={"total_s": time.time() - t0, "startup_s": None, "train_s": None,
                                         "eval_s": None})
 
-    done = {(r.get("config_id"), r.get("repeat")) for r in read_records(run_dir)}
+    done = recorded(read_records(run_dir))
     points = expand(cfg)
     label_of = {p.key: progress_label(p, cfg.run.repeats) for p in points}  # as distbench run names them
     todo = sum((p.config_id, p.repeat) not in done for p in points)
@@ -115,7 +115,7 @@ def main(config_file: str | None, out: str, workers: str | None) -> None:
                             execute=on_session, launcher="spark-submit")
     finally:
         spark.stop()
-    new = [r for r in records if (r.get("config_id"), r.get("repeat")) not in done]
+    new = [r for r in records if (r.get("config_id"), r.get("repeat")) not in done]  # this submission's
     click.echo(time_breakdown(new, time.time() - t0))
     click.echo(f"distbench spark-app: {len(records)} record(s) in {run_dir / RESULTS_FILE}; "
                f"'distbench report {run_dir}' shows them")

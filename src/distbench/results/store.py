@@ -130,6 +130,11 @@ def _valid_prefix(path: Path) -> tuple[list[dict[str, Any]], int, list[tuple[int
     return records, good, bad
 
 
+def recorded(records: list[dict[str, Any]]) -> set[tuple[Any, Any]]:
+    """The ``(config_id, repeat)`` pairs of ``records``: the configurations a resumed sweep skips."""
+    return {(r.get("config_id"), r.get("repeat")) for r in records}
+
+
 def read_records(run_dir: str | Path) -> list[dict[str, Any]]:
     """Every complete record in ``run_dir/results.jsonl`` (empty list if none).
 
