@@ -32,7 +32,7 @@ from distbench import config as config_mod
 from distbench.config import ConfigError, ExperimentConfig, TrainingConfig
 from distbench.data import Dataset, fingerprint, load_dataset
 from distbench.data.base import DataError
-from distbench.models.output import LossSpec
+from distbench.models.output import LossSpec, check_labels
 
 _LOG = logging.getLogger("distbench.workload")
 WORKLOAD_DIR = "workload"
@@ -105,6 +105,35 @@ def load_weights(path: Path) -> list[np.ndarray]:
         return [z[f"w{i}"] for i in range(len(z.files))]
 
 
+def checked_dataset(cfg: ExperimentConfig) -> Dataset:
+    """Load the dataset of ``cfg`` and check it against the run's settings; needs no
+    TensorFlow (so ``distbench run`` reports bad data before importing it).
+
+    Args:
+        cfg: the run's validated config (its ``data`` and ``training`` sections).
+
+    Returns:
+        the split dataset. Logs a warning for data that train but can mislead (test
+        labels unseen in training, unused inferred classes, an uneven last batch, large
+        feature values).
+
+    Raises:
+        DataError: the dataset cannot be loaded, or holds an invalid value (every value of
+            a block-read source is checked here, once).
+        ConfigError: the training split is smaller than one global batch; the labels are
+            not int class indices.
+    """
+    ds = load_dataset(cfg.data, cfg.training.seed)
+    check_batch(cfg, ds)
+    ds.validate()  # block-read sources: every value checked once, before any configuration starts
+    check_label_coverage(ds, cfg.data.classes)
+    warn_uneven_batch(cfg, ds)
+    check_feature_scale(ds)
+    if ds.in_memory:
+        check_labels(ds.y_train, f"dataset {cfg.data.name!r}")
+    return ds
+
+
 @dataclass
 class Workload:
     """Everything a strategy needs to train the common model.
@@ -136,7 +165,7 @@ class Workload:
 
     # ----------------------------------------------------------- construction
     @classmethod
-    def create(cls, cfg: ExperimentConfig, run_dir: str | Path) -> "Workload":
+    def create(cls, cfg: ExperimentConfig, run_dir: str | Path, dataset: Dataset | None = None) -> "Workload":
         """Build the dataset and initial weights from ``cfg`` and save them in ``run_dir``.
 
         The initial weights come from Keras initializers seeded with
@@ -146,26 +175,25 @@ class Workload:
         The model is built from ``cfg.model`` (any source), checked against the data
         (:func:`distbench.models.check_model`) and its loss read from its output.
 
+        Args:
+            cfg: the run's validated config.
+            run_dir: the run directory (must exist).
+            dataset: :func:`checked_dataset` of ``cfg`` when the caller has it already
+                (``distbench run`` checks the data before importing TensorFlow); else
+                loaded and checked here.
+
         Raises:
             DataError: the dataset cannot be loaded, or holds an invalid value.
             ConfigError: the training split is smaller than one global batch; the labels
                 are not int class indices; the model cannot be built or does not fit the
                 data (wrong input or output shape, not a classifier).
         """
+        ds = dataset if dataset is not None else checked_dataset(cfg)
         import keras
 
         from distbench.models import build_model, check_model, model_source, num_parameters
-        from distbench.models.output import check_labels
 
         run_dir = Path(run_dir)
-        ds = load_dataset(cfg.data, cfg.training.seed)
-        check_batch(cfg, ds)
-        ds.validate()  # block-read sources: every value checked once, before any configuration starts
-        check_label_coverage(ds, cfg.data.classes)
-        warn_uneven_batch(cfg, ds)
-        check_feature_scale(ds)
-        if ds.in_memory:
-            check_labels(ds.y_train, f"dataset {cfg.data.name!r}")
         keras.utils.set_random_seed(cfg.training.seed)
         model = build_model(cfg.model, ds.input_shape, ds.num_classes)
         weights = [np.asarray(w, dtype=np.float32) for w in model.get_weights()]
