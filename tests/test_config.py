@@ -30,7 +30,11 @@ def test_toml_file_roundtrip(tmp_path):
 
 
 @pytest.mark.parametrize("toml,needle", [
-    ('[training]\nepochz = 3\n', "unknown key 'training.epochz'"),
+    ('[training]\nepochz = 3\n', "unknown key 'training.epochz' (value 3); did you mean 'training.epochs'? allowed keys "
+                                 "in [training]: epochs, "),  # the user test: a misspelt section got one, a key none
+    ('[training]\nxyz = 3\n', "unknown key 'training.xyz' (value 3); allowed keys in [training]: epochs, "),
+    ('[cluster]\nemulate = { hostz = 2 }\n', "unknown key 'cluster.emulate.hostz' (value 2); did you mean "
+                                            "'cluster.emulate.hosts'? allowed keys in [cluster.emulate]: hosts, "),
     ('[trainin]\nepochs = 3\n', "unknown section [trainin]; did you mean [training]? allowed sections:"),
     ('[xyz]\nepochs = 3\n', "unknown section [xyz]; allowed sections:"),
     ('[training]\nepochs = "3"\n', "training.epochs = '3': expected an integer"),

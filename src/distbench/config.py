@@ -12,6 +12,7 @@ is allowed; the CLI turns it into exit status 2 with that one line.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 import functools
 import json
@@ -454,8 +455,10 @@ def _build(section: str, cls: type, raw: Any) -> Any:
     kwargs = {}
     for k, v in raw.items():
         if k not in hints:
+            close = difflib.get_close_matches(str(k), names, 1, 0.6)
+            hint = f"did you mean '{section}.{close[0]}'? " if close else ""
             raise ConfigError(
-                f"unknown key '{section}.{k}' (value {v!r}); allowed keys in [{section}]: "
+                f"unknown key '{section}.{k}' (value {v!r}); {hint}allowed keys in [{section}]: "
                 + ", ".join(names)
             )
         kwargs[k] = _coerce(f"{section}.{k}", v, hints[k])
@@ -655,8 +658,6 @@ def from_dict(raw: dict[str, Any]) -> ExperimentConfig:
                 f"[{n}]" for n in SECTIONS)
             raise ConfigError(f"top-level key {section!r} = {value!r} is outside any section; {hint}")
         if section not in SECTIONS:
-            import difflib
-
             close = difflib.get_close_matches(section, SECTIONS, 1, 0.6)
             hint = f"did you mean [{close[0]}]? " if close else ""
             raise ConfigError(f"unknown section [{section}]; {hint}allowed sections: {', '.join(SECTIONS)}")
@@ -719,8 +720,6 @@ def apply_preset(cfg: ExperimentConfig, name: str) -> ExperimentConfig:
         ConfigError: unknown preset, or the result is invalid.
     """
     if name not in PRESETS:
-        import difflib
-
         close = [p for p in PRESETS if name and p.startswith(name)] or difflib.get_close_matches(name, PRESETS, 2, 0.6)
         hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
         raise ConfigError(f"unknown preset {name!r}; {hint}expected one of {', '.join(PRESETS)}")
