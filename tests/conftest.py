@@ -84,7 +84,7 @@ def shared_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
         if not done.exists():
             shutil.rmtree(out, ignore_errors=True)  # a worker that died mid-sweep
             cp = distbench("run", "--strategies", ",".join(names), "--workers", "2", "--epochs", "3",
-                           "--out", str(out))
+                           "--repeats", "1", "--out", str(out))
             assert cp.returncode == 0, cp.stderr[-3000:]
             done.touch()
     return out

@@ -37,6 +37,21 @@ def _int_list(flag: str, value: str | None) -> list[int] | None:
         raise ConfigError(f"{flag} {value!r}: expected an integer or a comma-separated list, e.g. 2 or 1,2,4") from None
 
 
+def _repeats(flag: str, value: str | None) -> int | str | None:
+    """``--repeats``: a positive integer or ``auto``; ``None`` when not given.
+
+    Raises:
+        ConfigError: anything else.
+    """
+    if value is None or value.strip().lower() == config_mod.AUTO_REPEATS:
+        return None if value is None else config_mod.AUTO_REPEATS
+    try:
+        return int(value)
+    except ValueError:
+        raise ConfigError(f"{flag} {value!r}: expected a positive integer (runs of each configuration) or "
+                          f"'{config_mod.AUTO_REPEATS}'") from None
+
+
 def _name_list(flag: str, value: str | None) -> list[str] | None:
     """``a,b`` -> ``["a", "b"]``; ``None`` (flag not given) -> ``None``.
 
@@ -131,7 +146,10 @@ def main() -> None:
 @click.option("--batch-size", type=int, help="Global batch size (per-replica = global / replicas).")
 @click.option("--target-accuracy", type=float,
               help="Test accuracy for time-to-target, in (0, 1] [default: training.target_accuracy, 0.9].")
-@click.option("--repeats", type=int, help="Repetitions of each configuration.")
+@click.option("--repeats", metavar="N|auto",
+              help="Repetitions of each configuration, or 'auto': every configuration once, then the two the "
+                   "recommendation cannot separate yet once more per round, up to 3 runs each [default: 'auto' "
+                   "without CONFIG_FILE, else run.repeats, 1].")
 @click.option("--out", type=click.Path(file_okay=False), help="Run directory (default runs/<timestamp>).")
 @click.option("--resume", is_flag=True,
               help="Continue OUT, skipping configurations already recorded; options not given come from the "
@@ -141,7 +159,7 @@ def main() -> None:
                                "before the other flags.")
 @user_errors
 def run(config_file: str | None, strategies: str | None, workers: str | None, epochs: int | None,
-        batch_size: int | None, target_accuracy: float | None, repeats: int | None, out: str | None, resume: bool,
+        batch_size: int | None, target_accuracy: float | None, repeats: str | None, out: str | None, resume: bool,
         timeout: float | None, preset: str | None) -> None:
     """Run the sweep in CONFIG_FILE (default: the embedded digits experiment), print the
     comparison table, and write report.md, report.html, summary.csv and summary.json
@@ -177,7 +195,8 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
         cfg = config_mod.apply_preset(cfg, preset)
     given = {"run__strategies": _name_list("--strategies", strategies), "run__workers": _int_list("--workers", workers),
              "training__epochs": epochs, "training__global_batch_size": batch_size,
-             "training__target_accuracy": target_accuracy, "run__repeats": repeats, "run__timeout_s": timeout,
+             "training__target_accuracy": target_accuracy, "run__repeats": _repeats("--repeats", repeats),
+             "run__timeout_s": timeout,
              "run__out": out}
     # the flags given, by the config key each sets (named in errors instead of only the key)
     flags = {k.replace("__", "."): f for k, f in RUN_FLAGS.items() if given[k] is not None}
@@ -359,6 +378,11 @@ def _run_with_progress(cfg: config_mod.ExperimentConfig, run_dir: Path, resume: 
         poller = threading.Thread(target=poll, name="distbench-progress", daemon=True)
         poller.start()
 
+        def on_round(line: str, points: list[Any]) -> None:  # repeats "auto" plans another round
+            strategy_of.update((p.key, p.strategy) for p in points)
+            label_of.update((p.key, prog.progress_label(p, cfg.run.repeats)) for p in points)
+            progress.console.print(escape(line), soft_wrap=True)
+
         def on_progress(key: str, i: int, n: int, rec: dict[str, Any] | None) -> None:
             name = label_of.get(key, key)
             if rec is None:  # configuration i (0-based) starts
@@ -379,7 +403,7 @@ def _run_with_progress(cfg: config_mod.ExperimentConfig, run_dir: Path, resume: 
                                    soft_wrap=True)  # one line per configuration
 
         try:
-            return run_sweep(cfg, run_dir, resume=resume, on_progress=on_progress)
+            return run_sweep(cfg, run_dir, resume=resume, on_progress=on_progress, on_round=on_round)
         except KeyboardInterrupt:  # the progress line stays on screen: it must not read as still running
             stop.set()
             poller.join(timeout=2.0)

@@ -21,9 +21,10 @@ import re
 import sys
 import tomllib
 import types
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, get_args, get_origin, get_type_hints
+from typing import Any, Callable, Literal, get_args, get_origin, get_type_hints
 
 from distbench.scenario import ScenarioConfig, build_scenario, check_scenario
 
@@ -208,16 +209,35 @@ class RunConfig:
     Attributes:
         strategies: registered strategy names, or ``["all"]`` for every one.
         workers: worker (replica) counts to sweep, each >= 1.
-        repeats: repetitions of each configuration.
+        repeats: repetitions of each configuration, or ``"auto"`` (:data:`AUTO_REPEATS`):
+            every configuration runs once, then only the leader and the runner-up that
+            the recommendation cannot separate yet run again, one more run each per round,
+            up to :data:`distbench.results.advice.MIN_REPEATS` runs each
+            (:func:`distbench.results.advice.more_runs`). The embedded default
+            (:func:`load` of ``None``) uses ``"auto"``; a config file without the key 1.
         timeout_s: wall-clock limit per configuration, seconds.
         out: run directory ("" = ``runs/<timestamp>``).
     """
 
     strategies: list[str] = field(default_factory=lambda: ["all"])
     workers: list[int] = field(default_factory=lambda: [2])
-    repeats: int = 1
+    repeats: int | Literal["auto"] = 1
     timeout_s: float = 900.0
     out: str = ""
+
+    @property
+    def auto_repeats(self) -> bool:
+        """``repeats = "auto"``: the sweep decides the repeats as it goes."""
+        return self.repeats == AUTO_REPEATS
+
+    @property
+    def first_repeats(self) -> int:
+        """Runs of every configuration before any adaptive round: 1 under ``"auto"``."""
+        return 1 if self.repeats == AUTO_REPEATS else int(self.repeats)
+
+
+AUTO_REPEATS = "auto"
+"""``run.repeats`` (and ``--repeats``) for adaptive repeats (:class:`RunConfig`)."""
 
 
 @dataclass
@@ -390,10 +410,15 @@ class ExperimentConfig:
         return dataclasses.asdict(self)
 
 
+_UNIONS = (types.UnionType, typing.Union)  # ``int | str``; ``int | Literal["auto"]`` is a typing.Union
+
+
 def _type_name(tp: Any) -> str:
     origin = get_origin(tp)
-    if origin is types.UnionType:
+    if origin in _UNIONS:
         return " or ".join(_type_name(a) for a in get_args(tp) if a is not types.NoneType)
+    if origin is Literal:
+        return " or ".join(json.dumps(a) for a in get_args(tp))
     if dataclasses.is_dataclass(tp):
         return "table with the keys " + ", ".join(f.name for f in dataclasses.fields(tp))
     if origin is list:
@@ -410,7 +435,11 @@ def _coerce(key: str, value: Any, tp: Any) -> Any:
         if not isinstance(value, dict):
             raise ConfigError(f"{key} = {value!r}: expected a {_type_name(tp)}")
         return _build(key, tp, value)
-    if origin is types.UnionType:
+    if origin is Literal:
+        if isinstance(value, str) and value in get_args(tp):
+            return value
+        raise ConfigError(f"{key} = {value!r}: expected {_type_name(tp)}")
+    if origin in _UNIONS:
         if value is None and types.NoneType in get_args(tp):  # an unset optional table (JSON null)
             return None
         table = next((a for a in get_args(tp) if dataclasses.is_dataclass(a)), None)
@@ -421,7 +450,8 @@ def _coerce(key: str, value: Any, tp: Any) -> Any:
                 return _coerce(key, value, arm)
             except ConfigError:
                 continue
-        raise ConfigError(f"{key} = {value!r}: expected a {_type_name(tp)}")
+        name = _type_name(tp)
+        raise ConfigError(f"{key} = {value!r}: expected {'an' if name[0] in 'aeiou' else 'a'} {name}")
     if origin is list:
         (inner,) = get_args(tp)
         if not isinstance(value, list):
@@ -565,7 +595,8 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
                 f"training.global_batch_size = {t.global_batch_size} is not divisible by run.workers = {n}: "
                 "every replica must get the same per-replica batch; pick a multiple of the worker count"
             )
-    _positive("run.repeats", r.repeats)
+    if r.repeats != AUTO_REPEATS:
+        _positive("run.repeats", r.repeats)
     if not 0 < r.timeout_s < math.inf:
         raise ConfigError(f"run.timeout_s = {r.timeout_s!r}: must be a finite number of seconds > 0")
     _positive("ps.communication_window", cfg.ps.communication_window, 0)
@@ -672,11 +703,18 @@ def load(path: str | os.PathLike[str] | None) -> ExperimentConfig:
     that run used), so ``distbench run DIR/config.json --out DIR --resume --repeats 3``
     continues a run exactly as it was configured.
 
+    The embedded default differs from a file without ``[run] repeats`` in one key: it
+    repeats ``"auto"`` (:class:`RunConfig`). It is the first run, which asks which strategy
+    wins here, and one run each gives no recommendation; its extra runs cost seconds. A
+    config file keeps 1: it names its own sweep (window, straggler or link-rate sweeps,
+    clusters, large models), whose runs can cost minutes each, and a file written before
+    ``"auto"`` existed runs what it ran then.
+
     Raises:
         ConfigError: unreadable file, TOML (or JSON) syntax error, or invalid content.
     """
-    if path is None:
-        return validate(ExperimentConfig())
+    if path is None:  # the first run asks which strategy wins: repeat until the recommendation can say
+        return validate(ExperimentConfig(run=RunConfig(repeats=AUTO_REPEATS)))
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")

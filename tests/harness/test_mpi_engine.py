@@ -86,7 +86,7 @@ def test_engine_for_keeps_one_engine_per_rank_count_and_stops_it_for_others(tmp_
 
 
 def _sweep(out: Path, *args: str, toml: str = "", timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "distbench", "run"]
+    cmd = [sys.executable, "-m", "distbench", "run", "--repeats", "1"]
     if toml:
         (out.parent / f"{out.name}.toml").write_text(toml)
         cmd.append(str(out.parent / f"{out.name}.toml"))
@@ -151,7 +151,7 @@ def test_a_killed_shared_engine_fails_its_configuration_and_the_next_ones_run_ok
         pytest.skip("--long: killing mpirun itself (the default run kills a rank, which mpirun then reports)")
     out = tmp_path / "run"
     sweep = subprocess.Popen([sys.executable, "-m", "distbench", "run", "--strategies",
-                              "mpi_ps:downpour,mpi_ps:easgd", "--epochs", "40", "--out", str(out)],
+                              "mpi_ps:downpour,mpi_ps:easgd", "--epochs", "40", "--repeats", "1", "--out", str(out)],
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     killed: list[int] = []
 

@@ -57,7 +57,7 @@ def test_progress_lines_name_configurations_as_the_table_does(tmp_path, capsys):
     cfg = config.override(config.load(None), run__strategies=["single", "spark_ps:adag"], run__repeats=2)
     points = expand(cfg)
 
-    def fake_sweep(cfg, run_dir, resume, on_progress):
+    def fake_sweep(cfg, run_dir, resume, on_progress, on_round=None):
         for i, p in enumerate(points):
             on_progress(p.key, i, len(points), None)
             rec = new_record("run", p.strategy, p.workers, p.repeat, "ok", final_test_accuracy=0.9,
@@ -85,7 +85,7 @@ def test_a_long_reason_is_cut_to_the_width_in_the_progress_line(tmp_path, capsys
     (point,) = expand(cfg)
     why = "no TPU found: TPUClusterResolver has nothing to connect to here " + "(no TPU_NAME set) " * 10
 
-    def fake_sweep(cfg, run_dir, resume, on_progress):
+    def fake_sweep(cfg, run_dir, resume, on_progress, on_round=None):
         on_progress(point.key, 0, 1, None)
         on_progress(point.key, 1, 1, new_record("run", "tpu", 2, 0, "unavailable", reason=why))
         return []

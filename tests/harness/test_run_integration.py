@@ -20,7 +20,7 @@ PLUGIN_ENV = {"DISTBENCH_PLUGINS": "tests.plugins.faulty",
 def test_single_mirrored_tpu_and_a_crash(tmp_path):
     out = tmp_path / "run"
     cp = distbench("run", "--strategies", "single,mirrored,tpu,test_crash,test_segfault", "--workers", "2",
-                   "--epochs", "3", "--out", str(out), env=PLUGIN_ENV)
+                   "--epochs", "3", "--repeats", "1", "--out", str(out), env=PLUGIN_ENV)
     assert cp.returncode == 0, cp.stderr[-3000:]
     recs = {r["strategy"]: r for r in read_records(out)}
     assert set(recs) == {"single", "mirrored", "tpu", "test_crash", "test_segfault"}

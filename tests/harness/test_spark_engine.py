@@ -21,7 +21,7 @@ pytestmark = pytest.mark.integration
 def test_a_killed_shared_engine_fails_its_configuration_and_the_next_ones_run_ok(tmp_path):
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "distbench", "run", "--strategies", "spark_ps:downpour,spark_ps:easgd",
-           "--epochs", "40", "--out", str(out)]
+           "--epochs", "40", "--repeats", "1", "--out", str(out)]
     sweep = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     killed: list[int] = []
 

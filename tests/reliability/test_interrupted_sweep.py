@@ -29,7 +29,8 @@ def _default_sigint() -> None:
 
 def _start(out: Path) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "distbench", "run", "--strategies", STRATS, "--workers", "2",
-                             "--epochs", "3", "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             "--epochs", "3", "--repeats", "1", "--out", str(out)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE,
                             preexec_fn=_default_sigint,  # a terminal's progress line, as a user sees it
                             env={**os.environ, "TTY_COMPATIBLE": "1", "TTY_INTERACTIVE": "1", "COLUMNS": "150"})
 

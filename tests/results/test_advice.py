@@ -8,7 +8,7 @@ import json
 import pytest
 
 from distbench.config import ConfigError
-from distbench.results.advice import MIN_REPEATS, advise, parse_target, run_command
+from distbench.results.advice import AUTO_MAX_RUNS, MIN_REPEATS, advise, more_runs, parse_target, run_command
 from distbench.results.records import new_record
 from distbench.results.report import build, render_markdown, summary_json
 from distbench.results.stragglers import bound_sentences
@@ -244,3 +244,57 @@ def test_the_report_states_the_warm_up_caveat_once_and_its_notes_as_a_list():
     assert md.count("Warm-up: the first epoch") == 1, md
     notes = [ln for ln in md.splitlines() if ln.startswith(("Shared ", "Every commit", "Warm-up"))]
     assert not notes, notes  # each note is a list item
+
+
+def test_more_runs_repeats_the_leader_and_runner_up_until_advise_can_separate_them():
+    """[run] repeats = "auto" asks advise's rule which rows need more runs: the leader and the
+    runner-up while either has fewer than MIN_REPEATS ok runs (separated or not after one run
+    each, advise gives no advice from one), and nothing once it recommends or, at MIN_REPEATS
+    runs each, says their ranges overlap."""
+    one_each = runs("single", 1, [2.0]) + runs("mirrored", 2, [1.0]) + runs("horovod", 2, [3.0])
+    more = more_runs(one_each)
+    assert [s.label for s in more.rerun] == ["mirrored (2 workers)", "single (1 worker)"]  # not horovod
+    assert more.advice.verdict == advise(one_each).verdict == "too_few"
+    assert more.line() == ("repeats auto: mirrored (2 workers) leads single (1 worker) to 0.9 (1.00 s vs 2.00 s) "
+                           "after 1 run each; distbench advises from 3 runs of each: running each once more "
+                           "(run 2 of at most 3)")
+    two_each = runs("single", 1, [2.0, 2.1]) + runs("mirrored", 2, [1.0, 2.05])
+    assert "and single (1 worker) overlap to 0.9 (1.52 s [1.00-2.05] vs 2.05 s [2.00-2.10]) after 2 runs each; " \
+        "distbench advises from 3 runs of each: running each once more (run 3 of at most 3)" in more_runs(two_each).line()
+    # the leader has its runs, the runner-up not yet: only the runner-up runs again
+    more = more_runs(runs("single", 1, [2.0]) + runs("mirrored", 2, [1.0, 1.1, 1.2]))
+    assert [s.label for s in more.rerun] == ["single (1 worker)"]
+    assert more.line().endswith("after 3 runs and 1 run; distbench advises from 3 runs of each: running single "
+                                "(1 worker) once more (run 2 of at most 3)")
+    # a lone configuration that reached the target: advise wants its runs too
+    more = more_runs(runs("single", 1, [None]) + runs("mirrored", 2, [1.0]))
+    assert [s.label for s in more.rerun] == ["mirrored (2 workers)"]
+    assert "mirrored (2 workers) is the only configuration that reached 0.9 (1.00 s), after 1 run" in more.line()
+    # separated: a recommendation (clear, or single), or no clear winner at 3 runs each: no more rounds
+    for records, verdict in [(runs("single", 1, [2.0, 2.1, 2.2]) + runs("mirrored", 2, [1.0, 1.1, 1.2]), "clear"),
+                             (runs("single", 1, [1.0, 1.1, 1.2]) + runs("mirrored", 2, [2.0, 2.1, 2.2]), "single"),
+                             (runs("single", 1, [2.0, 1.0, 2.2]) + runs("mirrored", 2, [1.0, 1.5, 1.2]), "overlap"),
+                             (runs("single", 1, [None]) + runs("mirrored", 2, [None]), "no_target"),
+                             ([rec("mirrored", 2, 0, None, status="failed")], "unavailable")]:
+        more = more_runs(records)
+        assert more.advice.verdict == verdict and more.rerun == [] and more.line() is None, verdict
+
+
+def test_more_runs_stops_at_three_runs_of_a_configuration():
+    """The bound: a configuration that ran AUTO_MAX_RUNS times never runs again, even when
+    advice still lacks ok runs of it (its other runs failed)."""
+    assert AUTO_MAX_RUNS == MIN_REPEATS == 3
+    failing = [rec("single", 1, 0, 2.0), rec("single", 1, 1, None, status="failed"),
+               rec("single", 1, 2, None, status="timeout")]
+    more = more_runs(runs("mirrored", 2, [1.0]) + failing)
+    assert more.advice.verdict == "too_few" and [s.label for s in more.rerun] == ["mirrored (2 workers)"]
+    assert more.line().endswith("after 1 ok run each; distbench advises from 3 runs of each: running mirrored "
+                                "(2 workers) once more (run 2 of at most 3)")
+    both = [rec("mirrored", 2, 0, 1.0)] + [dict(r, config_id="mirrored_w2", strategy="mirrored", workers=2)
+                                           for r in failing[1:]]
+    more = more_runs(both + failing)
+    assert more.rerun == [] and more.advice.verdict == "too_few"
+    assert more.line().endswith("but mirrored (2 workers) and single (1 worker) already ran 3 times, the most "
+                                "\"auto\" runs: no more rounds (the recommendation says what to run next)")
+    # a smaller bound is honoured the same way
+    assert more_runs(runs("single", 1, [2.0, 2.1]) + runs("mirrored", 2, [1.0, 1.1]), max_runs=2).rerun == []

@@ -94,7 +94,8 @@ def test_readme_example_strategy_is_the_plugin_and_it_trains(tmp_path):
     body = plugin[plugin.index("from __future__"):].strip()
     assert body in readme, "README's Development example differs from tests/plugins/example_strategy.py"
     out = tmp_path / "run"
-    cp = distbench("run", "--strategies", "single,example_keras_fit", "--epochs", "3", "--out", str(out),
+    cp = distbench("run", "--strategies", "single,example_keras_fit", "--epochs", "3", "--repeats", "1",
+                   "--out", str(out),
                    env={"DISTBENCH_PLUGINS": "tests.plugins.example_strategy"}, cwd=ROOT)
     assert cp.returncode == 0, cp.stderr[-2000:]
     from distbench.results.store import read_records

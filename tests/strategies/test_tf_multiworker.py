@@ -143,8 +143,8 @@ def test_tf_ps_cluster_and_servers_exact():
 @pytest.mark.integration
 def test_both_strategies_train_on_two_workers(tmp_path):
     out = tmp_path / "run"
-    cp = distbench("run", "--strategies", "single,multi_worker_mirrored,tf_ps", "--workers", "2", "--out", str(out),
-                   timeout=900)
+    cp = distbench("run", "--strategies", "single,multi_worker_mirrored,tf_ps", "--workers", "2", "--repeats", "1",
+                   "--out", str(out), timeout=900)
     assert cp.returncode == 0, cp.stderr[-3000:]
     recs = {r["strategy"]: r for r in read_records(out)}
     mw, ps = recs["multi_worker_mirrored"], recs["tf_ps"]

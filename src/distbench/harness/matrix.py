@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any, Sequence
 
 from distbench.config import ExperimentConfig
+from distbench.results.advice import AUTO_MAX_RUNS, MoreRuns, more_runs
 from distbench.results.records import config_id, config_label, record_key
+from distbench.results.store import recorded
 from distbench.scenario import Scenario
 from distbench.strategies import registry
 
@@ -66,7 +69,8 @@ def strategy_names(cfg: ExperimentConfig) -> list[str]:
 
 
 def expand(cfg: ExperimentConfig) -> list[ConfigPoint]:
-    """Every configuration of the sweep, repeats innermost.
+    """Every configuration of the sweep, repeats innermost (one repeat each under
+    ``repeats = "auto"``: the sweep adds the extra rounds as it goes, :func:`auto_round`).
 
     Strategies with a fixed replica count (``single``) run once per repeat with
     ``workers=1`` whatever ``run.workers`` says. Strategies that take a communication
@@ -93,6 +97,34 @@ def expand(cfg: ExperimentConfig) -> list[ConfigPoint]:
             for win in windows:
                 for bw in bandwidths:
                     for sc in scenarios:
-                        for r in range(cfg.run.repeats):
+                        for r in range(cfg.run.first_repeats):  # "auto": one each, then rounds
                             points.append(ConfigPoint(name, w, r, win, bw, scenario=sc))
     return points
+
+
+def auto_round(points: Sequence[ConfigPoint], records: list[dict[str, Any]],
+               max_runs: int = AUTO_MAX_RUNS) -> tuple[list[ConfigPoint], MoreRuns]:
+    """The next round of ``repeats = "auto"``: the sweep's configurations that the
+    recommendation cannot separate yet (:func:`~distbench.results.advice.more_runs`, on the
+    records of the sweep's configurations), each at its next free repeat index below
+    ``max_runs``.
+
+    Args:
+        points: the sweep's configurations (:func:`expand`).
+        records: the run directory's records.
+        max_runs: the most runs of one configuration.
+
+    Returns:
+        the points to run (none: the rounds are over) and the decision, whose
+        :meth:`~distbench.results.advice.MoreRuns.line` says why.
+    """
+    first = {p.config_id: p for p in points}  # records of other configurations (an earlier sweep) are not this one's
+    mine = [r for r in records if r.get("config_id") in first]
+    more = more_runs(mine, max_runs)
+    used = recorded(mine)
+    out = []
+    for s in more.rerun:
+        free = [k for k in range(max_runs) if (s.config_id, k) not in used]
+        if free:
+            out.append(replace(first[s.config_id], repeat=free[0]))
+    return out, more

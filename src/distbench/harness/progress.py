@@ -39,14 +39,19 @@ def family(strategy: str) -> str:
     return strategy.split(":", 1)[0]
 
 
-def progress_label(point: Any, repeats: int) -> str:
+def progress_label(point: Any, repeats: int | str) -> str:
     """A configuration as the progress lines name it: the table's name (``spark_ps:adag (2
-    workers)``), with ``, repeat r/R`` when the sweep repeats.
+    workers)``), with ``, repeat r/R`` when the sweep repeats (``, repeat r of at most 3``
+    for an extra round of ``repeats = "auto"``).
 
     Args:
         point: a :class:`~distbench.harness.matrix.ConfigPoint`.
-        repeats: the sweep's ``run.repeats``.
+        repeats: the sweep's ``run.repeats`` (an integer or ``"auto"``).
     """
+    if isinstance(repeats, str):  # "auto": the first round reads as a sweep without repeats
+        from distbench.results.advice import AUTO_MAX_RUNS
+
+        return point.label + (f", repeat {point.repeat + 1} of at most {AUTO_MAX_RUNS}" if point.repeat else "")
     return point.label + (f", repeat {point.repeat + 1}/{repeats}" if repeats > 1 else "")
 
 

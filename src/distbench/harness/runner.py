@@ -30,7 +30,7 @@ from distbench.config import ConfigError, ExperimentConfig, from_dict
 from distbench.harness import progress
 from distbench.harness.evaluate import Evaluator, hide_accelerators
 from distbench.harness.shared_engine import close_engines, engine_for
-from distbench.harness.matrix import ConfigPoint, expand
+from distbench.harness.matrix import ConfigPoint, auto_round, expand
 from distbench.results import provenance
 from distbench.results.records import Status, new_record
 from distbench.results.store import append_record, read_records, recorded
@@ -411,20 +411,31 @@ Execute = Callable[[Workload, ConfigPoint, str, dict[str, Any], Callable[[], Eva
 def run_sweep(cfg: ExperimentConfig, run_dir: Path, resume: bool = False,
               on_progress: Callable[[str, int, int, dict[str, Any] | None], None] | None = None,
               workload: Workload | None = None, execute: Execute | None = None,
-              launcher: str | None = None) -> list[dict[str, Any]]:
+              launcher: str | None = None,
+              on_round: Callable[[str, list[ConfigPoint]], None] | None = None) -> list[dict[str, Any]]:
     """Run every configuration of ``cfg`` not yet recorded in ``run_dir`` (the one sweep loop:
     ``distbench run`` and the spark-submit app both use it).
+
+    Under ``repeats = "auto"`` every configuration runs once, then round after round the
+    ones the recommendation cannot separate yet run once more
+    (:func:`~distbench.harness.matrix.auto_round`), until it can or each has run
+    :data:`~distbench.results.advice.AUTO_MAX_RUNS` times; a resumed sweep continues the
+    rounds from its records.
 
     Args:
         cfg: validated experiment config.
         run_dir: run directory (created if missing).
         resume: continue an existing run directory, skipping recorded configurations.
         on_progress: called as ``(key, index, total, record_or_None)`` before (record None)
-            and after each configuration.
+            and after each configuration; ``index`` counts across the rounds and ``total``
+            grows by each extra round when it is planned.
         workload: the workload already prepared by :func:`prepare_run_dir` (else done here).
         execute: runs one configuration and returns its record (default :func:`run_point`:
             a fresh child process per configuration).
         launcher: recorded in the provenance (e.g. ``spark-submit``); None for ``distbench run``.
+        on_round: called as ``(line, points)`` when ``"auto"`` plans an extra round (its
+            configurations, before ``on_progress`` announces the first), and with no points
+            when the rounds stop short of advice; the line says why (default: logged).
 
     Returns:
         Every record of the run directory (earlier and new).
@@ -451,23 +462,40 @@ def run_sweep(cfg: ExperimentConfig, run_dir: Path, resume: bool = False,
             cached.append(Evaluator(workload))
         return cached[0]
 
+    def next_round() -> list[ConfigPoint]:
+        """The next round of "auto" (none without it), announced through ``on_round``."""
+        if not cfg.run.auto_repeats:
+            return []
+        more, decision = auto_round(points, read_records(run_dir))
+        line = decision.line()  # None once advice needs no more runs
+        if line:
+            (on_round or (lambda text, _: _LOG.info("%s", text)))(line, more)
+        return more
+
     with emulated_cluster(cfg) as cluster, contextlib.ExitStack() as stack:
         stack.callback(close_engines)
+        if not todo:  # a resumed "auto" sweep continues its rounds
+            todo = next_round()
         if todo:  # the configurations' processes read the splits from here (docs/architecture.md)
             stack.callback(remove_dataset_cache, run_dir)
             try:
                 workload.write_dataset_cache()
             except OSError as e:  # each process then loads the source, as without a cache
                 _LOG.warning("could not cache the dataset in %s (%s): each configuration loads it", run_dir, e)
-        for i, point in enumerate(todo):
-            if on_progress:
-                on_progress(point.key, i, len(todo), None)
-            if cluster is not None and point.bandwidth:
-                cluster.set_bandwidth(point.bandwidth)
-            rec = (execute or run_point)(workload, point, run_id, prov, evaluator)
-            append_record(run_dir, rec)
-            if on_progress:
-                on_progress(point.key, i + 1, len(todo), rec)
+        i, total = 0, len(todo)
+        while todo:
+            for point in todo:
+                if on_progress:
+                    on_progress(point.key, i, total, None)
+                if cluster is not None and point.bandwidth:
+                    cluster.set_bandwidth(point.bandwidth)
+                rec = (execute or run_point)(workload, point, run_id, prov, evaluator)
+                append_record(run_dir, rec)
+                i += 1
+                if on_progress:
+                    on_progress(point.key, i, total, rec)
+            todo = next_round()
+            total += len(todo)
     return read_records(run_dir)
 
 

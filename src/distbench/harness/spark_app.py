@@ -109,10 +109,14 @@ def main(config_file: str | None, out: str, workers: str | None) -> None:
         if rec is not None:
             click.echo(f"[{i}/{n}] {label_of.get(key, key)}: {rec['status']} {result_detail(rec)}")
 
+    def on_round(line: str, more: list[ConfigPoint]) -> None:  # repeats "auto" plans another round
+        label_of.update((p.key, progress_label(p, cfg.run.repeats)) for p in more)
+        click.echo(line)
+
     t0 = time.time()
     try:
         records = run_sweep(cfg, run_dir, resume=True, on_progress=progress, workload=workload,
-                            execute=on_session, launcher="spark-submit")
+                            execute=on_session, launcher="spark-submit", on_round=on_round)
     finally:
         spark.stop()
     new = [r for r in records if (r.get("config_id"), r.get("repeat")) not in done]  # this submission's

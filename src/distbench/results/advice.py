@@ -129,6 +129,10 @@ class Advice:
         unavailable: ``(strategy, reason)`` for each strategy that never ran here.
         next_command: the ``distbench run`` command that would measure what is missing.
         scope: which rows the advice used (hardware and workload), one sentence.
+        compared: the leader and the runner-up (the rows the verdict compares; empty
+            when no row reached the target); not serialised.
+        short: those of them with fewer ok runs than advice needs (the verdict
+            ``too_few``); not serialised.
     """
 
     verdict: str
@@ -141,6 +145,8 @@ class Advice:
     unavailable: list[tuple[str, str]] = field(default_factory=list)
     next_command: str | None = None
     scope: str = ""
+    compared: list[ConfigSummary] = field(default_factory=list, repr=False)
+    short: list[ConfigSummary] = field(default_factory=list, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The advice as plain JSON (``summary.json``'s ``recommendation``)."""
@@ -326,7 +332,8 @@ def advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, tar
     adv = Advice("clear", "", unavailable=unavailable, scope=scope)
     names = [lead.strategy] + ([second.strategy] if second else [])
     single = next((s for s in base if s.strategy == "single"), None)
-    few = [s for s in ([lead, second] if second else [lead]) if s.ok < min_repeats]
+    adv.compared = [lead, second] if second else [lead]
+    few = adv.short = [s for s in adv.compared if s.ok < min_repeats]
     if second is None:
         adv.reasons.append(f"Only {lead.label} reached the target test accuracy {target_acc} "
                            f"({_range(lead)}, {_runs(lead.ok)}).")
@@ -395,6 +402,75 @@ def advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, tar
         adv.target = _target_sentences(target, rd, [lead] + ([second] if second else []), records)
     adv.costs = [(n, _needs(n)) for n in dict.fromkeys(names + ["single"])]
     return adv
+
+
+AUTO_MAX_RUNS = MIN_REPEATS
+"""The most runs of one configuration under ``[run] repeats = "auto"``: as many as advice needs."""
+
+
+@dataclass
+class MoreRuns:
+    """What :func:`more_runs` decided for the next round of ``repeats = "auto"``.
+
+    Attributes:
+        rerun: the configurations to run once more, the leader first; empty: no more rounds.
+        advice: the advice on the records the decision saw (its ``compared`` and ``short``).
+        max_runs: the most runs of one configuration.
+    """
+
+    rerun: list[ConfigSummary]
+    advice: Advice
+    max_runs: int = AUTO_MAX_RUNS
+
+    def line(self) -> str | None:
+        """One console line: why the next round runs and what it runs, or why the rounds
+        stop short of advice (the candidates already ran ``max_runs`` times); ``None``
+        when advice needs no more runs (a recommendation, no clear winner after enough
+        runs, no target reached, nothing ran)."""
+        adv = self.advice
+        if not adv.short:
+            return None
+        lead, second = adv.compared[0], (adv.compared[1] if len(adv.compared) > 1 else None)
+        target = next((r.get("target_accuracy") for s in adv.compared for r in s.records
+                       if r.get("target_accuracy")), None)
+        def runs(n: int) -> str:  # ok runs, as advice counts them: said so when some runs were not ok
+            ok = " ok" if any(s.ok < s.repeats for s in adv.compared) else ""
+            return f"{n}{ok} run{'s' if n != 1 else ''}"
+
+        if second is None:
+            state = (f"{lead.label} is the only configuration that reached {target} ({_range(lead)}), after "
+                     f"{runs(lead.ok)}; distbench advises from {MIN_REPEATS} runs")
+        else:
+            both = f"{runs(lead.ok)} each" if lead.ok == second.ok else f"{runs(lead.ok)} and {runs(second.ok)}"
+            how = f"{lead.label} and {second.label} overlap" if _overlap(lead, second) else \
+                f"{lead.label} leads {second.label}"
+            state = (f"{how} to {target} ({_range(lead)} vs {_range(second)}) after {both}; distbench advises "
+                     f"from {MIN_REPEATS} runs of each")
+        if not self.rerun:
+            done = " and ".join(s.label for s in adv.short)
+            return (f"repeats auto: {state}, but {done} already ran {self.max_runs} times, the most \"auto\" runs: "
+                    "no more rounds (the recommendation says what to run next)")
+        who = ("each" if len(self.rerun) > 1 else "it" if second is None else self.rerun[0].label)
+        nth = sorted({s.repeats + 1 for s in self.rerun})
+        ordinal = " and ".join(str(n) for n in nth)
+        return (f"repeats auto: {state}: running {who} once more (run{'s' if len(nth) > 1 else ''} {ordinal} of "
+                f"at most {self.max_runs})")
+
+
+def more_runs(records: list[dict[str, Any]], max_runs: int = AUTO_MAX_RUNS) -> MoreRuns:
+    """Which configurations ``repeats = "auto"`` runs once more: those that :func:`advise`
+    names as short of runs (the leader and the runner-up with fewer than
+    :data:`MIN_REPEATS` ok runs: the verdict ``too_few``) and that have fewer than
+    ``max_runs`` records. None once advice is given, or says "no clear winner" (both have
+    enough runs and their ranges overlap), or has nothing to compare: its rule decides,
+    unchanged.
+
+    Args:
+        records: the records so far (of the sweep's configurations).
+        max_runs: the most runs of one configuration (a failing one stops there).
+    """
+    adv = advise(records)
+    return MoreRuns([s for s in adv.short if s.repeats < max_runs], adv, max_runs)
 
 
 def _straggler_reasons(ok: Sequence[ConfigSummary], names: Sequence[str], target_acc: Any) -> list[str]:
