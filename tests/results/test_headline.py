@@ -101,3 +101,26 @@ def test_two_times_compared_in_a_sentence_never_print_the_same():
     assert _distinct_digits(0.0712, 0.0749) == 3  # "0.071 s" vs "0.075 s", not "0.07 s" twice
     assert _distinct_digits(0.21, 0.42) == 2 and _distinct_digits(0.5, None) == 2
     assert _distinct_digits(0.07, 0.07) == 4  # equal times: at most 4 decimals
+
+
+def test_no_configuration_is_named_most_accurate_when_every_one_ties():
+    # issue 30: accuracies that print alike (0.9504, 0.9500, 0.9496 all read 0.950) named one "most accurate",
+    # "+0.0 points" over another; the advice's reasons and the HTML star named one too
+    from distbench.results.htmlpage import render_html
+
+    recs = [rec("single", 1, 0, None, train_s=0.5, acc=0.9504), rec("horovod", 2, 0, None, train_s=0.8, acc=0.9500),
+            rec("mirrored", 2, 0, None, train_s=0.6, acc=0.9496)]
+    data = build(recs)
+    (h,) = data.headlines
+    assert "Accuracy: all 3 configurations that ran tie at median test accuracy 0.950." in h.sentences
+    assert not [t for t in terminal_lines(data) + data.advice.reasons if "Most accurate" in t or "+0.0 points" in t]
+    assert "Accuracy: all 3 configurations that ran tie at median test accuracy 0.950." in data.advice.reasons
+    assert "&#9733; most accurate" not in render_html(data, [])
+    # within the tie (0.0005) but printed apart: still a tie, its range shown
+    two = build([rec("single", 1, 0, None, train_s=0.5, acc=0.9506), rec("horovod", 2, 0, None, train_s=0.8, acc=0.9502)])
+    assert "Accuracy: both configurations that ran tie at median test accuracy 0.950-0.951." in two.headlines[0].sentences
+    # a real lead keeps its name and its star
+    lead = build([rec("single", 1, 0, None, train_s=0.5, acc=0.96), rec("horovod", 2, 0, None, train_s=0.8, acc=0.95)])
+    assert lead.headlines[0].sentences[-1].startswith("Most accurate: single (1 worker), median test accuracy 0.960, "
+                                                      "+1.0 points over horovod (2 workers) (0.950)")
+    assert render_html(lead, []).count("&#9733; most accurate") == 1

@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from distbench.results.headline import fewer_passes_note
+from distbench.results.headline import accuracy_sentence, fewer_passes_note
 from distbench.results.notes import warmup_note
-from distbench.results.stats import ConfigSummary, summarize
+from distbench.results.stats import ConfigSummary, most_accurate, summarize
 from distbench.results.stragglers import straggler_lines
 
 MIN_REPEATS = 3  # ok runs of each candidate before advising (3 v 3 disjoint ranges: p = 0.1 by chance)
@@ -315,11 +315,11 @@ def advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, tar
         return adv
     if not ranked:
         epochs = next((r.get("epochs") for s in ok for r in s.records if r.get("epochs")), None)
-        top = max(ok, key=lambda s: s.accuracy.median or 0.0)
+        top = most_accurate(ok)  # (its ties: when all tie, none is named most accurate)
         adv = Advice("no_target", f"No advice: no configuration reached the target test accuracy {target_acc}, so "
                      "there is no time to accuracy to compare.", unavailable=unavailable, scope=scope)
-        adv.reasons = [f"Most accurate: {top.label}, median test accuracy {top.accuracy.median:.3f}."]
-        reach = math.floor(100 * (top.accuracy.median or 0.0)) / 100 - 0.01
+        adv.reasons = [accuracy_sentence(top, False)] if top else []
+        reach = math.floor(100 * (top.value if top else 0.0)) / 100 - 0.01
         if reach > 0:  # more epochs do not help a model that has plateaued below the target
             adv.reasons.append(f"If that is what this model and data reach (its curve has flattened), compare at a "
                                f"target the runs reach: distbench advise {shlex.quote(rd or 'RUN_DIR')} "

@@ -104,7 +104,7 @@ def make_headline(hw: HardwareInfo, wl: WorkloadInfo, subset: list[ConfigSummary
         h.sentences.append(f"{prefix}No configuration reached the target test accuracy {target}, so none is ranked "
                            "by time to target (distbench advise prints the run that would).")
     if acc is not None:
-        h.sentences.append(prefix + _accuracy_sentence(acc, slowed > 0))
+        h.sentences.append(prefix + accuracy_sentence(acc, slowed > 0))
     if quick is not None and quick.runner_up is not None:
         h.sentences.append(prefix + _training_sentence(quick))
     once = _SINGLE_RUN_NOTE  # said once per group, after the first sentence that needs it
@@ -134,15 +134,24 @@ def _names(summaries: Sequence[ConfigSummary]) -> str:
     return join_and([s.label for s in summaries])
 
 
-def _accuracy_sentence(acc: Leader, among_unslowed: bool) -> str:
-    """The most-accurate sentence: the leader and every configuration tied with it, then the
-    margin over the next one (``among_unslowed``: a straggler sweep, whose slowed rows are
-    not counted)."""
+def accuracy_sentence(acc: Leader, among_unslowed: bool) -> str:
+    """The accuracy sentence of a headline (and of advice that ranks nothing).
+
+    Args:
+        acc: :func:`~distbench.results.stats.most_accurate` of the configurations compared.
+        among_unslowed: a straggler sweep, whose slowed rows are not counted (said so).
+
+    Returns:
+        when every configuration ties, that they tie (no configuration is named most
+        accurate); else the most accurate one, every configuration tied with it and its
+        margin over the next one, with the run-to-run noise caveat.
+    """
     if acc.ties and acc.runner_up is None:
         which = "without a slowed worker" if among_unslowed else "that ran"
         count = "both" if len(acc.ties) == 1 else f"all {len(acc.ties) + 1}"
-        return (f"Accuracy: {count} configurations {which} tie at median test accuracy "
-                f"{acc.value:.3f}.")
+        low = f"{min(t.accuracy.median for t in acc.ties):.3f}"  # type: ignore[type-var]
+        at = f"{acc.value:.3f}" if low == f"{acc.value:.3f}" else f"{low}-{acc.value:.3f}"
+        return f"Accuracy: {count} configurations {which} tie at median test accuracy {at}."
     text = f"Most accurate: {acc.summary.label}, median test accuracy {acc.value:.3f}"
     if acc.ties:
         text += f", tied with {_names(acc.ties)}"

@@ -90,7 +90,8 @@ def render_html(data: "ReportData", plots: Sequence["Plot"], title: str = "distb
     figures = [{"name": p.name, "title": p.title, "caption": p.caption,
                 "src": "data:image/png;base64," + base64.b64encode(p.png).decode("ascii")} for p in plots]
     best = {h.fastest.summary.config_id + h.hardware.key for h in data.headlines if h.fastest}
-    top = {h.accurate.summary.config_id + h.hardware.key for h in data.headlines if h.accurate}
+    top = {s.config_id + h.hardware.key for h in data.headlines if h.accurate  # (no star where every row ties)
+           and (h.accurate.runner_up or not h.accurate.ties) for s in [h.accurate.summary, *h.accurate.ties]}
     engine = engine_starters(data.summaries)  # start-ups that include a shared engine's (marked *)
     rows = [{"s": s, "cls": _row_class(s), "fastest": s.config_id + s.hardware_key in best,
              "accurate": s.config_id + s.hardware_key in top, "engine": s.config_id in engine}

@@ -585,14 +585,17 @@ class Leader:
 
 
 def _leader(ranked: Sequence[ConfigSummary], value: Callable[[ConfigSummary], float],
-            spread: Callable[[ConfigSummary], Spread], tie: float = 0.0) -> Leader | None:
-    """The first of ``ranked`` (best first), the others within ``tie`` of its value (ties),
-    the runner-up after them and whether the leader's and runner-up's spreads overlap."""
+            spread: Callable[[ConfigSummary], Spread], tie: float = 0.0,
+            shown: Callable[[float], str] | None = None) -> Leader | None:
+    """The first of ``ranked`` (best first), the others within ``tie`` of its value or shown
+    as the same text by ``shown`` (ties), the runner-up after them and whether the leader's
+    and runner-up's spreads overlap."""
     if not ranked:
         return None
     best = ranked[0]
     lead = Leader(best, value(best))
-    lead.ties = [s for s in ranked[1:] if abs(value(s) - lead.value) < tie]
+    lead.ties = [s for s in ranked[1:] if abs(value(s) - lead.value) < tie
+                 or (shown is not None and shown(value(s)) == shown(lead.value))]
     rest = [s for s in ranked[1:] if s not in lead.ties]
     if rest:
         nxt = rest[0]
@@ -608,15 +611,24 @@ def fastest_to_target(summaries: Sequence[ConfigSummary]) -> Leader | None:
     return _leader(sorted((s for s in summaries if ttt(s) is not None), key=ttt), ttt, lambda s: s.time_to_target_s)
 
 
-ACCURACY_TIE = 0.0005  # median accuracies closer than this (equal at three decimals) tie
+ACCURACY_TIE = 0.0005  # median accuracies closer than this tie, and so do those printed alike at three decimals
 
 
 def most_accurate(summaries: Sequence[ConfigSummary]) -> Leader | None:
-    """The configuration with the highest median final test accuracy, with every other one
-    within :data:`ACCURACY_TIE` of it as ties; ``None`` if no ok run."""
+    """The configuration with the highest median final test accuracy, with its ties.
+
+    Args:
+        summaries: the configurations to compare (those without an ok run are left out).
+
+    Returns:
+        the :class:`Leader`; its ties are the configurations within :data:`ACCURACY_TIE` of
+        it or printed as the same accuracy at three decimals (0.9504 and 0.9496 both read
+        0.950: no sentence says one is "+0.0 points" over the other). ``runner_up`` is
+        ``None`` when every configuration ties. ``None`` if no ok run.
+    """
     acc = lambda s: s.accuracy.median  # noqa: E731
     return _leader(sorted((s for s in summaries if acc(s) is not None), key=lambda s: -acc(s)), acc,
-                   lambda s: s.accuracy, tie=ACCURACY_TIE)
+                   lambda s: s.accuracy, tie=ACCURACY_TIE, shown=lambda v: f"{v:.3f}")
 
 
 def fastest_training(summaries: Sequence[ConfigSummary]) -> Leader | None:
