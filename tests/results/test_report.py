@@ -330,3 +330,57 @@ def test_a_diverged_parameter_server_row_gets_no_it_is_just_slow_hint():
     assert not [n for n in notes if "may need more epochs" in n]  # its caution says it diverged
     ps["details"] = {}
     assert [n for n in build([_run("single", 1, 0.867, 0.77), ps]).notes if "may need more epochs" in n]
+
+
+def _timed(strategy, workers, train_s, repeat=0, first_extra=0.0, cores=2, kind=None, gpus=()):
+    """An ok record of 3 epochs of 1,400 samples each, its first ``first_extra`` s longer."""
+    t, curve = 0.0, []
+    for e in range(3):
+        t += train_s / 3 + (first_extra if e == 0 else 0.0)
+        curve.append({"elapsed_s": t, "epoch": e + 1, "step": 10 * (e + 1), "test_accuracy": 0.95, "test_loss": 0.2})
+    return new_record("run", strategy, workers, repeat, "ok", final_test_accuracy=0.95, target_accuracy=0.9, epochs=3,
+                      samples=4200, samples_per_s=4200 / t, timings={"total_s": t + 5, "startup_s": 4, "train_s": t,
+                                                                    "eval_s": 1},
+                      curve=curve, details={"cluster_kind": kind} if kind else {},
+                      provenance={"hostname": "h", "cpu_model": "c", "cpu_count": cores, "gpus": list(gpus)})
+
+
+def test_a_speed_up_above_what_the_shared_cores_can_give_is_flagged_with_its_likely_cause():
+    from distbench.results.headline import terminal_lines
+
+    # issue 30: 'mpi_ps:adag (2 workers) 3.85x, eff. 1.92' on 2 cores and 3.11x for 4 emulated hosts on 2 cores,
+    # with nothing said
+    recs = [_timed("single", 1, 3.0), _timed("mpi_ps:adag", 2, 3.0 / 3.85), _timed("mirrored", 2, 1.6),
+            _timed("mpi_ps:downpour", 4, 3.0 / 3.11, kind="emulated")]
+    data = build(recs)
+    (note,) = [n for n in data.notes if n.startswith("Speed-up above")]
+    assert note.startswith("Speed-up above what the hardware can give (the excess is not parallelism): mpi_ps:adag "
+                           "(2 workers) 3.85x (its 2 workers shared this machine's 2 cores: at most 2x); "
+                           "mpi_ps:downpour (4 workers) 3.11x (its 4 workers ran on emulated hosts that share this "
+                           "machine's 2 cores: at most 2x).")
+    assert "mirrored" not in note  # 1.88x on 2 workers and 2 cores: possible
+    assert ("Noise is likely: one run of it or of single (use --repeats 3 or more): mpi_ps:adag (2 workers) and "
+            "mpi_ps:downpour (4 workers).") in note
+    assert ("A weaker baseline is likely: in steady state (epochs 2..E) each worker, or each core the workers shared, "
+            "processed more samples per second than single did with the whole machine") in note
+    assert ("mpi_ps:adag (2 workers) 2,695 samples/s per worker against single's 1,400; mpi_ps:downpour (4 workers) "
+            "2,177 samples/s per core against single's 1,400.") in note
+    assert note in terminal_lines(data) and note in render_markdown(recs, data=data)
+    # repeated runs, a speed-up from single's slow first epoch: the warm-up, not noise
+    warm = build([_timed("single", 1, 3.0, r, first_extra=2.0) for r in range(3)] +
+                 [_timed("horovod", 2, 2.2, r) for r in range(3)])
+    (note,) = [n for n in warm.notes if n.startswith("Speed-up above")]
+    assert note == ("Speed-up above what the hardware can give (the excess is not parallelism): horovod (2 workers) "
+                    "2.27x (its 2 workers shared this machine's 2 cores: at most 2x). Single's one-off first-epoch "
+                    "warm-up is likely: in steady state (epochs 2..E) the speed-up is within the bound: horovod (2 "
+                    "workers) 1.36x.")
+    # more cores than workers: the workers bound it; on GPUs (or real hosts) only the workers do
+    roomy = build([_timed("single", 1, 3.0, cores=16), _timed("horovod", 4, 0.8, cores=16),
+                   _timed("mirrored", 2, 1.4, cores=16)])
+    (note,) = [n for n in roomy.notes if n.startswith("Speed-up above")]
+    assert "mirrored (2 workers) 2.14x (its 2 workers shared this machine's 16 cores: at most 2x)" in note
+    assert "horovod" not in note  # 3.75x on 4 workers
+    gpu = build([_timed("single", 1, 3.0, gpus=["GPU 0"]), _timed("mirrored", 2, 1.4, gpus=["GPU 0"])])
+    assert any("(its 2 workers can each at best match single: at most 2x)" in n for n in gpu.notes)
+    assert not [n for n in build([_timed("single", 1, 3.0), _timed("mirrored", 2, 1.6)]).notes
+                if n.startswith("Speed-up above")]

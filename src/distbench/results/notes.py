@@ -3,8 +3,9 @@ first-epoch warm-up that dominates a short run (:func:`warmup_note`), parameter-
 rows that trail the synchronous strategies or whose replicas barely overlapped
 (:func:`ps_notes`), a start-up that includes a shared (Spark or MPI) engine's start
 (:func:`engine_start_notes`), synchronous rows whose BatchNormalization layers use
-per-replica batch moments (:func:`batchnorm_note`), and rows that fit their training data
-but not the test split (:func:`test_split_note`)."""
+per-replica batch moments (:func:`batchnorm_note`), rows that fit their training data
+but not the test split (:func:`test_split_note`), and speed-ups above what the hardware the
+workers shared can give (:func:`superlinear_note`)."""
 
 from __future__ import annotations
 
@@ -267,3 +268,97 @@ def test_split_note(summaries: Sequence[ConfigSummary]) -> str | None:
             f"and accuracy {1 / c:.3f}). The model learned its training data, so this is not divergence: the test "
             "split disagrees with the training data (another source or distribution, or over-fitting); check it "
             "before comparing strategies on it.")
+
+
+def speedup_bound(s: ConfigSummary) -> tuple[int, str]:
+    """The largest speed-up over ``single`` that parallelism can give a configuration, read
+    from its records, and where its workers ran.
+
+    ``single`` trains with every core of its machine (``training.threads`` = cores), so each
+    of N workers can at best match it: N workers are at most N times faster. Workers that
+    share one machine's C cores (this machine, or an emulated cluster, whose hosts are
+    network namespaces on it: records say ``details.cluster_kind = "emulated"``) are also at
+    most C times faster. The bound is min(workers, cores of ``provenance.cpu_count``);
+    workers on real hosts (``cluster_kind = "ssh"``), on GPUs, or with no recorded core
+    count are bounded by their number alone (the records hold no other host's cores).
+
+    Args:
+        s: a configuration.
+
+    Returns:
+        ``(bound, where)``: the bound (a speed-up, x ``single``) and a phrase saying what
+        set it, e.g. ``"its 2 workers shared this machine's 2 cores"``.
+    """
+    ok = [r for r in s.records if r.get("status") == "ok"] or s.records
+    prov = (ok[0].get("provenance") or {}) if ok else {}
+    kind = next(((r.get("details") or {}).get("cluster_kind") for r in ok
+                 if (r.get("details") or {}).get("cluster_kind")), "local")
+    cores = prov.get("cpu_count")
+    workers = f"its {s.workers} worker{'s' if s.workers != 1 else ''}"
+    if kind == "ssh" or prov.get("gpus") or not isinstance(cores, int) or cores < 1:
+        return s.workers, f"{workers} can each at best match single"
+    where = "ran on emulated hosts that share" if kind == "emulated" else "shared"
+    return min(s.workers, cores), f"{workers} {where} this machine's {cores} core{'s' if cores != 1 else ''}"
+
+
+def steady_samples_per_s(records: Sequence[dict[str, Any]]) -> float | None:
+    """Median steady-state throughput of the ok ``records``: samples per epoch (``samples /
+    epochs``, all replicas) over the median time of epochs 2..E (:func:`warmup_share`: the
+    first epoch's one-off warm-up left out); None when no record has two epochs."""
+    vals = []
+    for r in records:
+        w = warmup_share(r) if r.get("status") == "ok" else None
+        if w is not None and w[2] > 0 and r.get("samples") and r.get("epochs"):
+            vals.append(r["samples"] / r["epochs"] / w[2])
+    return statistics.median(vals) if vals else None
+
+
+def superlinear_note(summaries: Sequence[ConfigSummary]) -> str | None:
+    """A note naming every speed-up above what the hardware its workers shared can give
+    (:func:`speedup_bound`), with the likely causes: one run (noise), a baseline weaker than
+    the row (in steady state each of its workers, or each core they shared, processed more
+    samples per second than ``single`` did with the whole machine), or ``single``'s
+    first-epoch warm-up (the steady-state speed-up is within the bound).
+
+    Args:
+        summaries: the report's configurations.
+
+    Returns:
+        one note, or None when no speed-up exceeds its bound (as printed, two decimals).
+    """
+    rows, noise, weak, warm, unknown = [], [], [], [], []
+    for s in summaries:
+        if s.strategy == "single" or s.speedup is None:
+            continue
+        bound, where = speedup_bound(s)
+        if round(s.speedup, 2) <= bound:
+            continue
+        rows.append(f"{s.label} {s.speedup:.2f}x ({where}: at most {bound}x)")
+        singles = [o for o in summaries if o.strategy == "single"
+                   and (o.hardware_key, o.workload_key) == (s.hardware_key, s.workload_key)]
+        if s.ok < 2 or any(o.ok < 2 for o in singles):
+            noise.append(s.label)
+        mine = steady_samples_per_s(s.records)
+        theirs = steady_samples_per_s([r for o in singles for r in o.records])
+        if mine and theirs and mine / bound > theirs:
+            unit = "worker" if bound == s.workers else "core"
+            weak.append(f"{s.label} {mine / bound:,.0f} samples/s per {unit} against single's {theirs:,.0f}")
+        elif mine and theirs and mine / theirs <= bound:
+            warm.append(f"{s.label} {mine / theirs:.2f}x")
+        elif s.label not in noise:
+            unknown.append(s.label)
+    if not rows:
+        return None
+    text = f"Speed-up above what the hardware can give (the excess is not parallelism): {'; '.join(rows)}."
+    if noise:
+        text += f" Noise is likely: one run of it or of single (use --repeats 3 or more): {join_and(noise)}."
+    if weak:
+        text += (" A weaker baseline is likely: in steady state (epochs 2..E) each worker, or each core the workers "
+                 "shared, processed more samples per second than single did with the whole machine, so a sample costs "
+                 f"the row less than single (another step implementation), not parallelism: {'; '.join(weak)}.")
+    if warm:
+        text += (" Single's one-off first-epoch warm-up is likely: in steady state (epochs 2..E) the speed-up is "
+                 f"within the bound: {'; '.join(warm)}.")
+    if unknown:
+        text += f" The records show no cause for {join_and(unknown)}."
+    return text

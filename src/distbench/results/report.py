@@ -19,7 +19,7 @@ from typing import Any, Iterable, Sequence
 
 from distbench.results.headline import Headline, HardwareInfo, WorkloadInfo, make_headline
 from distbench.results.notes import (batchnorm_note, engine_start_notes, engine_starters, ps_notes,
-                                     test_split_note, warmup_note)
+                                     superlinear_note, test_split_note, warmup_note)
 from distbench.results.stats import (ConfigSummary, Leader, Spread, describe_workload, hardware_labels, record_groups,
                                      summarize, workload_labels)
 
@@ -269,7 +269,8 @@ def build(records: list[dict[str, Any]], run_dir: Path | None = None) -> ReportD
                      "score them all against one.")
     warm = warmup_note(records, run_dir=run_dir)
     extra = [n for n in (batchnorm_note(summaries), test_split_note(summaries)) if n]
-    notes += ([warm] if warm else []) + engine_start_notes(summaries) + ps_notes(summaries) + extra
+    first = [n for n in (superlinear_note(summaries), warm) if n]  # a speed-up the hardware cannot give leads
+    notes += first + engine_start_notes(summaries) + ps_notes(summaries) + extra
     prov_groups: "OrderedDict[tuple[str, str], dict[str, Any]]" = OrderedDict()
     for r, (hw, _) in zip(records, groups):
         g = prov_groups.setdefault((str(r.get("run_id", "?")), hw), {
