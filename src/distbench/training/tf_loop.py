@@ -23,6 +23,11 @@ from distbench.training.schedule import replica_batches, replica_indices
 from distbench.workload import Workload
 
 
+ONE_REPLICA_PLAIN_INPUT = True
+"""One replica in sync reads the plain ``tf.data`` pipeline instead of a distributed dataset
+(see :func:`train_with_strategy`); the tests turn it off to compare the two paths."""
+
+
 def gather_dataset(indices: np.ndarray, x: np.ndarray, y: np.ndarray, batch: int) -> Any:
     """A ``tf.data`` pipeline of ``(x[i], y[i])`` batches for consecutive ``batch``-sized runs of ``indices``.
 
@@ -199,8 +204,15 @@ def train_with_strategy(strategy: Any, workload: Workload, scenario: Any = None)
 
     # One pipeline and one iterator for the whole run, created before the clock starts:
     # building a distributed dataset and iterator per epoch cost 3-4x model.fit's
-    # training time on small workloads (benchmarks/harness_overhead.py).
-    iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
+    # training time on small workloads (benchmarks/harness_overhead.py). With one replica
+    # in sync there is nothing to distribute, and the distributed iterator's per-step
+    # cost is all overhead: on the digits MLP it doubled the epoch time of OneDevice
+    # (9 ms against a Horovod rank's 4.5 ms per epoch; benchmarks/profile_step.py), so one
+    # replica reads the plain pipeline, as a Horovod rank and a parameter-server replica do.
+    if replicas == 1 and ONE_REPLICA_PLAIN_INPUT:
+        iterator = iter(input_pipeline(ds.train, cfg.epochs, cfg.seed, G, [0], 1))
+    else:
+        iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
     loop.sync = sync
     loop.trace(lambda: train_epoch.get_concrete_function(iterator))
 
