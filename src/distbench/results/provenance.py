@@ -26,6 +26,19 @@ def package_versions() -> dict[str, str | None]:
     return out
 
 
+KERNEL_ENV = ("TF_ENABLE_ONEDNN_OPTS", "OMP_NUM_THREADS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS",
+              "TF_XLA_FLAGS", "CUDA_VISIBLE_DEVICES")
+"""Environment variables that change TensorFlow's kernels or thread pools (oneDNN on or
+off moved a plain ``model.fit`` epoch by a quarter on the benchmarks' CNN). Every
+configuration's processes inherit the sweep's environment, so one set applies to all
+strategies of a run; the record names the values (``None``: unset, TensorFlow's default)."""
+
+
+def kernel_settings() -> dict[str, str | None]:
+    """The :data:`KERNEL_ENV` variables as this process sees them (``None`` when unset)."""
+    return {k: os.environ.get(k) for k in KERNEL_ENV}
+
+
 def cpu_model() -> str:
     """The CPU model name from ``/proc/cpuinfo`` (or ``platform.processor()``)."""
     try:
@@ -68,7 +81,8 @@ def collect(seed: int | None = None) -> dict[str, Any]:
 
     Returns:
         dict with ``versions``, ``python``, ``os``, ``cpu_model``, ``cpu_count``,
-        ``memory_bytes``, ``gpus``, ``hostname``, ``git_commit``, ``seed``.
+        ``memory_bytes``, ``gpus``, ``hostname``, ``git_commit``, ``seed``, ``kernel_env``
+        (:func:`kernel_settings`).
     """
     try:
         mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
@@ -85,6 +99,7 @@ def collect(seed: int | None = None) -> dict[str, Any]:
         "hostname": socket.gethostname(),
         "git_commit": git_commit(),
         "seed": seed,
+        "kernel_env": kernel_settings(),
     }
 
 

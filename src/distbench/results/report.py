@@ -292,6 +292,10 @@ def provenance_lines(prov: dict[str, Any]) -> list[tuple[str, str]]:
     out = [("machine", describe_hardware(prov)), ("Python / OS", f"{prov.get('python')}, {prov.get('os')}"),
            ("versions", ", ".join(f"{k} {val}" for k, val in v.items() if val) or "-"),
            ("git commit", str(prov.get("git_commit"))), ("seed", str(prov.get("seed")))]
+    env = {k: v for k, v in (prov.get("kernel_env") or {}).items() if v is not None}
+    if "kernel_env" in prov:
+        out.append(("kernel settings", ", ".join(f"{k}={v}" for k, v in env.items()) or
+                    "TensorFlow's defaults (oneDNN on; threads set per process, see details)"))
     if prov.get("launcher"):
         out.append(("launcher", str(prov["launcher"])))
     return out
