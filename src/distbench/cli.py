@@ -211,17 +211,17 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
     expand(cfg)  # unknown strategies are reported before anything is written
     check_run_dir(cfg, run_dir, resume, flags)  # so is a used run directory, at once (no TensorFlow needed)
     check_cluster_ready(cfg)  # and a cluster that cannot run the sweep
+    from distbench.harness.evaluate import hide_accelerators
+
     lock = _lock_run_dir(run_dir) if run_dir.exists() else None
     try:
         # bad data files are reported here, before TensorFlow is imported; then the model's errors
-        workload = prepare_run_dir(cfg, run_dir, resume, flags)
+        workload = prepare_run_dir(cfg, run_dir, resume, flags, before_model=hide_accelerators)
     except BaseException:
         if lock is not None:
             lock.close()  # (a caller in this process, e.g. a test runner, may keep this frame alive)
         raise
     lock = lock or _lock_run_dir(run_dir)  # held until the sweep and its report are done
-    from distbench.harness.evaluate import hide_accelerators
-
     hide_accelerators()  # import TensorFlow here quietly, off the GPUs the children use (done if a run was created)
     # SIGTERM (a scheduler or CI cancelling us) is handled like Ctrl-C: children are killed,
     # finished records stay, and the run can be resumed.

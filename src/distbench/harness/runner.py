@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterator
 from distbench.text import clip
 from distbench.config import ConfigError, ExperimentConfig, from_dict
 from distbench.harness import progress
-from distbench.harness.evaluate import Evaluator, hide_accelerators
+from distbench.harness.evaluate import Evaluator
 from distbench.harness.shared_engine import close_engines, engine_for
 from distbench.harness.matrix import ConfigPoint, auto_round, expand
 from distbench.results import provenance
@@ -113,19 +113,22 @@ def check_run_dir(cfg: ExperimentConfig, run_dir: Path, resume: bool, flags: dic
 
 
 def prepare_run_dir(cfg: ExperimentConfig, run_dir: Path, resume: bool,
-                    flags: dict[str, str] | None = None) -> Workload:
+                    flags: dict[str, str] | None = None, before_model: Callable[[], None] | None = None) -> Workload:
     """Create the workload in a new run directory, or load it for ``--resume``.
 
-    Everything that needs no TensorFlow is checked before it is imported: the run
+    Everything that needs no TensorFlow is checked before the model is built: the run
     directory (:func:`check_run_dir`) and the data (:func:`~distbench.workload.checked_dataset`);
-    a new run then imports TensorFlow off the GPUs (:func:`hide_accelerators`) to build the
-    model, whose errors (a factory that fails, an output of the wrong shape) need it.
+    building the model imports TensorFlow, and its errors (a factory that fails, an output
+    of the wrong shape) need it.
 
     Args:
         cfg: the sweep's config.
         run_dir: the run directory.
         resume: continue the run in ``run_dir``.
         flags: ``section.key`` -> the command-line flag that set it (named in errors).
+        before_model: called once those checks pass, before a new run's model is built
+            (``distbench run``: :func:`~distbench.harness.evaluate.hide_accelerators`, which
+            imports TensorFlow quietly and off the GPUs; a Horovod rank keeps its GPU).
 
     Returns:
         the run's :class:`~distbench.workload.Workload`.
@@ -136,7 +139,8 @@ def prepare_run_dir(cfg: ExperimentConfig, run_dir: Path, resume: bool,
     check_run_dir(cfg, run_dir, resume, flags)
     if not (run_dir / WORKLOAD_DIR).exists():
         dataset = checked_dataset(cfg)  # bad data files are reported before TensorFlow is imported
-        hide_accelerators()
+        if before_model is not None:
+            before_model()
         created = not run_dir.exists()
         try:
             run_dir.mkdir(parents=True, exist_ok=True)
