@@ -119,7 +119,6 @@ class _OneLineErrors(click.Group):
             raise
 
 
-
 def _command_path(group: click.Group, args: Any) -> str:
     """``distbench <command>`` for the first word of ``args`` (default ``sys.argv[1:]``)
     that names a command, else ``distbench``: for errors raised without a context."""
