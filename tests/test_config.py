@@ -152,6 +152,19 @@ def test_every_example_config_loads(path):
     assert cfg.run.strategies
 
 
+def test_the_embedded_default_is_examples_default_toml_and_differs_from_an_empty_file_in_four_keys(tmp_path):
+    """``examples/default.toml`` writes out plain ``distbench run``'s experiment; a file
+    without those keys keeps the fields' defaults (README's Configuration section)."""
+    example = Path(__file__).resolve().parents[1] / "examples" / "default.toml"
+    assert config.load(example) == config.load(None)
+    empty = tmp_path / "empty.toml"
+    empty.write_text("")
+    a, b = config.load(None).to_dict(), config.load(empty).to_dict()
+    differ = {f"{s}.{k}" for s in a for k in a[s] if a[s][k] != b[s][k]}
+    assert differ == {"model.hidden", "training.epochs", "training.target_accuracy", "run.repeats"}
+    assert (b["model"]["hidden"], b["training"]["epochs"], b["run"]["repeats"]) == ([64], 10, 1)
+
+
 def test_spark_conf_scalars_become_strings(tmp_path):
     p = tmp_path / "c.toml"
     p.write_text('[spark]\nconf = { "spark.task.cpus" = 1, "spark.python.worker.reuse" = true }\n')

@@ -40,7 +40,7 @@ from distbench.launch import commands, process
 from distbench.strategies import registry
 from distbench.strategies.base import LaunchContext, StrategyUnavailable
 from distbench.training import TrainOutput
-from distbench.training.output import ChildResult, TrainingFailed, read_child_result, write_child_result
+from distbench.training.output import SNAPS_FILE, ChildResult, TrainingFailed, read_child_result, write_child_result
 from distbench.workload import CONFIG_FILE, WORKLOAD_DIR, Workload, checked_dataset, remove_dataset_cache
 
 _LOG = logging.getLogger("distbench.harness.runner")
@@ -326,7 +326,12 @@ def run_point(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[st
         reason = res.reason or why or "no result written"
         return make_record(workload, point, run_id, prov, Status.FAILED, reason=reason, log_tail=tail, log=log_name,
                            failed_process=res.failed_process, details=res.details, timings=_no_timings(elapsed))
-    return ok_record(workload, point, run_id, prov, res.output, evaluator(), elapsed, spawn, log=log_name)
+    record = ok_record(workload, point, run_id, prov, res.output, evaluator(), elapsed, spawn, log=log_name)
+    # The snapshots are evaluated (the record's curve holds what they gave): their file is the
+    # model's weights once per epoch (48 MB for the embedded default's 40 epochs of a
+    # 300k-parameter MLP), which no later step reads. The final weights stay.
+    (art / SNAPS_FILE).unlink(missing_ok=True)
+    return record
 
 
 def ok_record(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[str, Any], out: TrainOutput,
