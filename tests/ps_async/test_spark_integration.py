@@ -138,6 +138,25 @@ def test_spark_gives_up_on_its_own_barrier_check_in_seconds():
         spark.stop()
 
 
+def test_shard_frame_puts_shard_i_alone_in_partition_i():
+    """The barrier stage's input: shard i alone in partition i for any N, built in the JVM
+    (``spark.range`` sliced by position: no Python task, no shuffle stage)."""
+    from pyspark.sql import functions as F
+
+    from distbench.ps_async import spark as engine
+
+    spark = engine.make_session("local[2]", {})
+    try:
+        for n in (1, 2, 3, 5, 8):
+            df = engine.shard_frame(spark, n)
+            assert df.schema.simpleString() == "struct<shard:bigint>"
+            assert df.rdd.getNumPartitions() == n
+            got = sorted((r["p"], r["shard"]) for r in df.select(F.spark_partition_id().alias("p"), "shard").collect())
+            assert got == [(i, i) for i in range(n)], (n, got)
+    finally:
+        spark.stop()
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -5,7 +5,7 @@ one **barrier** stage (``DataFrame.mapInArrow(..., barrier=True)``), so all N re
 run at once or not at all. Each task reads its partition of a DataFrame with columns
 ``shard``, ``features`` (flattened float32 image) and ``label`` as Arrow record
 batches, and trains with :func:`distbench.ps_async.worker.train_replica`. Partition i
-holds exactly shard i (an identity partitioner on ``shard``; each task checks it).
+holds exactly shard i (``spark.range`` with N slices; each task checks it).
 
 Executors run the interpreter named by ``PYSPARK_PYTHON``; :func:`make_session` sets it
 to this interpreter so tasks import the same packages.
@@ -192,12 +192,16 @@ def shard_frame(spark: Any, num_shards: int) -> Any:
     It carries no data: each barrier task reads its own shard of the training split (in
     memory, or block by block from Parquet with pyarrow), so the data never pass through
     the driver, and every engine reads the same shards (:func:`~distbench.ps_async.worker.train_replica`).
+
+    ``spark.range(0, N, 1, N)``: Spark's range splits ``[0, N)`` into N slices by position
+    (slice i is ``[i*N/N, (i+1)*N/N)``), so shard i is alone in partition i, in the JVM,
+    with no Python task and no shuffle (each task checks it holds exactly its shard).
+    Spark SQL's hash and range *repartitioning* both put 2 shards into one partition here;
+    an identity partitioner on a Python RDD did it right but cost a shuffle stage whose
+    tasks started Python workers of their own: 2-3 s more before the replicas started on
+    2 cores (benchmarks/startup_floor.py).
     """
-    df = spark.createDataFrame([(i,) for i in range(num_shards)], "shard long")
-    # Exactly shard i in partition i: an identity partitioner on the shard id. (Spark SQL's
-    # hash and range repartitioning both put 2 shards into one partition here.)
-    keyed = df.rdd.map(lambda r: (int(r["shard"]), r)).partitionBy(num_shards, lambda k: k).values()
-    return spark.createDataFrame(keyed, df.schema)
+    return spark.range(0, num_shards, 1, num_shards).withColumnRenamed("id", "shard")
 
 
 RESULT_SCHEMA = "result string"
