@@ -27,7 +27,10 @@ is being written):
   cluster at 100 Mbit/s vs unshaped links, measured slow-down vs ``distbench predict``'s
   (needs root; says so and writes nothing otherwise);
 - ``sweep_startup.py``: the default sweep's wall time, training share and phases, with
-  a Spark application per ``spark_ps`` configuration and with one shared per sweep.
+  a Spark application per ``spark_ps`` configuration and with one shared per sweep;
+- ``startup_floor.py``: each strategy's start-up (the record's ``engine_start_s`` and spawn
+  to first step) next to the bare floor of its own engine (the same processes, started by
+  the same launcher, doing nothing but the engine's start), alternating.
 
 Usage::
 
@@ -49,7 +52,7 @@ import _common as C  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 SCRIPTS = ["harness_overhead", "elephas_peer", "ps_throughput", "allreduce", "step_time", "profile_step",
-           "parquet_memory", "resnet_synthetic", "emulated_links", "sweep_startup"]
+           "parquet_memory", "resnet_synthetic", "emulated_links", "sweep_startup", "startup_floor"]
 TITLE = "# Benchmarks"
 INTRO = ("Table of record for distbench's performance: each section below is written by one script in "
          "`benchmarks/` (`make bench` runs them all through `benchmarks/run_all.py`; each script can be "

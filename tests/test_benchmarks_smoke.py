@@ -6,7 +6,8 @@ most of it TensorFlow, Spark and Horovod start-up).
 ``ps_throughput.py`` is exercised through ``run_all.py --only ps_throughput`` (which
 also checks the header). ``elephas_peer.py --quick`` never installs elephas: without
 its environment (``benchmarks/.elephas-venv``) it writes the distbench side and says
-elephas was not run.
+elephas was not run. ``startup_floor.py`` runs a fraction of ``--quick`` (``single`` alone)
+unless ``--long`` is given.
 """
 
 from __future__ import annotations
@@ -131,3 +132,15 @@ def test_profile_step_quick(tmp_path, request):
     assert float(prof[2]) > 0 and float(prof[3]) > 0, prof  # step and op time measured, in ms
     assert 0 < float(thr[5].rstrip("%")) and 0 < float(prof[12].rstrip("%")), (thr, prof)  # fractions of the floor
     assert "compute floor (as in `benchmarks/step_time.py`)" in s
+
+
+def test_startup_floor_quick(tmp_path, request):
+    # a fraction of --quick (single alone, ~15-25 s); --long runs the whole --quick (single and mirrored)
+    out = tmp_path / "B.md"
+    run_quick("startup_floor.py", out, *([] if request.config.getoption("--long") else ["--strategies", "single"]))
+    s = section(out, "startup_floor")
+    assert "engine start / floor" in s and "load average at start" in s
+    row = next(ln for ln in s.splitlines() if ln.startswith("| `single` |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert float(cells[1].split()[0]) > 0 and float(cells[3].split()[0]) > 0, row  # engine start, floor
+    assert float(cells[4].split()[0]) > 0 and "importing tensorflow and keras" in cells[7], row
