@@ -49,7 +49,7 @@ def test_exact_centre_from_two_replicas():
 def test_every_optimizer_over_mpi(tmp_path, optimizers):
     out = tmp_path / "run"
     cp = distbench("run", "--strategies", ",".join(f"mpi_ps:{o}" for o in optimizers), "--workers", "2",
-                   "--out", str(out), timeout=1500)
+                   "--epochs", "10", "--repeats", "1", "--out", str(out), timeout=1500)
     assert cp.returncode == 0, cp.stderr[-3000:]
     recs = {r["strategy"]: r for r in read_records(out)}
     for o in optimizers:

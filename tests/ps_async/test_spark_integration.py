@@ -27,7 +27,7 @@ BIN = Path(sys.executable).parent
 def test_every_optimizer_on_local_spark(tmp_path, optimizers):
     out = tmp_path / "run"
     cp = distbench("run", "--strategies", "single," + ",".join(f"spark_ps:{o}" for o in optimizers),
-                   "--workers", "2", "--out", str(out), timeout=1500)
+                   "--workers", "2", "--epochs", "10", "--repeats", "1", "--out", str(out), timeout=1500)
     assert cp.returncode == 0, cp.stderr[-3000:]
     recs = {r["strategy"]: r for r in read_records(out)}
     sha = recs["single"]["initial_weights_sha256"]

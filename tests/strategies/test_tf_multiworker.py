@@ -144,7 +144,7 @@ def test_tf_ps_cluster_and_servers_exact():
 def test_both_strategies_train_on_two_workers(tmp_path):
     out = tmp_path / "run"
     cp = distbench("run", "--strategies", "single,multi_worker_mirrored,tf_ps", "--workers", "2", "--repeats", "1",
-                   "--out", str(out), timeout=900)
+                   "--epochs", "10", "--out", str(out), timeout=900)
     assert cp.returncode == 0, cp.stderr[-3000:]
     recs = {r["strategy"]: r for r in read_records(out)}
     mw, ps = recs["multi_worker_mirrored"], recs["tf_ps"]
