@@ -76,7 +76,7 @@ def test_auto_rounds_run_the_two_contenders_until_advice_separates_them(tmp_path
     assert [(line.split(": running")[1], keys) for line, keys in rounds] == [
         (" each once more (run 2 of at most 3)", ["mirrored_w2_r1", "single_w1_r1"]),
         (" each once more (run 3 of at most 3)", ["mirrored_w2_r2", "single_w1_r2"])]
-    assert rounds[0][0].startswith("repeats auto: mirrored (2 workers) leads single (1 worker) to 0.9 "
+    assert rounds[0][0].startswith("repeats auto: mirrored (2 workers) leads single (1 worker) to 0.97 "
                                    "(1.00 s vs 2.00 s) after 1 run each; distbench advises from 3 runs of each")
     # the counter counts across the rounds; its total grows by each round when it is planned
     assert [(i, n) for _, i, n, done in progress if done] == [(1, 3), (2, 3), (3, 3), (4, 5), (5, 5), (6, 7), (7, 7)]
@@ -143,8 +143,8 @@ def test_the_progress_lines_count_and_name_the_extra_rounds(tmp_path, capsys):
     _run_with_progress(cfg, tmp_path / "r", False, functools.partial(run_sweep, workload=workload, execute=execute))
     err = capsys.readouterr().err
     assert "[2/2] mirrored (2 workers): ok test acc 0.950" in err
-    assert ("repeats auto: single (1 worker) leads mirrored (2 workers) to 0.9 (2.00 s vs 1.00 s)" not in err and
-            "repeats auto: mirrored (2 workers) leads single (1 worker) to 0.9 (1.00 s vs 2.00 s) after 1 run each"
+    assert ("repeats auto: single (1 worker) leads mirrored (2 workers) to 0.97 (2.00 s vs 1.00 s)" not in err and
+            "repeats auto: mirrored (2 workers) leads single (1 worker) to 0.97 (1.00 s vs 2.00 s) after 1 run each"
             in err)
     assert "[4/4] single (1 worker), repeat 2 of at most 3: ok" in err
     assert "[6/6] single (1 worker), repeat 3 of at most 3: ok" in err and "_r1" not in err

@@ -15,6 +15,7 @@ and ``mpi_ps`` configurations go to one engine shared by the sweep instead
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import json
 import os
@@ -417,6 +418,19 @@ Execute = Callable[[Workload, ConfigPoint, str, dict[str, Any], Callable[[], Eva
 """How the sweep runs one configuration: ``(workload, point, run_id, provenance, evaluator) -> record``."""
 
 
+def _next_round(cfg: ExperimentConfig, points: list[ConfigPoint], run_dir: Path,
+                on_round: Callable[[str, list[ConfigPoint]], None] | None) -> list[ConfigPoint]:
+    """The next round of ``repeats = "auto"`` (none without it), announced through
+    ``on_round`` (default: logged); see :func:`run_sweep`."""
+    if not cfg.run.auto_repeats:
+        return []
+    more, decision = auto_round(points, read_records(run_dir))
+    line = decision.line()  # None once advice needs no more runs
+    if line:
+        (on_round or (lambda text, _: _LOG.info("%s", text)))(line, more)
+    return more
+
+
 def run_sweep(cfg: ExperimentConfig, run_dir: Path, resume: bool = False,
               on_progress: Callable[[str, int, int, dict[str, Any] | None], None] | None = None,
               workload: Workload | None = None, execute: Execute | None = None,
@@ -471,16 +485,7 @@ def run_sweep(cfg: ExperimentConfig, run_dir: Path, resume: bool = False,
             cached.append(Evaluator(workload))
         return cached[0]
 
-    def next_round() -> list[ConfigPoint]:
-        """The next round of "auto" (none without it), announced through ``on_round``."""
-        if not cfg.run.auto_repeats:
-            return []
-        more, decision = auto_round(points, read_records(run_dir))
-        line = decision.line()  # None once advice needs no more runs
-        if line:
-            (on_round or (lambda text, _: _LOG.info("%s", text)))(line, more)
-        return more
-
+    next_round = functools.partial(_next_round, cfg, points, run_dir, on_round)
     with emulated_cluster(cfg) as cluster, contextlib.ExitStack() as stack:
         stack.callback(close_engines)
         if not todo:  # a resumed "auto" sweep continues its rounds

@@ -128,6 +128,33 @@ def replica_id() -> int:
     return int(rid)
 
 
+def run_iterator(strategy: Any, workload: Workload) -> Any:
+    """The input iterator of a whole run under ``strategy``: every replica's slice of every
+    global batch, in step order, over all epochs (:func:`input_pipeline`).
+
+    One pipeline and one iterator for the whole run, created before the clock starts:
+    building a distributed dataset and iterator per epoch cost 3-4x ``model.fit``'s training
+    time on small workloads (benchmarks/harness_overhead.py). Two or more replicas in sync
+    read a distributed dataset (``distribute_datasets_from_function``: input pipeline p
+    feeds its local replicas, replica r the r-th ``global_batch / replicas`` slice). One
+    replica reads the plain pipeline, as a Horovod rank and a parameter-server replica do:
+    there is nothing to distribute, and the distributed iterator's per-step cost doubled
+    ``single``'s epoch time on the digits MLP (9 ms against a Horovod rank's 4.5 ms;
+    docs/architecture.md, pitfalls).
+    """
+    cfg, train = workload.config.training, workload.dataset.train
+    replicas, G = strategy.num_replicas_in_sync, workload.config.training.global_batch_size
+    if replicas == 1 and ONE_REPLICA_PLAIN_INPUT:
+        return iter(input_pipeline(train, cfg.epochs, cfg.seed, G, [0], 1))
+
+    def dataset_fn(ctx: Any) -> Any:
+        local = replicas // ctx.num_input_pipelines
+        first = ctx.input_pipeline_id * local
+        return input_pipeline(train, cfg.epochs, cfg.seed, G, list(range(first, first + local)), replicas)
+
+    return iter(strategy.distribute_datasets_from_function(dataset_fn))
+
+
 def train_with_strategy(strategy: Any, workload: Workload, scenario: Any = None) -> TrainOutput:
     """Train ``workload``'s model under a ``tf.distribute`` strategy.
 
@@ -140,10 +167,9 @@ def train_with_strategy(strategy: Any, workload: Workload, scenario: Any = None)
             all-reduce: under MirroredStrategy the replicas share one process and one graph,
             and a delayed replica delays the synchronous step, as a slow device does.
 
-    Input goes through ``distribute_datasets_from_function``: each input pipeline (one
-    per worker process) builds, for each of its local replicas, exactly that replica's
-    ``global_batch / replicas`` slice of every global batch, so every strategy sees the
-    same samples per step whatever its process and device layout.
+    Input comes from :func:`run_iterator`: each replica gets exactly its ``global_batch /
+    replicas`` slice of every global batch, so every strategy sees the same samples per
+    step whatever its process and device layout.
 
     Returns:
         :class:`TrainOutput` with the final weights, per-epoch snapshots and timings.
@@ -193,26 +219,8 @@ def train_with_strategy(strategy: Any, workload: Workload, scenario: Any = None)
             loss = strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
         return loss
 
-    def dataset_fn(ctx: Any) -> Any:
-        # Input pipeline p feeds its local replicas; replica r (global index) gets the r-th
-        # G/replicas slice of every global batch, in step order, over all epochs.
-        local = replicas // ctx.num_input_pipelines
-        first = ctx.input_pipeline_id * local
-        return input_pipeline(ds.train, cfg.epochs, cfg.seed, G, list(range(first, first + local)), replicas)
-
     sync = average_non_trainable(strategy, model) if replicas > 1 else None
-
-    # One pipeline and one iterator for the whole run, created before the clock starts:
-    # building a distributed dataset and iterator per epoch cost 3-4x model.fit's
-    # training time on small workloads (benchmarks/harness_overhead.py). With one replica
-    # in sync there is nothing to distribute, and the distributed iterator's per-step
-    # cost is all overhead: on the digits MLP it doubled the epoch time of OneDevice
-    # (9 ms against a Horovod rank's 4.5 ms per epoch; benchmarks/profile_step.py), so one
-    # replica reads the plain pipeline, as a Horovod rank and a parameter-server replica do.
-    if replicas == 1 and ONE_REPLICA_PLAIN_INPUT:
-        iterator = iter(input_pipeline(ds.train, cfg.epochs, cfg.seed, G, [0], 1))
-    else:
-        iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
+    iterator = run_iterator(strategy, workload)
     loop.sync = sync
     loop.trace(lambda: train_epoch.get_concrete_function(iterator))
 
