@@ -57,7 +57,10 @@ import _common as C  # noqa: E402
 import step_time  # noqa: E402
 
 SECTION = "profile_step"
-ONE_WORKER = ["horovod", "spark_ps:adag", "mpi_ps:adag"]
+ONE_WORKER = ["horovod", "horovod_mpi", "spark_ps:adag", "mpi_ps:adag", "mirrored", "multi_worker_mirrored"]
+FIT = "model.fit"
+"""The reference row: plain Keras ``model.fit`` on the run's workload (same data, model,
+initial weights, batch, epochs, threads), in a fresh process; ``single`` must not be slower."""
 PROFILED = ["single", "horovod", "spark_ps:adag"]
 # step_time.py's CNN workload, one single configuration (the others run through --strategies/--workers)
 CONFIG = step_time.CONFIG.replace("{strategies}", '["single"]').replace("workers = [2]", "workers = [1]")
@@ -225,6 +228,41 @@ def _server(conn: Any, weights: list, optimizer: str, secret: bytes, params: dic
     server.stop()
 
 
+def fit_worker(run_dir: str, out: str, repeat: int) -> int:
+    """Train the workload saved in ``run_dir`` with plain ``model.fit`` (compiled with the
+    workload's optimizer and loss, the same global batch, epochs and CPU threads as
+    ``single``; Keras shuffles each epoch) and write a record-like dict to ``out`` whose
+    curve holds the epoch-end seconds since the first epoch began (Keras callbacks)."""
+    from distbench.training.loop import configure_threads, threads_per_process
+    from distbench.workload import Workload
+
+    wl = Workload.load(run_dir, cached=True)
+    t = wl.config.training
+    configure_threads(threads_per_process(t.threads, 1))
+    import keras
+
+    model = wl.build_model()
+    model.compile(optimizer=wl.make_optimizer(1), loss=wl.loss_spec().make())
+    G = t.global_batch_size
+    steps = len(wl.dataset.train) // G
+    x, y = wl.dataset.train.x[:steps * G], wl.dataset.train.y[:steps * G]
+    ends: list[float] = []
+
+    class Clock(keras.callbacks.Callback):
+        def on_train_begin(self, logs: Any = None) -> None:
+            self.t0 = time.perf_counter()
+
+        def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+            ends.append(time.perf_counter() - self.t0)
+
+    model.fit(x, y, batch_size=G, epochs=t.epochs, verbose=0, callbacks=[Clock()])
+    rec = {"strategy": FIT, "workers": 1, "status": "ok", "repeat": repeat, "global_batch_size": G,
+           "samples": steps * G * t.epochs, "per_replica_batch_size": G, "details": {},
+           "curve": [{"epoch": e + 1, "step": steps * (e + 1), "elapsed_s": v} for e, v in enumerate(ends)]}
+    Path(out).write_text(json.dumps(rec))
+    return 0
+
+
 def profile_worker(strategy: str, out: str, samples: int, epochs: int, batch: int) -> int:
     """Run ``strategy``'s training function instrumented (see the module docstring); write
     ``{"steps", "wall_s", "seconds": {label: s}, "calls", "op_s", "call_s", ...}`` to ``out``."""
@@ -341,11 +379,12 @@ def steady_sps(rec: dict) -> float | None:
     return (samples_at(rec, b["step"]) - samples_at(rec, a["step"])) / dt if dt > 0 else None
 
 
-def throughput(tmp: Path, trees: dict[str, Path], configs: list[tuple[str, int]], reps: int, epochs: int,
-               samples: int, batch: int) -> dict[str, list[dict]]:
-    """Run every configuration ``reps`` times per tree (interleaved); the records by tree."""
+def throughput(tmp: Path, trees: dict[str, Path], configs: list[tuple[str, int]], reps: int,
+               config_text: str) -> dict[str, list[dict]]:
+    """Run every configuration ``reps`` times per tree (interleaved) on the experiment
+    ``config_text`` (TOML); the records by tree."""
     cfg = tmp / "profile.toml"
-    cfg.write_text(CONFIG.format(samples=samples, epochs=epochs, batch=batch))
+    cfg.write_text(config_text)
     log = tmp / "distbench.log"
     names = list(trees)
     for k in range(reps):
@@ -355,11 +394,26 @@ def throughput(tmp: Path, trees: dict[str, Path], configs: list[tuple[str, int]]
         for s, n in (configs if ahead else configs[::-1]):
             for name in (names if ahead else names[::-1]):
                 run_dir = tmp / f"run_{name}"
+                if s == FIT:  # needs the run's workload: the first round runs single first
+                    fit_run(run_dir, tmp / f"fit_{name}_{k}.json", k, trees[name])
+                    continue
                 a = ["run", str(cfg), "--out", str(run_dir), "--repeats", str(k + 1), "--workers", str(n),
                      "--strategies", s]
                 run_distbench(a + (["--resume"] if run_dir.exists() else []), log, trees[name])
         print(f"round {k} done", file=sys.stderr, flush=True)
-    return {name: C.read_records(tmp / f"run_{name}") for name in names}
+    return {name: C.read_records(tmp / f"run_{name}") + [json.loads(f.read_text())
+                                                           for f in sorted(tmp.glob(f"fit_{name}_*.json"))]
+            for name in names}
+
+
+def fit_run(run_dir: Path, out: Path, repeat: int, src: Path) -> None:
+    """:func:`fit_worker` in a fresh process with ``src`` first on the path."""
+    env = C.child_env()
+    env["PYTHONPATH"] = os.pathsep.join([str(src), env["PYTHONPATH"]])
+    cp = subprocess.run([sys.executable, __file__, "--fit-worker", str(run_dir), "--out", str(out), "--repeat",
+                         str(repeat)], capture_output=True, text=True, env=env, timeout=1800)
+    if cp.returncode != 0:
+        raise RuntimeError(f"model.fit reference failed:\n{(cp.stdout + cp.stderr)[-3000:]}")
 
 
 def profile(tmp: Path, trees: dict[str, Path], strategies: list[str], samples: int, epochs: int,
@@ -400,6 +454,35 @@ def render_throughput(records: dict[str, list[dict]], configs: list[tuple[str, i
             rows.append(f"| {name} | `{s}` | {n} | {C.spread(sps, '{:,.0f}')} | {ratio} | {of_floor} | "
                         f"{'; '.join(bad)} |")
     return rows
+
+
+BASELINE_TOLERANCE = 1.02
+"""A one-worker row may beat ``single``'s steady samples/s by at most this factor (run-to-run noise)."""
+
+
+def verdict(records: dict[str, list[dict]], configs: list[tuple[str, int]]) -> list[str]:
+    """Per tree, whether ``single`` is the strongest one-device loop: every one-worker row at
+    most :data:`BASELINE_TOLERANCE` x ``single``'s median steady samples/s, and ``single`` at
+    least as fast as plain ``model.fit`` (its training time at most 1.0x fit's)."""
+    out = []
+    for name, recs in records.items():
+        single = C.median([steady_sps(r) for r in _group(recs, "single", 1)])
+        if not single:
+            out.append(f"- {name}: no steady samples/s for `single`")
+            continue
+        ratios = {s: C.median([steady_sps(r) for r in _group(recs, s, 1)]) for s, n in configs
+                  if n == 1 and s not in ("single", FIT)}
+        over = {s: v / single for s, v in ratios.items() if v and v / single > BASELINE_TOLERANCE}
+        best = max(((v / single, s) for s, v in ratios.items() if v), default=None)
+        line = (f"- {name}: one-worker rows over {BASELINE_TOLERANCE}x `single`: "
+                + (", ".join(f"`{s}` {r:.2f}x" for s, r in over.items()) if over else "none")
+                + (f" (the fastest, `{best[1]}`, at {best[0]:.2f}x)" if best else ""))
+        fit = C.median([steady_sps(r) for r in _group(recs, FIT, 1)])
+        if fit:
+            line += (f"; `single`'s steady epoch time / `model.fit`'s: {fit / single:.2f} "
+                     f"({'at most' if fit <= single else 'above'} 1.0)")
+        out.append(line)
+    return out
 
 
 def _group(recs: list[dict], strategy: str, workers: int) -> list[dict]:
@@ -457,9 +540,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-profile", action="store_true", help="throughput only")
     ap.add_argument("--write", metavar="PATH", help="replace the profile_step section of PATH")
     ap.add_argument("--keep", metavar="DIR", help="keep the run directories and logs in DIR")
+    ap.add_argument("--digits", action="store_true",
+                    help="throughput on the embedded default's workload (digits, MLP [64]) instead of the CNN")
+    ap.add_argument("--no-fit", action="store_true", help="leave out the plain model.fit reference row")
     ap.add_argument("--profile-worker", metavar="STRATEGY", help=argparse.SUPPRESS)
+    ap.add_argument("--fit-worker", metavar="RUN_DIR", help=argparse.SUPPRESS)
+    ap.add_argument("--repeat", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.fit_worker:
+        return fit_worker(args.fit_worker, args.out, args.repeat)
     if args.profile_worker:
         return profile_worker(args.profile_worker, args.out, args.samples, args.epochs, args.batch_size)
     reps, epochs, samples = args.reps, args.epochs, args.samples
@@ -475,8 +565,8 @@ def main(argv: list[str] | None = None) -> int:
         if not sep or not name or not path:
             ap.error(f"--tree {t!r}: expected NAME=DIR, e.g. --tree before=/tmp/old-checkout")
         trees[name] = tree_src(path)
-    configs = [("single", 1)] + [(s, 1) for s in strategies] + ([(s, 2) for s in strategies]
-                                                                if args.two_workers else [])
+    configs = [("single", 1)] + ([] if args.no_fit else [(FIT, 1)]) + [(s, 1) for s in strategies] + (
+        [(s, 2) for s in strategies] if args.two_workers else [])
     started, load0 = time.time(), C.load_average()
     tmp = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="distbench-profile-"))
     tmp.mkdir(parents=True, exist_ok=True)
@@ -488,7 +578,9 @@ def main(argv: list[str] | None = None) -> int:
         train_flops = 3 * forward_flops(ModelConfig(**spec["model"]), spec["input_shape"], spec["classes"])
         mm = step_time.run_compute_probe(tmp, "floor", 1024 if args.quick else 2048, 2 if args.quick else 5, spec)
         floor = max(mm["gflops"]) * 1e9 / train_flops
-        records = throughput(tmp, trees, configs, reps, epochs, samples, args.batch_size)
+        text = (C.DIGITS_MLP_TOML.format(epochs=epochs, batch=args.batch_size, strategies='["single"]', workers=1)
+                if args.digits else CONFIG.format(samples=samples, epochs=epochs, batch=args.batch_size))
+        records = throughput(tmp, trees, configs, reps, text)
         prof = {} if args.no_profile else profile(tmp, trees, profiled, samples, max(epochs, 3), args.batch_size)
     finally:
         if not args.keep:
@@ -499,8 +591,10 @@ def main(argv: list[str] | None = None) -> int:
         f"- date: {C.utc_now()}",
         f"- machine: {C.machine_info()}; Horovod {C.version('horovod')}, pyspark {C.version('pyspark')}",
         f"- command: `{C.command_line('profile_step.py', argv)}`",
-        f"- workload: synthetic {samples} samples 32x32x3 ({n_train} for training), `cnn` filters [32, 64] "
-        f"hidden [128], global batch {args.batch_size}, SGD, {epochs} epochs per run (the first is the warm-up); "
+        "- workload: " + ("digits (embedded), `mlp` hidden [64]" if args.digits else
+                          f"synthetic {samples} samples 32x32x3, `cnn` filters [32, 64] hidden [128]")
+        + f" ({n_train} for training), global batch {args.batch_size}, SGD, {epochs} epochs per run (the first "
+        "is the warm-up); "
         f"{reps} round(s), each running every configuration in every tree back to back (odd rounds in "
         "reverse order); trees: "
         + ", ".join(f"{n} = `{p}`" for n, p in trees.items())
@@ -514,7 +608,8 @@ def main(argv: list[str] | None = None) -> int:
         f"({max(mm['gflops']):.1f} GFLOP/s, {mm['n']}x{mm['n']}, all cores, fresh process) = "
         f"**{floor:,.0f} samples/s**; *of floor*: samples/s over it.", "",
         "| tree | strategy | workers | samples/s (steady) | ratio to single | of floor | runs not ok |",
-        "|---|---|---|---|---|---|---|", *render_throughput(records, configs, floor), ""]
+        "|---|---|---|---|---|---|---|", *render_throughput(records, configs, floor), "",
+        *verdict(records, configs), ""]
     if prof:
         md += [
             "Where a step's time goes (ms per step, one worker, epochs 2 to the last of an instrumented run of the "
