@@ -207,3 +207,27 @@ def test_a_configuration_past_its_timeout_gets_a_timeout_record_and_no_engine_is
     assert rec["reason"].endswith(" when stopped") and ("training, epoch" in rec["reason"] or "starting" in rec["reason"])
     assert 30 <= rec["timings"]["total_s"] < 45  # counted from the configuration's spawn, engine start included
     assert not pids_with(f"--run-dir {out}")
+
+
+def test_a_previous_engine_is_stopped_before_the_next_configuration_s_clock(tmp_path, monkeypatch):
+    """Stopping the previous shared engine (seconds for Spark) is on no configuration's clock:
+    a user's default sweep showed single's start-up above its total after a spark_ps row."""
+    from distbench.harness import runner
+
+    events = []
+    running = SimpleNamespace(alive=True, close=lambda grace_s=10.0: events.append(("closed", time.time())))
+    monkeypatch.setattr(shared_engine, "_RUNNING", [(("spark", "local[2]", 1), running)])
+    spawned = []
+
+    def no_child(run_dir, key, strategy, workers, spawn_unix, **kw):  # the clock's start, then stop there
+        spawned.append(spawn_unix)
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(runner.commands, "config_child_command", no_child)
+    wl = SimpleNamespace(config=config.load(None), run_dir=tmp_path)
+    monkeypatch.setattr(runner.registry, "get", lambda name: SimpleNamespace(
+        is_available=lambda cfg, workers: SimpleNamespace(ok=True)))
+    with pytest.raises(RuntimeError, match="stop here"):
+        runner.run_point(wl, ConfigPoint("single", 1, 0), "r", {}, lambda: None)
+    assert events and spawned and events[0][1] <= spawned[0] and shared_engine._RUNNING == []
+    assert shared_engine.stop_unless_reused(wl, ConfigPoint("mpi_ps:adag", 2, 0)) is False

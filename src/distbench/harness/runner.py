@@ -30,7 +30,7 @@ from distbench.text import clip
 from distbench.config import ConfigError, ExperimentConfig, from_dict
 from distbench.harness import progress
 from distbench.harness.evaluate import Evaluator
-from distbench.harness.shared_engine import close_engines, engine_for
+from distbench.harness.shared_engine import close_engines, engine_for, stop_unless_reused
 from distbench.harness.matrix import ConfigPoint, auto_round, expand
 from distbench.results import provenance
 from distbench.results.records import Status, new_record
@@ -295,6 +295,7 @@ def run_point(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[st
         for f in art.iterdir():
             if f.is_file():
                 f.unlink()
+    stop_unless_reused(workload, point)  # a previous engine's shutdown is on no configuration's clock
     spawn = time.time()
     engine = engine_for(workload, point)
     failed_process = None

@@ -190,6 +190,37 @@ _RUNNING: list[tuple[tuple[Any, ...], SharedEngine]] = []
 """The sweep's running shared engine with its key; at most one."""
 
 
+def _engine_key(workload: Any, point: Any) -> tuple[Any, ...] | None:
+    """The shared engine ``point`` runs on (Spark: master, threads per replica; MPI: ranks,
+    threads per rank), or None when it runs in its own child process."""
+    from distbench.cluster.placement import Placement
+    from distbench.strategies import registry
+    from distbench.training.loop import threads_per_process
+
+    cfg = workload.config
+    family = registry.family_of(point.strategy)
+    threads = threads_per_process(cfg.training.threads, point.workers)
+    if Placement.from_config(cfg.cluster).is_local:
+        if family == "spark_ps" and cfg.spark.share_session:
+            return ("spark", cfg.spark.master or f"local[{point.workers}]", threads)
+        if family == "mpi_ps" and cfg.mpi.share_engine:
+            return ("mpi", point.workers + 1, threads)
+    return None
+
+
+def stop_unless_reused(workload: Any, point: Any) -> bool:
+    """Stop the running shared engine unless ``point`` runs on it; True when it does.
+
+    The sweep calls this before it starts ``point``'s clock (its spawn time): stopping the
+    previous engine (seconds for Spark) belongs to no configuration's start-up.
+    """
+    key = _engine_key(workload, point)
+    if _RUNNING and _RUNNING[0][0] == key and _RUNNING[0][1].alive:
+        return True
+    close_engines()
+    return False
+
+
 def engine_for(workload: Any, point: Any) -> SharedEngine | None:
     """The running shared engine for ``point`` (a :class:`~distbench.harness.matrix.ConfigPoint`
     of ``workload``'s sweep), started when needed, or None when ``point`` runs in its own
@@ -199,22 +230,10 @@ def engine_for(workload: Any, point: Any) -> SharedEngine | None:
 
     Keys: Spark (master, threads per replica); MPI (ranks, threads per rank).
     """
-    from distbench.cluster.placement import Placement
-    from distbench.strategies import registry
-    from distbench.training.loop import threads_per_process
-
-    cfg, run_dir = workload.config, workload.run_dir
-    family = registry.family_of(point.strategy)
-    threads = threads_per_process(cfg.training.threads, point.workers)
-    key: tuple[Any, ...] | None = None
-    if Placement.from_config(cfg.cluster).is_local:
-        if family == "spark_ps" and cfg.spark.share_session:
-            key = ("spark", cfg.spark.master or f"local[{point.workers}]", threads)
-        elif family == "mpi_ps" and cfg.mpi.share_engine:
-            key = ("mpi", point.workers + 1, threads)
-    if _RUNNING and _RUNNING[0][0] == key and _RUNNING[0][1].alive:
+    run_dir = workload.run_dir
+    key = _engine_key(workload, point)
+    if stop_unless_reused(workload, point):
         return _RUNNING[0][1]
-    close_engines()
     if key is None:
         return None
     log = run_dir / "logs" / f"{key[0]}-engine-{time.strftime('%H%M%S')}-{os.getpid()}.log"
