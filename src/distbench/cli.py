@@ -144,7 +144,8 @@ def main() -> None:
 @click.option("--epochs", type=int, help="Training epochs.")
 @click.option("--batch-size", type=int, help="Global batch size (per-replica = global / replicas).")
 @click.option("--target-accuracy", type=float,
-              help="Test accuracy for time-to-target, in (0, 1] [default: training.target_accuracy, 0.9].")
+              help="Test accuracy for time-to-target, in (0, 1] [default: training.target_accuracy: 0.97 "
+                   "without a config file, 0.9 in a file without the key].")
 @click.option("--repeats", metavar="N|auto",
               help="Repetitions of each configuration, or 'auto': every configuration once, then the two the "
                    "recommendation cannot separate yet once more per round, up to 3 runs each [default: 'auto' "
