@@ -99,7 +99,8 @@ def test_shared_engine_records_what_separate_jobs_record(tmp_path):
     # The separate run has only the configuration that reused the shared engine (the second):
     # the first runs on a fresh engine either way.
     shared, separate = tmp_path / "shared", tmp_path / "separate"
-    for out, toml, names in ((shared, "", "mpi_ps:easgd,mpi_ps:averaging"),
+    # both with a config file: plain distbench run trains the embedded default's larger model
+    for out, toml, names in ((shared, "[mpi]\nshare_engine = true\n", "mpi_ps:easgd,mpi_ps:averaging"),
                              (separate, "[mpi]\nshare_engine = false\n", "mpi_ps:averaging")):
         cp = _sweep(out, "--strategies", names, "--epochs", "2", toml=toml)
         assert cp.returncode == 0, cp.stderr[-3000:]
