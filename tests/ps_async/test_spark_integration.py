@@ -125,34 +125,29 @@ def test_spark_gives_up_on_its_own_barrier_check_in_seconds():
         with pytest.raises(SparkSpecError, match=r"offers 1 barrier task slot \(2 cores of local\[2\] // "):
             engine.require_slots(spark, 2)
         assert engine.require_slots(spark, 1) == 1
-        df = spark.range(0, 4, numPartitions=2)  # 2 partitions: a 2-task barrier stage, never launched
         spec = ReplicaSpec(DataConfig(), "", ModelConfig(), (8, 8, 1), 10, [], TrainingConfig(), num_workers=2,
                            steps_per_epoch=1,
                            optimizer="adag", params={}, address="tcp://127.0.0.1:1", secret=b"unused")
         t0 = time.monotonic()
         with pytest.raises(SparkSpecError, match=r"offers 1 barrier task slot \(Spark's count, when its barrier "
                                                  r"check gave up\) but 2 replicas must run at once"):
-            engine.run_replicas(spark, df, spec)
+            engine.run_replicas(spark, spec)  # a 2-task barrier stage, never launched
         assert time.monotonic() - t0 < 30  # Spark's defaults: 40 retries x 15 s
     finally:
         spark.stop()
 
 
-def test_shard_frame_puts_shard_i_alone_in_partition_i():
-    """The barrier stage's input: shard i alone in partition i for any N, built in the JVM
-    (``spark.range`` sliced by position: no Python task, no shuffle stage)."""
-    from pyspark.sql import functions as F
-
+def test_shard_rdd_puts_shard_i_alone_in_partition_i():
+    """The barrier stage's input: shard i alone in partition i for any N (a range sliced by
+    position: no shuffle stage)."""
     from distbench.ps_async import spark as engine
 
     spark = engine.make_session("local[2]", {})
     try:
         for n in (1, 2, 3, 5, 8):
-            df = engine.shard_frame(spark, n)
-            assert df.schema.simpleString() == "struct<shard:bigint>"
-            assert df.rdd.getNumPartitions() == n
-            got = sorted((r["p"], r["shard"]) for r in df.select(F.spark_partition_id().alias("p"), "shard").collect())
-            assert got == [(i, i) for i in range(n)], (n, got)
+            rdd = engine.shard_rdd(spark, n)
+            assert rdd.getNumPartitions() == n
+            assert rdd.glom().collect() == [[i] for i in range(n)], n
     finally:
         spark.stop()
 

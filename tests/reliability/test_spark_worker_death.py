@@ -3,7 +3,7 @@ the run completes or fails with a clear record, and every committed (worker, seq
 delta reached the centre exactly once.
 
 What the barrier stage does (Spark 4.3, documented in README "Guarantees"): the replicas
-run in a barrier *ResultStage* (``mapInArrow(barrier=True).collect()``); when one of its
+run in a barrier *ResultStage* (``rdd.barrier().mapPartitions(...).collect()``); when one of its
 tasks dies, Spark kills the sibling tasks and aborts the job ("Could not recover from a
 failed barrier ResultStage": only barrier shuffle-map stages are retried), whatever
 ``spark.task.maxFailures`` says. The record is ``failed`` with the reason, and it keeps the

@@ -1,11 +1,10 @@
 """The Spark engine for the parameter-server optimizers.
 
 The parameter server runs on the Spark driver; the model replicas run in the tasks of
-one **barrier** stage (``DataFrame.mapInArrow(..., barrier=True)``), so all N replicas
-run at once or not at all. Each task reads its partition of a DataFrame with columns
-``shard``, ``features`` (flattened float32 image) and ``label`` as Arrow record
-batches, and trains with :func:`distbench.ps_async.worker.train_replica`. Partition i
-holds exactly shard i (``spark.range`` with N slices; each task checks it).
+one **barrier** stage (``rdd.barrier().mapPartitions(...)``), so all N replicas run at
+once or not at all. Task i holds shard id i (:func:`shard_rdd`; each task checks it),
+reads that shard of the training split itself and trains with
+:func:`distbench.ps_async.worker.train_replica`.
 
 Executors run the interpreter named by ``PYSPARK_PYTHON``; :func:`make_session` sets it
 to this interpreter so tasks import the same packages.
@@ -105,9 +104,6 @@ def make_session(master: str | None, conf: dict[str, str], app_name: str = "dist
     b = SparkSession.builder if master is None else SparkSession.builder.master(master)
     b = (b.appName(app_name)
          .config("spark.ui.enabled", "false")
-         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-         # one partition per replica: adaptive execution must not merge the shards
-         .config("spark.sql.adaptive.coalescePartitions.enabled", "false")
          .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
          .config("spark.executorEnv.TF_CPP_MIN_LOG_LEVEL", os.environ.get("TF_CPP_MIN_LOG_LEVEL", "1")))
     for k, v in {**BARRIER_CHECK_DEFAULTS, **conf}.items():
@@ -186,43 +182,37 @@ def executor_count(spark: Any) -> int:
     return 1 if parse_master(spark.sparkContext.master).is_local else max(0, len(infos) - 1)
 
 
-def shard_frame(spark: Any, num_shards: int) -> Any:
-    """A DataFrame of ``num_shards`` rows (column ``shard`` = 0..N-1), row i alone in partition i.
+def shard_rdd(spark: Any, num_shards: int) -> Any:
+    """An RDD of ``num_shards`` elements (the shard ids 0..N-1), element i alone in partition i.
 
     It carries no data: each barrier task reads its own shard of the training split (in
     memory, or block by block from Parquet with pyarrow), so the data never pass through
     the driver, and every engine reads the same shards (:func:`~distbench.ps_async.worker.train_replica`).
 
-    ``spark.range(0, N, 1, N)``: Spark's range splits ``[0, N)`` into N slices by position
-    (slice i is ``[i*N/N, (i+1)*N/N)``), so shard i is alone in partition i, in the JVM,
-    with no Python task and no shuffle (each task checks it holds exactly its shard).
-    Spark SQL's hash and range *repartitioning* both put 2 shards into one partition here;
-    an identity partitioner on a Python RDD did it right but cost a shuffle stage whose
-    tasks started Python workers of their own: 2-3 s more before the replicas started on
-    2 cores (benchmarks/startup_floor.py).
+    ``parallelize(range(N), N)`` slices a range by position (slice i is
+    ``[i*N/N, (i+1)*N/N)``), so shard i is alone in partition i with no shuffle (each task
+    checks it holds exactly its shard). A plain RDD, not a DataFrame: a session's first
+    Spark SQL query and first Arrow UDF (``mapInArrow``) cost 3-5 s of start-up on 2 cores
+    that a barrier RDD job does not (benchmarks/startup_floor.py); Spark SQL's hash and
+    range repartitioning also put 2 shards into one partition.
     """
-    return spark.range(0, num_shards, 1, num_shards).withColumnRenamed("id", "shard")
+    return spark.sparkContext.parallelize(range(num_shards), num_shards)
 
 
-RESULT_SCHEMA = "result string"
-
-
-def _task(spec: ReplicaSpec):  # noqa: ANN202 - returns a mapInArrow function
-    def run(batches: Any) -> Any:
-        import pyarrow as pa
+def _task(spec: ReplicaSpec):  # noqa: ANN202 - returns a barrier mapPartitions function
+    def run(shards: Any) -> Any:
         from pyspark import BarrierTaskContext
 
         ctx = BarrierTaskContext.get()
         pid = ctx.partitionId()
-        shard_ids = {s for b in batches for s in b.column("shard").to_pylist()}
-        if shard_ids != {pid}:
-            raise RuntimeError(f"partition {pid} holds shards {sorted(shard_ids)}; expected exactly shard {pid}")
+        shard_ids = sorted(set(shards))
+        if shard_ids != [pid]:
+            raise RuntimeError(f"partition {pid} holds shards {shard_ids}; expected exactly shard {pid}")
         # No ctx.barrier(): it releases each task on its own one-second poll (up to 1.0 s
         # apart, measured), a skew the synchronous optimizers paid on the training clock; the
         # parameter server's start barrier (ParameterServer(start_barrier=True)) releases the
         # replicas together instead. The barrier stage still schedules all tasks at once.
-        res = train_replica(spec, pid, attempt=ctx.attemptNumber())
-        yield pa.RecordBatch.from_pydict({"result": [json.dumps(res)]})
+        yield json.dumps(train_replica(spec, pid, attempt=ctx.attemptNumber()))
 
     return run
 
@@ -235,9 +225,10 @@ def python_traceback(message: str, lines: int = 25) -> str:
     return "\n".join(kept[:lines])
 
 
-def run_replicas(spark: Any, df: Any, spec: ReplicaSpec) -> list[dict[str, Any]]:
-    """Run the barrier stage: one replica per partition of ``df``; return their results
-    sorted by worker id. Check the slots first with :func:`require_slots`.
+def run_replicas(spark: Any, spec: ReplicaSpec) -> list[dict[str, Any]]:
+    """Run the barrier stage: one replica per shard (``spec.num_workers`` tasks over
+    :func:`shard_rdd`); return their results sorted by worker id. Check the slots first
+    with :func:`require_slots`.
 
     Raises:
         SparkJobError: a task failed (its traceback is in the message).
@@ -245,7 +236,7 @@ def run_replicas(spark: Any, df: Any, spec: ReplicaSpec) -> list[dict[str, Any]]
             few slots (executors left after :func:`require_slots`); it gives up in seconds.
     """
     try:
-        rows = df.mapInArrow(_task(spec), RESULT_SCHEMA, barrier=True).collect()
+        rows = shard_rdd(spark, spec.num_workers).barrier().mapPartitions(_task(spec)).collect()
     except Exception as e:  # py4j / pyspark errors: keep the worker's own traceback
         if "BarrierJobSlotsNumberCheckFailed" in str(e):
             raise SparkSpecError(slots_message(spark.sparkContext.master, barrier_slots(spark), "Spark's count, "
@@ -254,4 +245,4 @@ def run_replicas(spark: Any, df: Any, spec: ReplicaSpec) -> list[dict[str, Any]]
         errors = [ln for ln in tb.splitlines() if re.match(r"^[\w.]*(Error|Exception|Interrupt|Exit)\b", ln)]
         last = errors[-1] if errors else clip(str(e).splitlines()[0], 300)
         raise SparkJobError(f"Spark job failed: {last.strip()}\n{tb}") from None
-    return sorted((json.loads(r["result"]) for r in rows), key=lambda r: r["worker"])
+    return sorted((json.loads(r) for r in rows), key=lambda r: r["worker"])

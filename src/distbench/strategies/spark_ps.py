@@ -59,10 +59,9 @@ def train_on_spark(spark: Any, ctx: LaunchContext, optimizer: str, ps_host: str 
     try:
         spec = replica_spec(wl, n, optimizer, params, server.address, secret, ctx.threads_per_process(n),
                             exchange_timeout(ctx.timeout_s), ctx.scenario)
-        df = engine.shard_frame(spark, n)
         monitor = CentreMonitor(server, updates_expected(spec), cfg.training.epochs).start()
         try:
-            results = engine.run_replicas(spark, df, spec)
+            results = engine.run_replicas(spark, spec)
         except engine.SparkJobError as e:  # keep the server's accounting in the failed record
             st = server.stats()
             raise engine.SparkJobError(str(e), e.failed_process, details={k: st.get(k) for k in (
