@@ -38,6 +38,7 @@ def test_toml_file_roundtrip(tmp_path):
     ('[trainin]\nepochs = 3\n', "unknown section [trainin]; did you mean [training]? allowed sections:"),
     ('[xyz]\nepochs = 3\n', "unknown section [xyz]; allowed sections:"),
     ('[training]\nepochs = "3"\n', "training.epochs = '3': expected an integer"),
+    ('[run]\nrepeats = true\n', 'run.repeats = true: expected an int or "auto"'),  # as written, not True
     ('[training]\nepochs = 0\n', "training.epochs = 0: must be >= 1"),
     ('[training]\nlearning_rate = inf\n', "training.learning_rate = inf: must be a finite number > 0"),
     ('[training]\nlearning_rate = nan\n', "training.learning_rate = nan: must be a finite number > 0"),

@@ -429,17 +429,22 @@ def _type_name(tp: Any) -> str:
     return getattr(tp, "__name__", str(tp))
 
 
+def _shown(value: Any) -> str:
+    """``value`` as the config file spells it where Python's repr differs (``true``, not ``True``)."""
+    return ("true" if value else "false") if isinstance(value, bool) else repr(value)
+
+
 def _coerce(key: str, value: Any, tp: Any) -> Any:
     """Check ``value`` against type ``tp``; ints are accepted where floats are."""
     origin = get_origin(tp)
     if dataclasses.is_dataclass(tp):  # a nested table, e.g. cluster.emulate
         if not isinstance(value, dict):
-            raise ConfigError(f"{key} = {value!r}: expected a {_type_name(tp)}")
+            raise ConfigError(f"{key} = {_shown(value)}: expected a {_type_name(tp)}")
         return _build(key, tp, value)
     if origin is Literal:
         if isinstance(value, str) and value in get_args(tp):
             return value
-        raise ConfigError(f"{key} = {value!r}: expected {_type_name(tp)}")
+        raise ConfigError(f"{key} = {_shown(value)}: expected {_type_name(tp)}")
     if origin in _UNIONS:
         if value is None and types.NoneType in get_args(tp):  # an unset optional table (JSON null)
             return None
@@ -452,16 +457,16 @@ def _coerce(key: str, value: Any, tp: Any) -> Any:
             except ConfigError:
                 continue
         name = _type_name(tp)
-        raise ConfigError(f"{key} = {value!r}: expected {'an' if name[0] in 'aeiou' else 'a'} {name}")
+        raise ConfigError(f"{key} = {_shown(value)}: expected {'an' if name[0] in 'aeiou' else 'a'} {name}")
     if origin is list:
         (inner,) = get_args(tp)
         if not isinstance(value, list):
             example = '["a", "b"]' if inner is str else "[1, 2]"
-            raise ConfigError(f"{key} = {value!r}: expected a {_type_name(tp)}, e.g. {example}")
+            raise ConfigError(f"{key} = {_shown(value)}: expected a {_type_name(tp)}, e.g. {example}")
         return [_coerce(f"{key}[{i}]", v, inner) for i, v in enumerate(value)]
     if origin is dict:
         if not isinstance(value, dict):
-            raise ConfigError(f"{key} = {value!r}: expected a table of strings")
+            raise ConfigError(f"{key} = {_shown(value)}: expected a table of strings")
         out = {}
         for k, v in value.items():
             if isinstance(v, (dict, list)):
@@ -472,9 +477,9 @@ def _coerce(key: str, value: Any, tp: Any) -> Any:
     if tp is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if tp is int and (isinstance(value, bool) or not isinstance(value, int)):
-        raise ConfigError(f"{key} = {value!r}: expected an integer")
+        raise ConfigError(f"{key} = {_shown(value)}: expected an integer")
     if not isinstance(value, tp) or (tp is not bool and isinstance(value, bool)):
-        raise ConfigError(f"{key} = {value!r}: expected {_type_name(tp)}")
+        raise ConfigError(f"{key} = {_shown(value)}: expected {_type_name(tp)}")
     return value
 
 

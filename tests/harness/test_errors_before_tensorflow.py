@@ -78,3 +78,17 @@ def test_bad_input_after_tensorflow_skips_the_interpreter_teardown(monkeypatch, 
     with pytest.raises(SystemExit) as ok:  # any other exit is left alone
         cli.main(["list", "--help"])
     assert ok.value.code == 0
+
+
+def test_a_resume_names_every_changed_setting_in_every_section(tmp_path):
+    # the user test: a change to [model] and [training] named only the [model] one
+    from distbench.config import ConfigError
+    from distbench.harness.runner import check_run_dir
+
+    run = _used_run_dir(tmp_path)
+    cfg = config.override(config.load(None), training__epochs=2, model__hidden=[32])
+    with pytest.raises(ConfigError) as e:
+        check_run_dir(cfg, run, resume=True, flags={"training.epochs": "--epochs"})
+    msg = str(e.value)
+    assert "model.hidden recorded [512, 512], given [32]; training.epochs recorded 1, given 2 by --epochs" in msg, msg
+    check_run_dir(config.override(config.load(None), training__epochs=1), run, resume=True)  # unchanged: no error

@@ -298,3 +298,23 @@ def test_more_runs_stops_at_three_runs_of_a_configuration():
                                 "\"auto\" runs: no more rounds (the recommendation says what to run next)")
     # a smaller bound is honoured the same way
     assert more_runs(runs("single", 1, [2.0, 2.1]) + runs("mirrored", 2, [1.0, 1.1]), max_runs=2).rerun == []
+
+
+def test_close_times_print_apart_and_a_1_00x_lead_reads_level():
+    # the user test: "leads ... (0.31 s vs 0.31 s)" and "1.00x faster" between two different times
+    records = runs("single", 1, [0.312, 0.313, 0.314]) + runs("horovod", 2, [0.3132, 0.3141, 0.3150])
+    adv = advise(records, "runs/x")
+    line = next(r for r in adv.reasons if "to 0.9" in r and "single" in r and "horovod" in r)
+    assert "level (within 0.5%) to 0.9 with" in line and "1.00x" not in line, line
+    assert "0.313 s [0.312-0.314] vs 0.314 s [0.313-0.315]" in line, line
+    text = " ".join(build(records).headlines[0].sentences)
+    assert "level (within 0.5%) with horovod (2 workers)" in text and "1.00x faster" not in text, text
+
+
+def test_warm_up_note_says_partly_under_half_and_mostly_above():
+    records = runs("single", 1, [0.5, 0.55, 0.6])
+    for share, word in ((0.6, "partly"), (0.9, "mostly")):  # first of 2 epochs: 20% and 80% extra
+        for r in records:
+            r["curve"][0]["elapsed_s"] = share * r["curve"][1]["elapsed_s"]
+        warm = [r for r in advise(records, "runs/x").reasons if r.startswith("Warm-up:")]
+        assert len(warm) == 1 and f"compare {word} this one-off cost" in warm[0], warm

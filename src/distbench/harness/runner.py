@@ -96,21 +96,22 @@ def check_run_dir(cfg: ExperimentConfig, run_dir: Path, resume: bool, flags: dic
     raw = json.loads((run_dir / CONFIG_FILE).read_text())
     new = cfg.to_dict()
     defaults = ExperimentConfig().to_dict()  # keys added since the run was made hold their defaults
-    for sec in WORKLOAD_SECTIONS:
-        old = {**defaults[sec], **raw.get(sec, {})}
-        if old != new[sec]:
-            keys = [k for k, v in new[sec].items() if old.get(k) != v]
-            diff = "; ".join(f"{sec}.{k} recorded {old.get(k)!r}, given {new[sec][k]!r}"
-                             + (f" by {(flags or {})[f'{sec}.{k}']}" if f"{sec}.{k}" in (flags or {}) else "")
-                             for k in keys)
-            named = [(flags or {})[f"{sec}.{k}"] for k in keys if f"{sec}.{k}" in (flags or {})]
-            fix = (f"drop {' and '.join(named)} (the recorded values are used)" if named else
-                   "give the recorded values in CONFIG_FILE, or leave CONFIG_FILE out to use the recorded config")
-            if keys == ["target_accuracy"] and sec == "training":  # scored after the run: no new training needed
-                fix += (f"; to score the recorded runs against another target, use 'distbench report {run_dir} "
-                        f"--target-accuracy {new[sec]['target_accuracy']}'")
-            raise ConfigError(f"--resume: the workload must stay identical to the run in {run_dir}, but {diff}; "
-                              f"{fix}, or use a new --out")
+    flags = flags or {}
+    old = {sec: {**defaults[sec], **raw.get(sec, {})} for sec in WORKLOAD_SECTIONS}
+    changed = [(sec, k) for sec in WORKLOAD_SECTIONS for k, v in new[sec].items() if old[sec].get(k) != v]
+    if not changed:
+        return
+    keys = [f"{sec}.{k}" for sec, k in changed]
+    diff = "; ".join(f"{key} recorded {old[sec].get(k)!r}, given {new[sec][k]!r}"
+                     + (f" by {flags[key]}" if key in flags else "") for key, (sec, k) in zip(keys, changed))
+    named = [flags[key] for key in keys if key in flags]
+    fix = (f"drop {' and '.join(named)} (the recorded values are used)" if named else
+           "give the recorded values in CONFIG_FILE, or leave CONFIG_FILE out to use the recorded config")
+    if keys == ["training.target_accuracy"]:  # scored after the run: no new training needed
+        fix += (f"; to score the recorded runs against another target, use 'distbench report {run_dir} "
+                f"--target-accuracy {new['training']['target_accuracy']}'")
+    raise ConfigError(f"--resume: the workload must stay identical to the run in {run_dir}, but {diff}; "
+                      f"{fix}, or use a new --out")
 
 
 def prepare_run_dir(cfg: ExperimentConfig, run_dir: Path, resume: bool,

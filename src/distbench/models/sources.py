@@ -49,13 +49,32 @@ def import_factory(factory: str) -> Any:
                           f"{type(e).__name__}: {e}") from None
     for part in attr.split("."):
         if not hasattr(obj, part):
-            raise ConfigError(f"model.factory = {factory!r}: module {mod_name!r} has no attribute {attr!r} "
-                              f"(it defines: {', '.join(n for n in dir(obj) if not n.startswith('_'))[:200]})")
+            raise ConfigError(f"model.factory = {factory!r}: {_no_such_function(obj, part)}")
         obj = getattr(obj, part)
     if not callable(obj):
         raise ConfigError(f"model.factory = {factory!r}: {attr!r} is a {type(obj).__name__}, not a function "
                           "(input_shape, num_classes) -> keras.Model")
     return obj
+
+
+def _no_such_function(obj: Any, name: str) -> str:
+    """Why ``name`` is not found in module (or object) ``obj``: a close name if there is one,
+    and the functions and classes it defines itself (imported modules and names left out)."""
+    import difflib
+    import types
+
+    public = {n: v for n, v in vars(obj).items() if not n.startswith("_") and callable(v)
+              and not isinstance(v, types.ModuleType)} if hasattr(obj, "__dict__") else {}
+    own = sorted(n for n, v in public.items() if getattr(v, "__module__", None) == getattr(obj, "__name__", None))
+    names = own or sorted(public)
+    close = difflib.get_close_matches(name, names, n=1)
+    where = getattr(obj, "__name__", type(obj).__name__)
+    text = f"{'module ' if isinstance(obj, types.ModuleType) else ''}{where!r} has no attribute {name!r}"
+    if close:
+        text += f"; did you mean {close[0]!r}?"
+    listed = ", ".join(names)
+    return text + (f" (it defines: {listed[:200]}{'...' if len(listed) > 200 else ''})" if names
+                   else " (it defines no functions or classes)")
 
 
 def from_factory(factory: str, input_shape: tuple[int, ...], num_classes: int) -> Any:

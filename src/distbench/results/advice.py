@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from distbench.results.headline import accuracy_sentence, fewer_passes_note
+from distbench.results.headline import accuracy_sentence, fewer_passes_note, times_faster
 from distbench.results.notes import warmup_note
 from distbench.results.stats import ConfigSummary, most_accurate, summarize
 from distbench.results.stragglers import straggler_lines
@@ -191,10 +191,19 @@ def _needs(strategy: str) -> str:
         return "(strategy not registered here)"
 
 
-def _range(s: ConfigSummary) -> str:
+def _range(s: ConfigSummary, d: int = 2) -> str:
     t = s.time_to_target_s
-    rng = f" [{t.min:.2f}-{t.max:.2f}]" if t.n > 1 and t.min != t.max else ""
-    return f"{s.ttt.value:.2f} s{rng}"
+    rng = f" [{t.min:.{d}f}-{t.max:.{d}f}]" if t.n > 1 and t.min != t.max else ""
+    return f"{s.ttt.value:.{d}f} s{rng}"
+
+
+def _ranges(a: ConfigSummary, b: ConfigSummary) -> str:
+    """``a``'s and ``b``'s times to target, with the decimals (2 to 4) at which their values
+    print apart: never "0.31 s vs 0.31 s" between two different times."""
+    d = 2
+    while d < 4 and f"{a.ttt.value:.{d}f}" == f"{b.ttt.value:.{d}f}":
+        d += 1
+    return f"{_range(a, d)} vs {_range(b, d)}"
 
 
 def _runs(n: int) -> str:
@@ -339,8 +348,9 @@ def advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, tar
                            f"({_range(lead)}, {_runs(lead.ok)}).")
     else:
         ratio = second.ttt.value / lead.ttt.value  # type: ignore[operator]
-        adv.reasons.append(f"{lead.label}: {ratio:.2f}x faster to {target_acc} than {second.label} "
-                           f"({_range(lead)} vs {_range(second)}; {_runs(lead.ok)} and {_runs(second.ok)}).")
+        than = "than" if f"{ratio:.2f}" != "1.00" else "with"
+        adv.reasons.append(f"{lead.label}: {times_faster(ratio)} to {target_acc} {than} {second.label} "
+                           f"({_ranges(lead, second)}; {_runs(lead.ok)} and {_runs(second.ok)}).")
         acc_l, acc_s = lead.accuracy.median, second.accuracy.median
         if acc_l is not None and acc_s is not None:
             adv.reasons.append(f"Final test accuracy: {lead.strategy} {acc_l:.3f}, {second.strategy} {acc_s:.3f} "
@@ -444,7 +454,7 @@ class MoreRuns:
             both = f"{runs(lead.ok)} each" if lead.ok == second.ok else f"{runs(lead.ok)} and {runs(second.ok)}"
             how = f"{lead.label} and {second.label} overlap" if _overlap(lead, second) else \
                 f"{lead.label} leads {second.label}"
-            state = (f"{how} to {target} ({_range(lead)} vs {_range(second)}) after {both}; distbench advises "
+            state = (f"{how} to {target} ({_ranges(lead, second)}) after {both}; distbench advises "
                      f"from {MIN_REPEATS} runs of each")
         if not self.rerun:
             done = " and ".join(s.label for s in adv.short)

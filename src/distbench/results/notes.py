@@ -82,7 +82,8 @@ def warmup_note(records: Sequence[dict[str, Any]], epochs_share: float = 0.1,
     text = (f"Warm-up: the first epoch of {who} took {first:.{d}f} s against {later:.{d}f} s for "
             f"each later one: the extra {excess:.{d}f} s is {share:.0%} of its training time; with "
             f"{r.get('epochs')} epochs the speed-ups "
-            f"compare mostly this one-off cost (graph tracing, first collective or server connection), not "
+            f"compare {'mostly' if share >= 0.5 else 'partly'} this one-off cost (graph tracing, first collective "
+            "or server connection), not "
             f"steady-state training: ")
     if need is not None and need <= MAX_SUGGESTED_EPOCHS:
         return text + f"run more epochs (about --epochs {need} would bring it under {epochs_share:.0%})."
