@@ -526,9 +526,9 @@ def report(run_dirs: tuple[str, ...], out: str | None, formats: str, tensorboard
 
 @main.command()
 @click.argument("run_dir", type=click.Path(file_okay=False))
-@click.option("--target", help='The cluster you mean to train on, e.g. "8 nodes x 4 GPUs, 25 Gbit/s" or '
-                               '"16 workers, 10 GbE" (optional ", 50 us latency"): the candidates are extrapolated '
-                               "to it with the scaling model of 'distbench predict'.")
+@click.option("--target", help='The cluster you mean to train on, e.g. "8 nodes x 4 GPUs, 25 Gbit/s", '
+                               '"4x8 GPUs @ 25 Gbit/s" or "16 workers, 10 GbE" (optional ", 50 us latency"): the '
+                               "candidates are extrapolated to it with the scaling model of 'distbench predict'.")
 @click.option("--target-accuracy", type=float,
               help="Rank against this test accuracy instead of the recorded one, as 'distbench report "
                    "--target-accuracy' does.")

@@ -150,8 +150,16 @@ def test_parse_target():
     assert (t.nodes, t.per_node, t.bandwidth_Bps, t.gpus) == (16, 1, 1.25e9, False)
     assert t.latency_s == pytest.approx(200e-6)
     assert parse_target("4 GPUs, 100 Mbit/s").workers == 4
+    # as people write them (issue 31: "2 nodes x 1, 100 Mbit/s" and "4 nodes 10gbit" were refused)
+    for text, want in [("2 nodes x 1, 100 Mbit/s", (2, 1, 100e6 / 8, False)), ("4 nodes 10gbit", (4, 1, 10e9 / 8, False)),
+                       ("4x8 GPUs @ 25 Gbit/s", (4, 8, 25e9 / 8, True)), ("3 hosts x 2 workers at 1 Gbps", (3, 2, 1e9 / 8, False)),
+                       ("2 nodes with 10 GbE links, 1 ms", (2, 1, 1.25e9, False))]:
+        t = parse_target(text)
+        assert (t.nodes, t.per_node, t.bandwidth_Bps, t.gpus) == want, text
+    assert parse_target("2 nodes with 10 GbE links, 1 ms").latency_s == pytest.approx(1e-3)
     for bad, needle in [("8 nodes x 4 GPUs", "no bandwidth"), ("25 Gbit/s", "no size"),
-                        ("8 nodes x 4 GPUs, fast", "'fast' is neither"), ("0 nodes, 1 Gbit/s", "counts must be")]:
+                        ("8 nodes x 4 GPUs, fast", "'fast' is neither"), ("0 nodes, 1 Gbit/s", "counts must be"),
+                        ("4 nodes, 2 nodes, 1 Gbit/s", "more than one size"), ("4 nodes 10 gbitz", "'10 gbitz' is neither")]:
         with pytest.raises(ConfigError, match=needle):
             parse_target(bad)
 

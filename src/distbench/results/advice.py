@@ -39,8 +39,9 @@ from distbench.results.stragglers import straggler_lines
 MIN_REPEATS = 3  # ok runs of each candidate before advising (3 v 3 disjoint ranges: p = 0.1 by chance)
 TF_ONLY = "single,mirrored,multi_worker_mirrored"  # strategies that need nothing but TensorFlow
 
-_UNITS = {"gbit/s": 1e9 / 8, "gb/s": 1e9 / 8, "gbps": 1e9 / 8, "gbe": 1e9 / 8, "mbit/s": 1e6 / 8, "mb/s": 1e6 / 8,
-          "mbps": 1e6 / 8, "gbyte/s": 1e9, "mbyte/s": 1e6}
+_UNITS = {"gbit/s": 1e9 / 8, "gbit": 1e9 / 8, "gbits": 1e9 / 8, "gb/s": 1e9 / 8, "gbps": 1e9 / 8, "gbe": 1e9 / 8,
+          "mbit/s": 1e6 / 8, "mbit": 1e6 / 8, "mbits": 1e6 / 8, "mb/s": 1e6 / 8, "mbps": 1e6 / 8, "gbyte/s": 1e9,
+          "mbyte/s": 1e6}
 _TARGET_EXAMPLE = '"8 nodes x 4 GPUs, 25 Gbit/s" (or "16 workers, 10 GbE"; optional ", 50 us latency")'
 
 
@@ -69,11 +70,26 @@ class Target:
         return self.nodes * self.per_node
 
 
+_COUNT_UNIT = r"(nodes?|machines?|hosts?|workers?|gpus?|devices?|replicas?|tpus?|cpus?)"
+_TARGET_PATTERNS = (  # (kind, pattern), scanned in this order over the whole text
+    ("bandwidth", r"(\d+(?:\.\d+)?)\s*(gbit/s|gbits?|gb/s|gbps|gbe|mbit/s|mbits?|mb/s|mbps|gbyte/s|mbyte/s)(?![a-z])"),
+    ("latency", r"(\d+(?:\.\d+)?)\s*(us|µs|ms)(?![a-z])(?:\s+latency)?"),
+    ("grid", r"(\d+)\s*(?:(?:nodes?|machines?|hosts?)\s*)?[x×*]\s*(\d+)(?:\s*" + _COUNT_UNIT + r")?(?![a-z])"),
+    ("count", r"(\d+)\s*" + _COUNT_UNIT + r"(?![a-z])"),
+)
+_TARGET_FILLER = r"[\s,;@/]|\b(?:at|with|and|over|links?|network|each|per)\b"
+
+
 def parse_target(text: str) -> Target:
-    """Parse ``--target``: ``"8 nodes x 4 GPUs, 25 Gbit/s"``, ``"16 workers, 10 GbE"``,
-    ``"2 nodes, 1 Gbit/s, 200 us latency"``. Bandwidth units: Gbit/s, Gb/s, Gbps, GbE,
-    Mbit/s, Mb/s, Mbps (bits), GByte/s, MByte/s (bytes); latency in us or ms (default
-    :data:`distbench.predict.DEFAULT_LATENCY_S`).
+    """Parse ``--target`` as people write it: ``"8 nodes x 4 GPUs, 25 Gbit/s"``,
+    ``"4x8 GPUs @ 25 Gbit/s"``, ``"4 nodes 10gbit"``, ``"2 nodes x 1, 100 Mbit/s"``,
+    ``"16 workers, 10 GbE"``, ``"2 nodes, 1 Gbit/s, 200 us latency"``. The size is
+    ``N nodes x M`` (``M`` workers, GPUs or devices per node; ``NxM``) or one count
+    (``N nodes``/``N workers``: one worker per machine; ``N GPUs``/``N devices``: one
+    machine). Bandwidth units: Gbit/s, Gbit, Gb/s, Gbps, GbE, Mbit/s, Mbit, Mb/s, Mbps
+    (bits), GByte/s, MByte/s (bytes); latency in us or ms (default
+    :data:`distbench.predict.DEFAULT_LATENCY_S`). Commas, ``@``, ``at``, ``with`` and
+    ``links`` between the parts are ignored.
 
     Raises:
         ConfigError: naming the text, what was not understood and an example.
@@ -84,31 +100,35 @@ def parse_target(text: str) -> Target:
     def bad(why: str) -> ConfigError:
         return ConfigError(f"--target {text!r}: {why}; expected e.g. {_TARGET_EXAMPLE}")
 
-    nodes = per_node = None
-    bandwidth = None
-    latency = DEFAULT_LATENCY_S
-    gpus = False
-    for part in [p.strip().lower() for p in text.split(",") if p.strip()]:
-        m = re.fullmatch(r"(\d+)\s*(?:nodes?|machines?|hosts?)\s*[x×*]\s*(\d+)\s*(gpus?|devices?|workers?|tpus?)", part)
-        n1 = re.fullmatch(r"(\d+)\s*(nodes?|machines?|hosts?|workers?|gpus?|devices?|replicas?)", part)
-        bw = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(gbit/s|gb/s|gbps|gbe|mbit/s|mb/s|mbps|gbyte/s|mbyte/s)", part)
-        lat = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(us|µs|ms)(?:\s+latency)?", part)
-        if m:
-            nodes, per_node, gpus = int(m[1]), int(m[2]), m[3].startswith("gpu")
-        elif n1:  # "4 nodes", "16 workers": one worker per machine; "4 GPUs": one machine
-            one_machine = n1[2].startswith(("gpu", "device"))
-            nodes, per_node = (1, int(n1[1])) if one_machine else (int(n1[1]), 1)
-            gpus = n1[2].startswith("gpu")
-        elif bw:
-            bandwidth = float(bw[1]) * _UNITS[bw[2]]
-        elif lat:
-            latency = float(lat[1]) * (1e-3 if lat[2] == "ms" else 1e-6)
-        else:
-            raise bad(f"{part!r} is neither a size (N nodes x M GPUs), a bandwidth nor a latency")
-    if nodes is None or per_node is None:
+    rest = text.lower()
+    found: dict[str, list[re.Match[str]]] = {}
+    for kind, pattern in _TARGET_PATTERNS:
+        found[kind] = list(re.finditer(pattern, rest))
+        for m in found[kind]:  # blanked so that a later pattern cannot read it again
+            rest = rest[:m.start()] + " " * (m.end() - m.start()) + rest[m.end():]
+    left = re.sub(_TARGET_FILLER, " ", rest).split()
+    if left:
+        raise bad(f"{' '.join(left)!r} is neither a size (N nodes x M GPUs), a bandwidth nor a latency")
+    sizes = found["grid"] + found["count"]
+    if len(sizes) > 1 or len(found["bandwidth"]) > 1 or len(found["latency"]) > 1:
+        raise bad("more than one size, bandwidth or latency given")
+    if not sizes:
         raise bad("no size given")
-    if bandwidth is None:
+    if not found["bandwidth"]:
         raise bad("no bandwidth given")
+    (m,) = sizes
+    if found["grid"]:
+        nodes, per_node, gpus = int(m[1]), int(m[2]), (m[3] or "").startswith("gpu")
+    else:  # "4 nodes", "16 workers": one worker per machine; "4 GPUs": one machine
+        one_machine = m[2].startswith(("gpu", "device", "tpu"))
+        nodes, per_node = (1, int(m[1])) if one_machine else (int(m[1]), 1)
+        gpus = m[2].startswith("gpu")
+    bw = found["bandwidth"][0]
+    bandwidth = float(bw[1]) * _UNITS[bw[2]]
+    latency = DEFAULT_LATENCY_S
+    if found["latency"]:
+        lat = found["latency"][0]
+        latency = float(lat[1]) * (1e-3 if lat[2] == "ms" else 1e-6)
     if nodes < 1 or per_node < 1 or not math.isfinite(bandwidth) or bandwidth <= 0:
         raise bad("counts must be >= 1 and the bandwidth > 0")
     return Target(nodes, per_node, bandwidth, latency, gpus, text)
