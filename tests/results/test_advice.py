@@ -177,6 +177,14 @@ def test_target_prediction_from_the_run_dir(tmp_path):
     thin = "\n".join(advise(records, tmp_path, parse_target("64 nodes x 4 GPUs, 25 Gbit/s")).target)
     assert "At 256 workers each worker takes " in thin and "steps per epoch (less than one): the data" in thin
     assert "No prediction" in "\n".join(advise(records, None, parse_target("2 nodes, 1 Gbit/s")).target)
+    # issue 31: a 17 KB model on 4 nodes at 10 Gbit/s got 'predicted 4.0x' for every candidate and nothing
+    # said the network did not matter
+    small = "\n".join(advise(records, tmp_path, parse_target("4 nodes 10gbit")).target)
+    assert ("Communication is at most 1% of any candidate's predicted epoch on this target (19,240 bytes of weights "
+            "over 10 Gbit/s): the network does not decide between them here") in small, small
+    assert small.count("the simplest of them to run is horovod.") == 1
+    slow = "\n".join(advise(records, tmp_path, parse_target("64 nodes, 100 Mbit/s")).target)
+    assert "does not decide" not in slow
 
 
 def test_run_command_quotes_paths():

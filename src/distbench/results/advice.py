@@ -540,6 +540,18 @@ def _straggler_reasons(ok: Sequence[ConfigSummary], names: Sequence[str], target
     return out
 
 
+NETWORK_MATTERS = 0.05
+"""Below this share of communication in every candidate's predicted epoch, advice says the
+network does not decide between them on the target."""
+
+RUN_COST_ORDER = ("single", "mirrored", "multi_worker_mirrored", "horovod_mpi", "horovod", "mpi_ps:", "tf_ps",
+                  "spark_ps:")
+"""Strategies from the least to the most to install and operate: one process; one machine's
+devices; TensorFlow alone with ``TF_CONFIG``; Horovod (a build against TensorFlow) under
+``mpirun`` (Open MPI and ssh), or under ``horovodrun`` (also Gloo); MPI plus a parameter
+server rank; TensorFlow's ps and coordinator tasks to keep alive; a Spark cluster (JVM)."""
+
+
 def _target_sentences(target: Target, run_dir: str | None, cands: Sequence[ConfigSummary],
                       records: list[dict[str, Any]]) -> list[str]:
     """Sentences extrapolating the candidates to ``target`` with :func:`distbench.predict.predict`
@@ -560,6 +572,7 @@ def _target_sentences(target: Target, run_dir: str | None, cands: Sequence[Confi
     gb = inp.global_batch
     sent: list[str] = []
     steps: list[float] = []  # each distributed candidate's steps per worker and epoch at the target's size
+    comm: dict[str, float] = {}  # each distributed candidate's share of communication in its predicted epoch
     for s in cands:
         try:
             fam = registry.strategy_class(s.strategy).family
@@ -577,6 +590,8 @@ def _target_sentences(target: Target, run_dir: str | None, cands: Sequence[Confi
         if kind == "none":
             sent.append(f"single stays one device ({one.allreduce_epoch_s:.3g} s per epoch at batch {b})")
             continue
+        comm[s.strategy] = (math.ceil(far.steps_per_epoch / far.window) * far.ps_comm_s / far.ps_epoch_s
+                            if kind == "ps" else far.steps_per_epoch * far.allreduce_comm_s / far.allreduce_epoch_s)
         sp = (one.ps_epoch_s / far.ps_epoch_s) if kind == "ps" else (one.allreduce_epoch_s / far.allreduce_epoch_s)
         how = f"one parameter server, window {win}" if kind == "ps" else "ring allreduce"
         sent.append(f"{s.strategy} ({how}) predicted {sp:.1f}x over one worker at {target.workers} workers")
@@ -589,6 +604,14 @@ def _target_sentences(target: Target, run_dir: str | None, cands: Sequence[Confi
         out.append(f"At {target.workers} workers each worker takes {per_worker:.2f} steps per epoch (less than one): "
                    "the data, not the model, limits these predictions; the parameter server still pays one whole "
                    "exchange per worker and epoch (give distbench predict --samples for a larger dataset).")
+    if comm and max(comm.values()) < NETWORK_MATTERS:
+        usable = [n for n in comm if not (n == "mirrored" and target.nodes > 1)] or list(comm)
+        simplest = min(usable, key=lambda n: next((i for i, p in enumerate(RUN_COST_ORDER) if n.startswith(p)),
+                                                  len(RUN_COST_ORDER)))
+        out.append(f"Communication is at most {max(comm.values()):.0%} of any candidate's predicted epoch on this "
+                   f"target ({inp.model_bytes:,} bytes of weights over {target.bandwidth_Bps * 8 / 1e9:g} Gbit/s): "
+                   f"the network does not decide between them here, so the choice rests on what each costs to run "
+                   f"(Costs); the simplest of them to run is {simplest}.")
     gpus_here = any((r.get("provenance") or {}).get("gpus") for r in records)
     if target.gpus and not gpus_here:
         out.append(f"The compute per step ({inp.step_s * 1e3:.2f} ms at batch {gb}) was measured here on CPUs; a "
