@@ -10,6 +10,9 @@
 #   C++ build tools (g++, make)  g++ make                     DISTBENCH_SKIP_CXX=1
 #   iproute2  (ip, tc)           iproute2                     DISTBENCH_SKIP_NETNS=1
 #     (the emulated cluster: network namespaces and shaped links; used only as root)
+#   OpenSSH server (sshd)        openssh-server openssh-client DISTBENCH_SKIP_NETNS=1
+#     (the emulated cluster's launcher = "ssh": distbench starts its own sshd inside each
+#     emulated host; the system's ssh service is not started or enabled by this install)
 #     (needed only to build Horovod: scripts/build_horovod.sh)
 # DISTBENCH_SKIP_SYSTEM_SETUP=1 skips everything.
 #
@@ -50,6 +53,7 @@ want DISTBENCH_SKIP_CHROMIUM test -x /usr/bin/chromium -- chromium
 want DISTBENCH_SKIP_CXX      command -v g++        -- g++
 want DISTBENCH_SKIP_CXX      command -v make       -- make
 want DISTBENCH_SKIP_NETNS    command -v tc         -- iproute2
+want DISTBENCH_SKIP_NETNS    test -x /usr/sbin/sshd -- openssh-server openssh-client
 
 if [[ ${#missing[@]} -eq 0 ]]; then
     say "all present, nothing to install"
@@ -80,9 +84,23 @@ extra=()
 for p in "${missing[@]}"; do
     if [[ $p == openmpi-bin ]] && ! command -v ssh >/dev/null 2>&1; then extra+=(openssh-client); fi
 done
-"${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" "${extra[@]}" >/tmp/distbench-apt.log 2>&1 || {
+# No service is started by the install (policy-rc.d answers 101, "action forbidden"; only
+# when the machine has no policy of its own), and the ssh service openssh-server enables is
+# disabled again: distbench runs its own sshd in its emulated hosts, never on this machine.
+policy=/usr/sbin/policy-rc.d
+own_policy=0
+if [[ ! -e $policy ]]; then
+    printf '#!/bin/sh\nexit 101\n' | "${SUDO[@]}" tee "$policy" >/dev/null && "${SUDO[@]}" chmod 755 "$policy" && own_policy=1
+fi
+status=0
+"${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" "${extra[@]}" >/tmp/distbench-apt.log 2>&1 || status=$?
+if [[ $own_policy == 1 ]]; then "${SUDO[@]}" rm -f "$policy"; fi
+if [[ $status != 0 ]]; then
     say "apt-get install failed; last lines of /tmp/distbench-apt.log:"
     tail -n 30 /tmp/distbench-apt.log >&2
     exit 1
-}
+fi
+if [[ " ${missing[*]} " == *" openssh-server "* ]] && command -v systemctl >/dev/null 2>&1; then
+    "${SUDO[@]}" systemctl disable -q ssh.service ssh.socket >/dev/null 2>&1 || true
+fi
 say "installed ${missing[*]} ${extra[*]} in $((SECONDS - start)) s"

@@ -211,6 +211,7 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
     expand(cfg)  # unknown strategies are reported before anything is written
     check_run_dir(cfg, run_dir, resume, flags)  # so is a used run directory, at once (no TensorFlow needed)
     check_cluster_ready(cfg)  # and a cluster that cannot run the sweep
+    _reap_dead_clusters()
     from distbench.harness.evaluate import hide_accelerators
 
     lock = _lock_run_dir(run_dir) if run_dir.exists() else None
@@ -524,6 +525,15 @@ def report(run_dirs: tuple[str, ...], out: str | None, formats: str, tensorboard
                   advise_dir=run_dirs[0] if len(run_dirs) == 1 else None, target_accuracy=target_accuracy)
 
 
+def _reap_dead_clusters() -> None:
+    """Remove the emulated clusters a killed sweep left (:func:`distbench.cluster.netns.reap_dead_clusters`),
+    saying so on stderr."""
+    from distbench.cluster.netns import reap_dead_clusters
+
+    for line in reap_dead_clusters():
+        click.echo(f"distbench: {line} (left by a sweep that was killed)", err=True)
+
+
 @main.command()
 @click.argument("run_dir", type=click.Path(file_okay=False))
 @click.option("--target", help='The cluster you mean to train on, e.g. "8 nodes x 4 GPUs, 25 Gbit/s", '
@@ -574,6 +584,7 @@ def advise(run_dir: str, target: str | None, target_accuracy: float | None, as_j
 def env_cmd(as_json: bool, workers: int, cluster_config: str | None) -> None:
     """Print this machine's provenance and whether each strategy can run here, and why not
     (with --cluster: check the cluster's hosts)."""
+    _reap_dead_clusters()
     from distbench.env import report as env_report
 
     if cluster_config:

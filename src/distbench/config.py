@@ -352,12 +352,16 @@ class EmulateConfig:
             ``"500kbit"``, ``"64000bit"``) or ``"unlimited"``; a list sweeps the rates.
         subnet: private IPv4 network of the emulated hosts (the bridge takes the first
             address, host k the (k+2)-th); must not overlap a route or address of this machine.
+        launcher: how processes start on the hosts: ``agent`` (``ip netns exec`` behind
+            ssh's calling convention) or ``ssh`` (a real ``sshd`` per host, reached as
+            real hosts are: keys made for the cluster and removed with it).
     """
 
     hosts: int = 2
     slots: int = 1
     bandwidth: str | list[str] = "unlimited"
     subnet: str = "10.231.0.0/24"
+    launcher: str = "agent"
 
 
 @dataclass

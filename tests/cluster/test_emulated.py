@@ -21,7 +21,7 @@ from distbench.cluster.emulated import ClusterUnavailable, EmulatedCluster, requ
 from distbench.config import ConfigError
 from tests.cluster.conftest import (HERE, OTHER_SUBNET, TEST_SUBNET, child_env, measure_mb_s, names_left,
                                     needs_netns, ns_inode, persistent_clusters)
-from tests.conftest import distbench
+from tests.conftest import distbench, pids_with
 
 
 def run(*argv: str) -> str:
@@ -151,9 +151,10 @@ def test_a_subnet_in_use_is_refused_naming_the_user(cluster):
     assert len([s for s in netns.read_states() if s.subnet == "10.231.251.0/25"]) == 0  # nothing half made
 
 
-def start_owner(subnet: str) -> tuple[subprocess.Popen[str], str]:
+def start_owner(subnet: str, launcher: str = "agent") -> tuple[subprocess.Popen[str], str]:
     # default SIGINT in the owner: a backgrounded 'make test' hands its children SIGINT ignored
-    p = subprocess.Popen([sys.executable, str(HERE / "owner_proc.py"), subnet], stdout=subprocess.PIPE, text=True,
+    p = subprocess.Popen([sys.executable, str(HERE / "owner_proc.py"), subnet, launcher], stdout=subprocess.PIPE,
+                         text=True,
                          env=child_env(), preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     cid = p.stdout.readline().strip()
     assert cid, "the owner process did not build its cluster"
@@ -194,6 +195,28 @@ def test_after_a_sigkill_the_next_creation_removes_the_leftovers():
         with EmulatedCluster(1, subnet=TEST_SUBNET) as c:  # the same subnet: only possible once they are gone
             assert names_left(cid) == [] and c.id != cid
         assert not (netns.state_dir() / f"{cid}.json").exists()
+    finally:
+        reap(p, cid)
+
+
+@needs_netns
+def test_after_a_sigkill_a_plain_distbench_run_removes_the_leftovers(tmp_path):
+    # issue 31: they stayed through the next plain run, which README said removed them; with
+    # the ssh launcher an sshd runs in every host's namespace as well
+    p, cid = start_owner(OTHER_SUBNET, "ssh")
+    try:
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(timeout=30)
+        assert len(names_left(cid)) == 7
+        # each host's sshd (its pid file names it; a probe connection's child may still be exiting)
+        sshd = [int((netns.state_dir() / cid / f"sshd-{k}.pid").read_text()) for k in range(2)]
+        assert all(Path(f"/proc/{q}").exists() for q in sshd)
+        res = distbench("run", "--strategies", "single", "--epochs", "1", "--repeats", "1", "--out",
+                        str(tmp_path / "run"), timeout=300)
+        assert res.returncode == 0, res.stderr[-2000:]
+        assert f"distbench: removed cluster {cid} (owner pid {p.pid} (dead); 2 namespaces" in res.stderr
+        assert names_left(cid) == [] and not (netns.state_dir() / f"{cid}.json").exists()
+        assert pids_with(f"{netns.state_dir() / cid}/sshd-") == []
     finally:
         reap(p, cid)
 

@@ -38,11 +38,14 @@ def cluster_group() -> None:
 @click.option("--bandwidth", help="Each link's rate in tc units (e.g. 100mbit, 1gbit) or 'unlimited' "
                                   "[default: the config's first rate, else unlimited].")
 @click.option("--subnet", help="Private IPv4 network of the hosts [default: the config's, else 10.231.0.0/24].")
+@click.option("--launcher", type=click.Choice(["agent", "ssh"]),
+              help="How processes start on the hosts: agent (ip netns exec) or ssh (an sshd on each host) "
+                   "[default: the config's, else agent].")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False),
               help="Read [cluster] emulate from this config file; the flags override it.")
 @user_errors
 def up(hosts: int | None, slots: int | None, bandwidth: str | None, subnet: str | None,
-       config_file: str | None) -> None:
+       launcher: str | None, config_file: str | None) -> None:
     """Build a persistent emulated cluster and print how to launch on it; it stays until
     'distbench cluster down'."""
     from distbench import config as config_mod
@@ -60,7 +63,7 @@ def up(hosts: int | None, slots: int | None, bandwidth: str | None, subnet: str 
     rate = bandwidth or (em.bandwidth[0] if isinstance(em.bandwidth, list) else em.bandwidth)
     _require_root()
     cluster = EmulatedCluster(hosts or em.hosts, slots or em.slots, rate, subnet or em.subnet,
-                              persistent=True).create()
+                              persistent=True, launcher=launcher or em.launcher).create()
     for line in cluster.describe():
         click.echo(line)
     click.echo("remove it with: distbench cluster down")

@@ -17,7 +17,10 @@ star: hosts sending to one host share its link). Latency and loss are not emulat
 
 Commands run "on" host k through :meth:`EmulatedCluster.wrap` (``ip netns exec``) or
 through the generated agent (:mod:`distbench.cluster.agent`), which Open MPI takes as
-its rsh agent and ``horovodrun`` as ``ssh`` on ``PATH``.
+its rsh agent and ``horovodrun`` as ``ssh`` on ``PATH``. With ``launcher = "ssh"`` every
+host runs a real OpenSSH ``sshd`` on its address instead, and the same two entry points
+are OpenSSH's client with the cluster's own keys and ``ssh_config`` (its hosts only):
+every launch then goes through ssh as on real hosts (:meth:`EmulatedCluster._start_sshd`).
 """
 
 from __future__ import annotations
@@ -26,10 +29,13 @@ import ipaddress
 import json
 import os
 import shlex
+import shutil
 import signal
 import socket
+import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
@@ -42,6 +48,8 @@ from distbench.config import ClusterConfig, ConfigError, EmulateConfig
 
 DEFAULT_SUBNET = EmulateConfig.subnet
 AGENT = "distbench-agent"
+SSHD = "/usr/sbin/sshd"  # Debian's openssh-server (make setup installs it)
+SSHD_READY_S = 15.0  # for every host's sshd to listen
 TBF_LATENCY = "50ms"  # longest a packet may wait in the bucket's queue
 _SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
@@ -125,6 +133,53 @@ def agent_script(state_file: Path) -> str:
             f"--state {shlex.quote(str(state_file))} \"$@\"\n")
 
 
+def sshd_config(st: State, k: int, tmpdir: Path) -> str:
+    """Host ``k``'s ``sshd_config``: listening on the host's address only, public-key
+    authentication with the cluster's key alone (no password, no PAM), the cluster's own
+    host key, and ``TMPDIR`` set for every session to the host's own directory (a real host
+    has its own ``/tmp``; see :func:`distbench.cluster.agent.host_tmpdir`)."""
+    d = Path(st.agent_dir)
+    return "\n".join([
+        f"# distbench emulated cluster {st.id}, host {k}",
+        f"ListenAddress {st.addresses[k]}", "Port 22", f"HostKey {d / 'ssh_host_ed25519_key'}",
+        f"AuthorizedKeysFile {d / 'authorized_keys'}", f"PidFile {d / f'sshd-{k}.pid'}",
+        "PubkeyAuthentication yes", "PasswordAuthentication no", "KbdInteractiveAuthentication no", "UsePAM no",
+        "PermitRootLogin prohibit-password", f"AllowUsers {_user()}",
+        "StrictModes no",  # the keys live in distbench's state directory, not in ~/.ssh
+        "MaxStartups 256", "MaxSessions 256",  # every rank of a launch connects at once
+        "PrintMotd no", "PrintLastLog no", "X11Forwarding no", "AllowTcpForwarding no", "LogLevel ERROR",
+        f"SetEnv TMPDIR={tmpdir}",
+    ]) + "\n"
+
+
+def ssh_config(st: State) -> str:
+    """The ``ssh_config`` of the cluster's ``ssh`` (:attr:`EmulatedCluster.agent`): its key,
+    its hosts' keys (strict checking, no prompt), and every other host refused (a
+    ``ProxyCommand`` that fails), so nothing reaches beyond the cluster."""
+    d = Path(st.agent_dir)
+    names = " ".join([*st.addresses, *st.namespaces])
+    return "\n".join([
+        f"# distbench emulated cluster {st.id}: only its hosts are reachable",
+        f"Host {names}", f"    User {_user()}", f"    IdentityFile {d / 'id_ed25519'}", "    IdentitiesOnly yes",
+        f"    UserKnownHostsFile {d / 'known_hosts'}", "    GlobalKnownHostsFile /dev/null",
+        "    StrictHostKeyChecking yes", "    BatchMode yes", "    ConnectTimeout 10", "    LogLevel ERROR",
+        "Host * " + " ".join(f"!{n}" for n in names.split()), "    ProxyCommand /bin/false",
+    ]) + "\n"
+
+
+def _user() -> str:
+    import pwd
+
+    return pwd.getpwuid(os.geteuid()).pw_name
+
+
+def ssh_script(st: State) -> str:
+    """The cluster's ``ssh``: OpenSSH's client with :func:`ssh_config`."""
+    ssh = shutil.which("ssh") or "/usr/bin/ssh"
+    return (f"#!/bin/sh\n# distbench emulated cluster {st.id}: OpenSSH with this cluster's keys, its hosts only\n"
+            f"exec {shlex.quote(ssh)} -F {shlex.quote(str(Path(st.agent_dir) / 'ssh_config'))} \"$@\"\n")
+
+
 class EmulatedCluster:
     """A cluster of ``hosts`` network namespaces on this machine (a context manager).
 
@@ -140,19 +195,29 @@ class EmulatedCluster:
         bandwidth: each link's rate in tc units, or ``"unlimited"``.
         subnet: a private IPv4 network nothing on this machine uses.
         persistent: keep it after this process ends (``distbench cluster up``).
+        launcher: ``agent`` (commands run through :mod:`distbench.cluster.agent`) or
+            ``ssh``: an OpenSSH ``sshd`` in every host's namespace on its address, with a
+            host key and a client key made for the cluster (in its state directory,
+            removed with it), reached through :attr:`agent`, an ``ssh`` with the
+            cluster's ``ssh_config`` (:func:`ssh_config`).
 
     Raises:
-        ConfigError: bad hosts, slots, bandwidth or subnet.
+        ConfigError: bad hosts, slots, bandwidth, subnet or launcher.
     """
 
     def __init__(self, hosts: int = 2, slots: int = 1, bandwidth: str = UNLIMITED,
-                 subnet: str = DEFAULT_SUBNET, persistent: bool = False) -> None:
+                 subnet: str = DEFAULT_SUBNET, persistent: bool = False, launcher: str = "agent") -> None:
         if not 1 <= hosts <= MAX_EMULATED_HOSTS:
             raise ConfigError(f"emulated hosts = {hosts}: expected 1..{MAX_EMULATED_HOSTS}")
         if slots < 1:
             raise ConfigError(f"emulated slots = {slots}: expected >= 1 processes per host")
         parse_rate("bandwidth", bandwidth)
-        self.hosts, self.slots, self.persistent = hosts, slots, persistent
+        from distbench.cluster.spec import EMULATED_LAUNCHERS
+
+        if launcher not in EMULATED_LAUNCHERS:
+            raise ConfigError(f"emulated launcher = {launcher!r}: expected one of {', '.join(EMULATED_LAUNCHERS)}")
+        self.hosts, self.slots, self.persistent, self.launcher = hosts, slots, persistent, launcher
+        self._sshd: list[subprocess.Popen[bytes]] = []
         self.net = parse_subnet("subnet", subnet, hosts)
         self.bandwidth = bandwidth
         self.state: State | None = None
@@ -171,13 +236,13 @@ class EmulatedCluster:
             raise ConfigError("[cluster] has no emulate table: add e.g. emulate = { hosts = 2, slots = 1, "
                               'bandwidth = "1gbit" }')
         first = em.bandwidth[0] if isinstance(em.bandwidth, list) else em.bandwidth
-        return cls(em.hosts, em.slots, bandwidth or first, em.subnet, persistent)
+        return cls(em.hosts, em.slots, bandwidth or first, em.subnet, persistent, em.launcher)
 
     @classmethod
     def attach(cls, state: State) -> EmulatedCluster:
         """The live cluster a state file describes (e.g. a persistent one), to use or
         reshape; :meth:`close` on it removes it."""
-        c = cls(len(state.namespaces), state.slots, state.bandwidth, state.subnet, state.persistent)
+        c = cls(len(state.namespaces), state.slots, state.bandwidth, state.subnet, state.persistent, state.launcher)
         c.state = state
         return c
 
@@ -221,7 +286,8 @@ class EmulatedCluster:
     @property
     def agent(self) -> Path:
         """The remote-exec agent: ``AGENT [ssh options] HOST COMMAND...`` runs COMMAND on
-        the host of that address or namespace name (Open MPI's ``plm_rsh_agent``)."""
+        the host of that address or namespace name (Open MPI's ``plm_rsh_agent``); with the
+        ``ssh`` launcher, OpenSSH's client with the cluster's ``ssh_config``."""
         return Path(self._st().agent_dir) / AGENT
 
     @property
@@ -301,14 +367,17 @@ class EmulatedCluster:
                 namespaces=[f"{PREFIX}{cid}-{k}" for k in range(self.hosts)],
                 links=[f"{PREFIX}{cid}-v{k}" for k in range(self.hosts)],
                 addresses=[str(hosts[k + 1]) for k in range(self.hosts)], slots=self.slots,
-                bandwidth=UNLIMITED, agent_dir=str(netns.state_dir() / cid))
+                bandwidth=UNLIMITED, agent_dir=str(netns.state_dir() / cid), launcher=self.launcher)
             self.state.write()  # before any name exists: a killed creation is still cleaned up
             try:
                 self._build()
                 self.set_bandwidth(self.bandwidth)
                 self._write_agent()
+                if self.launcher == "ssh":
+                    self._start_sshd()
             except BaseException:
                 netns.destroy(self.state)
+                self._reap_sshd()
                 self.state = None
                 raise
         if not self.persistent:
@@ -336,10 +405,66 @@ class EmulatedCluster:
     def _write_agent(self) -> None:
         st = self._st()
         self.ssh_bin_dir.mkdir(parents=True, exist_ok=True)
-        text = agent_script(st.path)
+        text = ssh_script(st) if self.launcher == "ssh" else agent_script(st.path)
         for p in (self.agent, self.ssh_bin_dir / "ssh"):
             p.write_text(text)
             p.chmod(0o755)
+
+    def _start_sshd(self) -> None:
+        """Make the cluster's keys and start an ``sshd`` on every host (in its namespace, on
+        its address, port 22); wait until each accepts connections.
+
+        Raises:
+            ClusterUnavailable: no ``sshd`` or ``ssh-keygen`` here.
+            ClusterError: a key could not be made, or an ``sshd`` did not listen in
+                :data:`SSHD_READY_S` (its log's last line named).
+        """
+        from distbench.cluster.agent import host_tmpdir
+
+        st = self._st()
+        d = Path(st.agent_dir)
+        sshd, keygen = shutil.which("sshd") or SSHD, shutil.which("ssh-keygen")
+        if not os.path.exists(sshd) or not keygen or not shutil.which("ssh"):
+            raise ClusterUnavailable('cluster.emulate.launcher = "ssh" needs OpenSSH (sshd, ssh, ssh-keygen): install '
+                                     'openssh-server and openssh-client (make setup does), or use launcher = "agent"')
+        for name, comment in (("id_ed25519", "client"), ("ssh_host_ed25519_key", "host")):
+            run([keygen, "-q", "-t", "ed25519", "-N", "", "-C", f"distbench emulated cluster {st.id} {comment}",
+                 "-f", str(d / name)])
+        (d / "authorized_keys").write_text((d / "id_ed25519.pub").read_text())
+        host_key = " ".join((d / "ssh_host_ed25519_key.pub").read_text().split()[:2])
+        (d / "known_hosts").write_text("".join(f"{a},{ns} {host_key}\n"
+                                               for a, ns in zip(st.addresses, st.namespaces)))
+        (d / "ssh_config").write_text(ssh_config(st))
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege-separation directory
+        for k, ns in enumerate(st.namespaces):
+            conf = d / f"sshd-{k}.conf"
+            conf.write_text(sshd_config(st, k, host_tmpdir(st, ns)))
+            with open(d / f"sshd-{k}.log", "ab") as log:
+                self._sshd.append(subprocess.Popen(self.wrap(k, [sshd, "-D", "-e", "-f", str(conf)]),
+                                                   stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                                   start_new_session=True))
+        deadline = time.monotonic() + SSHD_READY_S
+        for k, addr in enumerate(st.addresses):
+            while True:
+                try:
+                    socket.create_connection((addr, 22), timeout=1.0).close()
+                    break
+                except OSError:
+                    if self._sshd[k].poll() is not None or time.monotonic() > deadline:
+                        tail = (d / f"sshd-{k}.log").read_text(errors="replace").strip().splitlines()
+                        raise ClusterError(f"sshd on emulated host {addr} ({st.namespaces[k]}) did not listen on "
+                                           f"port 22 within {SSHD_READY_S:g} s: {tail[-1] if tail else 'no output'} "
+                                           f"(log: {d / f'sshd-{k}.log'})") from None
+                    time.sleep(0.05)
+
+    def _reap_sshd(self) -> None:
+        """Collect the exit status of this process's ``sshd`` children (their namespaces'
+        clean-up ended them)."""
+        for p in self._sshd:
+            if p.poll() is None:
+                p.kill()
+            p.wait(timeout=10)
+        self._sshd.clear()
 
     def set_bandwidth(self, rate: str) -> None:
         """Shape every link (both ends of each veth) to ``rate`` (tc units);
@@ -372,6 +497,7 @@ class EmulatedCluster:
         if self.state is None:
             return
         problems = netns.destroy(self.state)
+        self._reap_sshd()
         if problems:
             raise ClusterError(f"emulated cluster {self.state.id} not fully removed: " + "; ".join(problems))
         self.state = None
@@ -416,6 +542,8 @@ def describe(st: State) -> list[str]:
     lines = [f"emulated cluster {st.id}: {len(st.namespaces)} hosts x {st.slots} slot{'s' * (st.slots != 1)}, {rate} "
              f"({netns.RATE_ONLY}); {st.owner_text()}"]
     lines += [f"  host {k}: {a} (namespace {ns})" for k, (a, ns) in enumerate(zip(st.addresses, st.namespaces))]
+    if st.launcher == "ssh":
+        lines.append(f"  an sshd on every host (port 22); {agent} is ssh with the cluster's key and ssh_config")
     hosts = ",".join(f"{a}:{st.slots}" for a in st.addresses)
     lines += [f"  interface {st.bridge} in every namespace; the bridge {st.bridge} has {st.gateway}",
               f"  run on host 0:  {agent} {st.addresses[0] if st.addresses else 'HOST'} COMMAND",

@@ -86,9 +86,10 @@ def probe_command(python: str, workdir: str, port: int) -> str:
     return f"cd {shlex.quote(workdir)} && " + " ".join(shlex.quote(w) for w in words)
 
 
-def ssh_argv(host: str, port: int, command: str) -> list[str]:
-    """ssh to a real host without prompts (``BatchMode``) and with a connect timeout."""
-    return ["ssh", "-o", "BatchMode=yes", "-o", f"ConnectTimeout={CONNECT_TIMEOUT_S}", "-p", str(port), host, command]
+def ssh_argv(host: str, port: int, command: str, ssh: str = "ssh") -> list[str]:
+    """ssh to a real host without prompts (``BatchMode``) and with a connect timeout
+    (``ssh``: the client, e.g. an emulated cluster's, :attr:`~distbench.cluster.emulated.EmulatedCluster.agent`)."""
+    return [ssh, "-o", "BatchMode=yes", "-o", f"ConnectTimeout={CONNECT_TIMEOUT_S}", "-p", str(port), host, command]
 
 
 def judge(host: str, rc: int | None, out: str, err: str, local: dict[str, str | None], how: str,
@@ -180,10 +181,13 @@ def check_cluster_hosts(cfg: ExperimentConfig, timeout_s: float = 30.0) -> tuple
     up = next((s for s in live_clusters() if s.persistent and s.subnet == cl.emulate.subnet), None)
     cluster = EmulatedCluster.attach(up) if up else EmulatedCluster.from_config(cl).create()
     try:
-        targets = [(a, [str(cluster.agent), a, command]) for a in cluster.addresses]
+        ssh = cluster.launcher == "ssh"
+        targets = [(a, ssh_argv(a, 22, command, str(cluster.agent)) if ssh else [str(cluster.agent), a, command])
+                   for a in cluster.addresses]
+        via = "over ssh (an sshd on each host)" if ssh else "through the agent"
         what = (f"{len(targets)} emulated hosts of cluster {cluster.id} "
-                f"({'persistent' if up else 'built for this check'}) through the agent, {python} in {workdir}")
-        checks = check_hosts(targets, "the agent", timeout_s, cfg.ps.port)
+                f"({'persistent' if up else 'built for this check'}) {via}, {python} in {workdir}")
+        checks = check_hosts(targets, "ssh port 22" if ssh else "the agent", timeout_s, cfg.ps.port)
         here = os.readlink("/proc/self/ns/net")
         for chk in checks:
             if chk.info and chk.info.get("netns") == here:

@@ -155,8 +155,10 @@ class State:
         addresses: host k's address is ``addresses[k]``.
         slots: processes per host.
         bandwidth: the current link rate (tc units or ``unlimited``).
-        agent_dir: the directory of the generated agent scripts.
+        agent_dir: the directory of the generated agent scripts (and, with the ``ssh``
+            launcher, the cluster's keys, ``ssh_config``, and each host's ``sshd`` config and log).
         created_unix: creation time, Unix seconds.
+        launcher: ``agent`` or ``ssh`` (a real ``sshd`` in every host's namespace).
     """
 
     id: str
@@ -173,6 +175,7 @@ class State:
     bandwidth: str
     agent_dir: str
     created_unix: float = field(default_factory=time.time)
+    launcher: str = "agent"
 
     @property
     def path(self) -> Path:
@@ -345,6 +348,23 @@ def cleanup_leftovers(live: bool = False, persistent: bool = False) -> list[str]
             problems = remove_names(stray_ns, stray_links)
             lines += problems or [f"removed {', '.join(stray_ns + stray_links)} (no state file claimed them)"]
     return lines
+
+
+def reap_dead_clusters() -> list[str]:
+    """What ``distbench run`` and ``distbench env`` do first: remove the emulated clusters
+    whose owner died (a SIGKILLed sweep: namespaces, links, bridge and every process
+    started in them, the agents included), with :func:`cleanup_leftovers`. Clusters of
+    running sweeps and persistent ones are kept. Without root, or with no state file of a
+    dead owner, nothing is done (no subprocess: a state-directory listing).
+
+    Returns:
+        :func:`cleanup_leftovers`'s lines (empty when nothing was left).
+    """
+    if os.geteuid() != 0:
+        return []
+    if not any(not st.persistent and not st.owner_alive() for st in read_states()):
+        return []
+    return cleanup_leftovers()
 
 
 def _probe() -> tuple[bool, str]:

@@ -27,8 +27,12 @@ from distbench.config import ClusterConfig, ConfigError
 CLUSTER_ID_ENV = "DISTBENCH_CLUSTER_ID"
 """The id of the emulated cluster of the sweep (set by ``distbench run`` for its children)."""
 REMOTE_ENV = ("PYTHONPATH", "TF_CPP_MIN_LOG_LEVEL", "PYTHONUNBUFFERED", "TF_CONFIG", "KERAS_BACKEND",
-              "OMP_NUM_THREADS")
-REMOTE_PREFIXES = ("DISTBENCH_", "HOROVOD_")
+              "OMP_NUM_THREADS", "TF_ENABLE_ONEDNN_OPTS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS",
+              "TF_XLA_FLAGS", "CUDA_VISIBLE_DEVICES", "JAVA_HOME", "SPARK_LOCAL_IP", "SPARK_NO_DAEMONIZE")
+"""Variables a process started over ssh gets from the launching side (ssh passes none):
+those of its own code and the kernel settings every configuration's processes share
+(provenance's ``kernel_env``), and what a Spark standalone worker needs."""
+REMOTE_PREFIXES = ("DISTBENCH_", "HOROVOD_", "PYSPARK_")
 
 
 @dataclass
@@ -114,16 +118,27 @@ class Placement:
         host's namespace on an emulated cluster (environment and directory kept); over
         ssh on a real host, where the forwarded variables (:data:`REMOTE_ENV`, every
         ``DISTBENCH_*``/``HOROVOD_*``) are set in the remote command and the working
-        directory is :attr:`workdir`."""
+        directory is :attr:`workdir` (the emulated cluster's hosts with ``launcher = "ssh"``
+        are reached the same way, through the cluster's own ``ssh``)."""
         if self.is_local:
             return argv
-        if self.kind == "emulated":
+        if self.kind == "emulated" and not self.over_ssh:
             return self.cluster.wrap(self.host_of(k), argv)
         exported = {k2: v for k2, v in env.items() if k2 in REMOTE_ENV or k2.startswith(REMOTE_PREFIXES)}
         remote = " ".join([f"cd {shlex.quote(self.workdir)} &&", "env",
                            *(shlex.quote(f"{k2}={v}") for k2, v in sorted(exported.items())),
                            *(shlex.quote(a) for a in argv)])
-        return ["ssh", "-o", "BatchMode=yes", "-p", str(self.ssh_port), self.hosts[self.host_of(k)], remote]
+        ssh, port = (str(self.cluster.agent), 22) if self.kind == "emulated" else ("ssh", self.ssh_port)
+        # -tt: a terminal for the remote command, so that ending the local ssh (the
+        # configuration's clean-up ends its process group) hangs it up and the remote
+        # process gets SIGHUP; without one it ran on, holding its ports (a Spark worker)
+        return [ssh, "-tt", "-o", "BatchMode=yes", "-p", str(port), self.hosts[self.host_of(k)], remote]
+
+    @property
+    def over_ssh(self) -> bool:
+        """Processes on other hosts start through a real ``sshd``: real hosts, or an
+        emulated cluster with ``launcher = "ssh"``."""
+        return self.kind == "ssh" or (self.kind == "emulated" and self.cluster.launcher == "ssh")
 
     def hosts_arg(self, processes: int, driver_first: bool = False) -> str:
         """The ``-H`` value for ``processes`` processes (``localhost:N`` on this machine).
@@ -163,7 +178,9 @@ class Placement:
                  found: dict[str, str] | None = None) -> dict[str, Any]:
         """``details`` fields: ``cluster_hosts`` (the hosts the processes ran on; the record's
         top-level ``hosts``), ``placement`` (process name -> host), e.g.
-        ``{"worker 1": "10.231.0.3"}``, ``cluster_kind`` and, emulated, ``cluster_id``.
+        ``{"worker 1": "10.231.0.3"}``, ``cluster_kind``, ``cluster_launcher`` (``ssh``:
+        started through an sshd; ``agent``: the emulated cluster's agent) off this
+        machine and, emulated, ``cluster_id``.
 
         Args:
             processes: process name -> process index, placed by :meth:`host_of`.
@@ -179,6 +196,8 @@ class Placement:
         placement.update({name: (self.driver if not self.is_local else "localhost") for name in driver})
         hosts = sorted(set(placement.values())) if not self.is_local else [socket.gethostname()]
         out = {"cluster_hosts": hosts, "placement": placement, "cluster_kind": self.kind}
+        if not self.is_local:
+            out["cluster_launcher"] = "ssh" if self.over_ssh else "agent"
         if self.kind == "emulated":
             out["cluster_id"] = self.cluster.id
         return out

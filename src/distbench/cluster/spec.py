@@ -114,6 +114,10 @@ def parse_subnet(key: str, subnet: str, hosts: int) -> ipaddress.IPv4Network:
     return net
 
 
+EMULATED_LAUNCHERS = ("agent", "ssh")
+"""``cluster.emulate.launcher`` values (:class:`distbench.cluster.emulated.EmulatedCluster`)."""
+
+
 def check_cluster(cluster: ClusterConfig, workers: list[int]) -> None:
     """Check ``[cluster]`` and that every worker count fits into its slots.
 
@@ -158,6 +162,10 @@ def check_cluster(cluster: ClusterConfig, workers: list[int]) -> None:
                                   "(--repeats runs a configuration more than once)")
             seen[bits] = r
         parse_subnet("cluster.emulate.subnet", em.subnet, em.hosts)
+        if em.launcher not in EMULATED_LAUNCHERS:
+            raise ConfigError(f"cluster.emulate.launcher = {em.launcher!r}: expected one of "
+                              f"{', '.join(EMULATED_LAUNCHERS)} (agent: ip netns exec behind ssh's calling convention; "
+                              "ssh: a real sshd on every emulated host)")
     slots = total_slots(cluster)
     where = (f"cluster.emulate = {em.hosts} host{'s' * (em.hosts != 1)} x {em.slots} slot{'s' * (em.slots != 1)}"
              if em is not None else "cluster.hosts = " + ", ".join(f"{h.name}:{h.slots}" for h in hosts))
