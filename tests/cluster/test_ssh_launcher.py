@@ -111,3 +111,32 @@ def test_every_multi_process_strategy_starts_through_sshd(tmp_path):
     assert records["horovod"]["details"]["rank_netns"] == namespaces
     assert records["mpi_ps:adag"]["details"]["per_worker_netns"] == namespaces
     assert names_left(cid) == [] and pids_with(f"{netns.state_dir() / cid}/") == []
+
+
+@needs_netns
+@needs_sshd
+def test_ending_the_local_ssh_ends_the_remote_process(tmp_path):
+    # a Spark worker started over ssh without a terminal ran on after its configuration ended,
+    # holding its port: -tt makes the remote side hang up with the connection
+    import sys
+    import time
+
+    from distbench.cluster.placement import Placement
+
+    with EmulatedCluster(2, subnet=TEST_SUBNET, launcher="ssh") as c:
+        pl = Placement("emulated", c.addresses, [1, 1], c.gateway, sys.executable, str(tmp_path), 22, c)
+        marker = f"distbench-ssh-test-{c.id}"
+        p = subprocess.Popen(pl.wrap(1, [sys.executable, "-c", "import time; time.sleep(600)", marker], {}),
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
+        deadline = time.monotonic() + 30
+        while not [q for q in pids_with(marker) if q != p.pid] and time.monotonic() < deadline:
+            time.sleep(0.2)
+        remote = [q for q in pids_with(marker) if q != p.pid]
+        assert remote, "the remote process did not start"
+        os.killpg(p.pid, signal.SIGTERM)  # as a configuration's clean-up ends its process group
+        p.wait(timeout=30)
+        deadline = time.monotonic() + 15
+        while any(Path(f"/proc/{q}").exists() for q in remote) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not any(Path(f"/proc/{q}").exists() for q in remote), "the remote process outlived its ssh"
