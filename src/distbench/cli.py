@@ -169,30 +169,10 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
     CONFIG_FILE is given): only the options given are changed, and one that changes the
     workload (data, model, training) is refused, naming it."""
     from distbench.harness.matrix import expand
-    from distbench.harness.runner import (check_cluster_ready, check_run_dir, prepare_run_dir, recorded_config,
-                                          run_sweep)
+    from distbench.harness.runner import check_cluster_ready, check_run_dir, prepare_run_dir, run_sweep
 
     t0 = time.time()
-    if config_file and os.path.isdir(config_file):
-        recorded = os.path.join(config_file, "config.json")
-        hint = (f"to continue that run: distbench run --resume --out {shlex.quote(config_file)}; to run its "
-                f"configuration again: distbench run {shlex.quote(recorded)}" if os.path.isfile(recorded) else
-                "pass a TOML (or JSON) config file")
-        raise ConfigError(f"CONFIG_FILE {config_file!r} is a directory, not a config file; {hint}")
-    cfg = config_mod.load(config_file)
-    if resume:
-        if not (out or cfg.run.out):
-            raise ConfigError("--resume needs the run directory to continue: pass --out DIR (the run's directory, "
-                              "e.g. runs/20261201-091500)")
-        resume_dir = Path(out or cfg.run.out or "")
-        if not resume_dir.exists():
-            raise ConfigError(f"--resume given but the run directory {str(resume_dir)!r} does not exist: nothing "
-                              "to resume; pass --out with an existing run's directory (e.g. runs/20261201-091500), "
-                              "or drop --resume to start a new run there")
-        if config_file is None:
-            cfg = recorded_config(resume_dir)  # options not given keep the run's values
-    if preset:
-        cfg = config_mod.apply_preset(cfg, preset)
+    cfg = _run_config(config_file, resume, out, preset)
     given = {"run__strategies": _name_list("--strategies", strategies), "run__workers": _int_list("--workers", workers),
              "training__epochs": epochs, "training__global_batch_size": batch_size,
              "training__target_accuracy": target_accuracy, "run__repeats": _repeats("--repeats", repeats),
@@ -261,6 +241,37 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
                                         time.time() - t0, setup_s=setup_s, report_s=time.time() - t_report),
                          output_width()))
     lock.close()
+
+
+def _run_config(config_file: str | None, resume: bool, out: str | None, preset: str | None) -> Any:
+    """The sweep's config before the flags: CONFIG_FILE (default: the embedded default), or
+    with ``--resume`` and no CONFIG_FILE the run directory's recorded config; then the preset.
+
+    Raises:
+        ConfigError: CONFIG_FILE is a directory; ``--resume`` without a run directory, or
+            with one that does not exist; a bad config or preset.
+    """
+    from distbench.harness.runner import recorded_config
+
+    if config_file and os.path.isdir(config_file):
+        recorded = os.path.join(config_file, "config.json")
+        hint = (f"to continue that run: distbench run --resume --out {shlex.quote(config_file)}; to run its "
+                f"configuration again: distbench run {shlex.quote(recorded)}" if os.path.isfile(recorded) else
+                "pass a TOML (or JSON) config file")
+        raise ConfigError(f"CONFIG_FILE {config_file!r} is a directory, not a config file; {hint}")
+    cfg = config_mod.load(config_file)
+    if resume:
+        if not (out or cfg.run.out):
+            raise ConfigError("--resume needs the run directory to continue: pass --out DIR (the run's directory, "
+                              "e.g. runs/20261201-091500)")
+        resume_dir = Path(out or cfg.run.out or "")
+        if not resume_dir.exists():
+            raise ConfigError(f"--resume given but the run directory {str(resume_dir)!r} does not exist: nothing "
+                              "to resume; pass --out with an existing run's directory (e.g. runs/20261201-091500), "
+                              "or drop --resume to start a new run there")
+        if config_file is None:
+            cfg = recorded_config(resume_dir)  # options not given keep the run's values
+    return config_mod.apply_preset(cfg, preset) if preset else cfg
 
 
 def _lock_run_dir(run_dir: Path) -> Any:

@@ -8,7 +8,7 @@ harness (``--key`` given) only the training part runs; the harness writes the re
 
 ``worker tf`` itself never imports TensorFlow: it validates ``TF_CONFIG`` and the config
 (bad input: exit 2 in well under a second), then runs the task as a supervised child
-(``worker tf-task``, :func:`distbench.strategies.process.supervise`) that must reach the
+(``worker tf-task``, :func:`distbench.launch.process.supervise`) that must reach the
 cluster join within :data:`STARTUP_TIMEOUT_S` and join within the join timeout, and that
 SIGTERM/SIGINT end at any point (TensorFlow blocks in C++ with the GIL held while the
 cluster forms, and replaces the SIGTERM handler, so the task process cannot do either).
@@ -93,7 +93,7 @@ def tf_worker_main(run_dir: Path, key: str | None, config_file: str | None, join
         scenario: ``--scenario`` JSON (a straggler scenario), passed on to the task.
 
     Returns:
-        The exit code: the task's; :data:`~distbench.strategies.process.STALLED_EXIT` when
+        The exit code: the task's; :data:`~distbench.launch.process.STALLED_EXIT` when
         the cluster did not form in time (one line names the tasks that never joined).
 
     Raises:

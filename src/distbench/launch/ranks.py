@@ -280,7 +280,7 @@ def open_progress_board(rank: int, size: int) -> Callable[[int], None] | None:
 
 class RankWatch:
     """Watches the ranks of one job for one that stopped making progress; a ``watch`` for
-    :func:`~distbench.strategies.process.run_processes`.
+    :func:`~distbench.launch.process.run_processes`.
 
     Once a second it looks at two things. The process table: the processes whose
     command line contains ``marker`` (the rank program's arguments), each one's rank (from
@@ -471,7 +471,7 @@ def failure_error(launcher: str, group: process.GroupResult, launcher_log: Path,
 
     Args:
         launcher: ``horovodrun`` or ``mpirun``.
-        group: how :func:`~distbench.strategies.process.run_processes` ended.
+        group: how :func:`~distbench.launch.process.run_processes` ended.
         launcher_log: the launcher's log file.
         output_dir: the launcher's ``--output-filename`` directory (per-rank logs).
         timeout_s: the configuration's timeout, seconds.

@@ -367,9 +367,8 @@ def advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, tar
         adv.reasons.append(f"Only {lead.label} reached the target test accuracy {target_acc} "
                            f"({_range(lead)}, {_runs(lead.ok)}).")
     else:
-        ratio = second.ttt.value / lead.ttt.value  # type: ignore[operator]
-        than = "than" if f"{ratio:.2f}" != "1.00" else "with"
-        adv.reasons.append(f"{lead.label}: {times_faster(ratio)} to {target_acc} {than} {second.label} "
+        faster = times_faster(second.ttt.value / lead.ttt.value, second.label, f" to {target_acc}")  # type: ignore
+        adv.reasons.append(f"{lead.label}: {faster} "
                            f"({_ranges(lead, second)}; {_runs(lead.ok)} and {_runs(second.ok)}).")
         acc_l, acc_s = lead.accuracy.median, second.accuracy.median
         if acc_l is not None and acc_s is not None:

@@ -95,9 +95,7 @@ def make_headline(hw: HardwareInfo, wl: WorkloadInfo, subset: list[ConfigSummary
                 f"{fast.summary.label}, {fast.value:.{d}f} s (MLPerf score over "
                 f"{fast.summary.ttt.runs} run{'s' if fast.summary.ttt.runs != 1 else ''})")
         if fast.runner_up is not None and fast.runner_up_value:
-            ratio = fast.runner_up_value / fast.value
-            than = "than" if f"{ratio:.2f}" != "1.00" else "with"
-            text += (f", {times_faster(ratio)} {than} {fast.runner_up.label} "
+            text += (f", {times_faster(fast.runner_up_value / fast.value, fast.runner_up.label)} "
                      f"({fast.runner_up_value:.{d}f} s)")
             text += _noise_note(fast)
         text += fewer_passes_note(fast.summary)
@@ -216,9 +214,12 @@ def _distinct_digits(a: float, b: float | None, least: int = 2, most: int = 4) -
     return d
 
 
-def times_faster(ratio: float) -> str:
-    """``"1.23x faster"``, or ``"level (within 0.5%)"`` where the ratio would print as 1.00x."""
-    return f"{ratio:.2f}x faster" if f"{ratio:.2f}" != "1.00" else "level (within 0.5%)"
+def times_faster(ratio: float, than: str, what: str = "") -> str:
+    """``"1.23x faster{what} than {than}"``, or ``"level (within 0.5%){what} with {than}"``
+    where the ratio would print as 1.00x."""
+    if f"{ratio:.2f}" == "1.00":
+        return f"level (within 0.5%){what} with {than}"
+    return f"{ratio:.2f}x faster{what} than {than}"
 
 
 def fewer_passes_note(s: ConfigSummary) -> str:

@@ -28,7 +28,7 @@ recorded by :mod:`distbench.harness.horovod_app` when a user runs it on a cluste
 How it is launched (:meth:`HorovodStrategy.launch`): the pure builders
 :func:`horovodrun_command` / :func:`mpirun_command` make ``(argv, env)`` for
 ``distbench worker horovod --run-dir DIR --key KEY`` on ``localhost:N``; one
-:func:`~distbench.strategies.process.run_processes` call runs the launcher in a new
+:func:`~distbench.launch.process.run_processes` call runs the launcher in a new
 process group with the configuration's timeout and kills it on failure. Per-rank logs go
 to ``DIR/logs/<key>/`` (``--output-filename``). A failure is blamed on the rank at fault,
 which is not always the first to exit: a rank that stopped making progress (process

@@ -13,7 +13,7 @@ the result; every worker writes the SHA-256 of its final weights, and the launch
 checks that they are all equal (``replicas_in_sync_check``).
 
 How it is launched: :func:`worker_commands` builds each process's argv and env (pure,
-tested exactly); :func:`distbench.strategies.process.run_processes` starts them in
+tested exactly); :func:`distbench.launch.process.run_processes` starts them in
 new process groups, kills all if one dies, and reports which task failed. On a cluster
 users run ``distbench worker tf --run-dir DIR --config cfg.toml`` on every host with
 their own ``TF_CONFIG``. Either way each ``worker tf`` validates ``TF_CONFIG``
@@ -98,7 +98,7 @@ def train_worker(task: TFTask, load_workload: Callable[[], Workload], artifacts_
     cluster), then load the workload with ``load_workload()`` (after the strategy:
     collective ops must be configured before any other TensorFlow op) and train.
 
-    Under :func:`distbench.strategies.process.supervise` it reports two stages: about
+    Under :func:`distbench.launch.process.supervise` it reports two stages: about
     to join (TensorFlow imported), and joined (every task of the cluster is up).
     Every worker writes its final weights' SHA-256 to ``artifacts_dir``; the chief
     (rank 0) also saves the :class:`TrainOutput` there (when ``artifacts_dir`` is set).

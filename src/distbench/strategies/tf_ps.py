@@ -17,7 +17,7 @@ coordinator raises inter-op parallelism to 16, each server uses 8 inter-op threa
 every task is its own process.
 
 How it is launched: :func:`server_commands` (pure) builds each task's argv and env; a
-:class:`~distbench.strategies.process.ProcessGroup` runs them; a watchdog thread
+:class:`~distbench.launch.process.ProcessGroup` runs them; a watchdog thread
 ends the configuration with a failure naming the task as soon as one task dies (the
 coordinator itself would wait for a lost worker to come back), or when training stalls
 because a task is alive but no longer answers (:func:`stalled`: an epoch running over
