@@ -901,29 +901,9 @@ def worker_config(run_dir: str, key: str, strategy: str, workers: int, window: i
 
     code = child_main(Path(run_dir), key, strategy, workers, window, Scenario.from_arg(scenario))
     logging.shutdown()
+    from distbench.procinfo import remove_autograph_sources
+
     remove_autograph_sources()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
-
-
-def remove_autograph_sources() -> int:
-    """Delete the Python files TensorFlow's AutoGraph wrote to the temporary directory for
-    the functions this process converted (``$TMPDIR/__autograph_generated_file*.py``, one per
-    converted function: its modules in ``sys.modules``). AutoGraph removes them in an
-    ``atexit`` hook, which ``os._exit`` skips: without this every configuration's process
-    left about six in ``/tmp``.
-
-    Returns:
-        The number of files removed.
-    """
-    removed = 0
-    for name, module in list(sys.modules.items()):
-        path = getattr(module, "__file__", None)
-        if name.startswith("__autograph_generated_file") and path:
-            try:
-                os.remove(path)
-                removed += 1
-            except OSError:
-                pass
-    return removed

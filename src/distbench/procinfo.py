@@ -1,13 +1,16 @@
-"""Facts about the running process that records carry (bottom layer: no distbench imports).
+"""Facts about the running process that records carry, and its housekeeping (bottom
+layer: no distbench imports).
 
 :func:`current_namespace` tells which network namespace a process runs in, so a worker
-can report where it really ran (an emulated host's namespace, or the machine's own).
+can report where it really ran (an emulated host's namespace, or the machine's own);
+:func:`remove_autograph_sources` removes what AutoGraph wrote for this process.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from pathlib import Path
 
 
@@ -29,3 +32,26 @@ def current_namespace(pid: int | str = "self") -> str:
                 if p.stat().st_ino == ino:
                     return p.name
     return f"net:[{ino}]"
+
+
+def remove_autograph_sources() -> int:
+    """Delete the Python files TensorFlow's AutoGraph wrote to the temporary directory for
+    the functions this process converted (``$TMPDIR/__autograph_generated_file*.py``, one per
+    converted function: its modules in ``sys.modules``). AutoGraph removes them in an
+    ``atexit`` hook, which ``os._exit`` skips: without this every configuration's process
+    left about six in ``/tmp``, and each Spark replica two (PySpark's workers end with
+    ``os._exit`` too).
+
+    Returns:
+        The number of files removed.
+    """
+    removed = 0
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if name.startswith("__autograph_generated_file") and path:
+            try:
+                os.remove(path)
+                removed += 1
+            except OSError:
+                pass
+    return removed

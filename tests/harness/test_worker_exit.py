@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import types
 
-from distbench.cli import remove_autograph_sources
+from distbench.procinfo import remove_autograph_sources
 
 
 def test_the_autograph_sources_of_this_process_are_removed_and_nothing_else(tmp_path, monkeypatch):

@@ -29,6 +29,7 @@ from typing import Any
 
 from distbench.ps_async.spark_spec import (BARRIER_CHECK_DEFAULTS, SparkSpecError, check_planned_slots, parse_master,
                                            probe_master, slots_message)
+from distbench.procinfo import remove_autograph_sources
 from distbench.ps_async.worker import ReplicaSpec, train_replica
 from distbench.text import clip
 from distbench.training.output import TrainingFailed
@@ -212,7 +213,11 @@ def _task(spec: ReplicaSpec):  # noqa: ANN202 - returns a barrier mapPartitions 
         # apart, measured), a skew the synchronous optimizers paid on the training clock; the
         # parameter server's start barrier (ParameterServer(start_barrier=True)) releases the
         # replicas together instead. The barrier stage still schedules all tasks at once.
-        yield json.dumps(train_replica(spec, pid, attempt=ctx.attemptNumber()))
+        try:
+            result = train_replica(spec, pid, attempt=ctx.attemptNumber())
+        finally:  # PySpark's workers end with os._exit, which skips AutoGraph's own clean-up
+            remove_autograph_sources()
+        yield json.dumps(result)
 
     return run
 
