@@ -38,7 +38,7 @@ def test_toml_file_roundtrip(tmp_path):
     ('[trainin]\nepochs = 3\n', "unknown section [trainin]; did you mean [training]? allowed sections:"),
     ('[xyz]\nepochs = 3\n', "unknown section [xyz]; allowed sections:"),
     ('[training]\nepochs = "3"\n', "training.epochs = '3': expected an integer"),
-    ('[run]\nrepeats = true\n', 'run.repeats = true: expected an int or "auto"'),  # as written, not True
+    ('[run]\nrepeats = true\n', 'run.repeats = true: expected an integer or "auto"'),  # as written, not True
     ('[training]\nepochs = 0\n', "training.epochs = 0: must be >= 1"),
     ('[training]\nlearning_rate = inf\n', "training.learning_rate = inf: must be a finite number > 0"),
     ('[training]\nlearning_rate = nan\n', "training.learning_rate = nan: must be a finite number > 0"),
@@ -66,7 +66,7 @@ def test_toml_file_roundtrip(tmp_path):
     ('epochs = 3\n', "top-level key 'epochs' = 3 is outside any section; put it under [training]"),
     ('[training\n', "not valid TOML"),
     ('[model]\nactivation = "relux"\n', "model.activation = 'relux': expected one of relu"),
-    ('[run]\nstrategies = "single"\n', 'expected a list of str, e.g. ["a", "b"]'),
+    ('[run]\nstrategies = "single"\n', 'expected a list of strings, e.g. ["a", "b"]'),
     ('[data]\nname = "npz"\n', "data.path is empty but data.name = 'npz' needs a local file: set data.path to an "
                                ".npz file with arrays x and y"),
     ('[data]\nname = "parquet"\n', "data.path is empty but data.name = 'parquet' needs the training data"),
@@ -74,7 +74,7 @@ def test_toml_file_roundtrip(tmp_path):
     ('[data]\nname = "parquet"\npath = "x"\nfeatures_col = ["a", "a"]\nlabel_col = "y"\n',
      "data.features_col = ['a', 'a']: expected distinct, non-empty column names"),
     ('[data]\nname = "parquet"\npath = "x"\nfeatures_col = 3\nlabel_col = "y"\n',
-     "data.features_col = 3: expected a str or list of str"),
+     "data.features_col = 3: expected a string or a list of strings"),
     ('[data]\nlabel_col = "y"\n', "data.label_col is set but data.name = 'digits' does not read it"),
     ('[data]\nname = "digits"\nfeature_shape = [8, 8]\n', "data.feature_shape = [8, 8]: expected sizes >= 1, "
                                                          "for data.name = 'npz' or 'parquet' only"),

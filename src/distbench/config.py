@@ -418,18 +418,27 @@ class ExperimentConfig:
 _UNIONS = (types.UnionType, typing.Union)  # ``int | str``; ``int | Literal["auto"]`` is a typing.Union
 
 
-def _type_name(tp: Any) -> str:
+_SCALARS = {int: ("an integer", "integers"), float: ("a number", "numbers"), str: ("a string", "strings"),
+            bool: ("true or false", "true or false values")}
+
+
+def _type_name(tp: Any, plural: bool = False) -> str:
+    """``tp`` as a config file's reader says it, with its article: ``an integer``, ``a
+    list of strings``, ``a table with the keys ...``, ``"auto"``."""
     origin = get_origin(tp)
     if origin in _UNIONS:
-        return " or ".join(_type_name(a) for a in get_args(tp) if a is not types.NoneType)
+        return " or ".join(_type_name(a, plural) for a in get_args(tp) if a is not types.NoneType)
     if origin is Literal:
         return " or ".join(json.dumps(a) for a in get_args(tp))
     if dataclasses.is_dataclass(tp):
-        return "table with the keys " + ", ".join(f.name for f in dataclasses.fields(tp))
+        keys = ", ".join(f.name for f in dataclasses.fields(tp))
+        return f"{'tables' if plural else 'a table'} with the keys {keys}"
     if origin is list:
-        return f"list of {_type_name(get_args(tp)[0])}"
+        return ("lists" if plural else "a list") + f" of {_type_name(get_args(tp)[0], plural=True)}"
     if origin is dict:
-        return "table of strings"
+        return "tables of strings" if plural else "a table of strings"
+    if tp in _SCALARS:
+        return _SCALARS[tp][plural]
     return getattr(tp, "__name__", str(tp))
 
 
@@ -443,7 +452,7 @@ def _coerce(key: str, value: Any, tp: Any) -> Any:
     origin = get_origin(tp)
     if dataclasses.is_dataclass(tp):  # a nested table, e.g. cluster.emulate
         if not isinstance(value, dict):
-            raise ConfigError(f"{key} = {_shown(value)}: expected a {_type_name(tp)}")
+            raise ConfigError(f"{key} = {_shown(value)}: expected {_type_name(tp)}")
         return _build(key, tp, value)
     if origin is Literal:
         if isinstance(value, str) and value in get_args(tp):
@@ -460,13 +469,12 @@ def _coerce(key: str, value: Any, tp: Any) -> Any:
                 return _coerce(key, value, arm)
             except ConfigError:
                 continue
-        name = _type_name(tp)
-        raise ConfigError(f"{key} = {_shown(value)}: expected {'an' if name[0] in 'aeiou' else 'a'} {name}")
+        raise ConfigError(f"{key} = {_shown(value)}: expected {_type_name(tp)}")
     if origin is list:
         (inner,) = get_args(tp)
         if not isinstance(value, list):
             example = '["a", "b"]' if inner is str else "[1, 2]"
-            raise ConfigError(f"{key} = {_shown(value)}: expected a {_type_name(tp)}, e.g. {example}")
+            raise ConfigError(f"{key} = {_shown(value)}: expected {_type_name(tp)}, e.g. {example}")
         return [_coerce(f"{key}[{i}]", v, inner) for i, v in enumerate(value)]
     if origin is dict:
         if not isinstance(value, dict):

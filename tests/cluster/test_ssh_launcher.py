@@ -45,6 +45,8 @@ def test_every_host_runs_its_own_sshd_and_commands_arrive_through_it(tmp_path):
         # the cluster's ssh reaches its hosts only: any other host is refused before a connection
         res = ssh(c, "127.0.0.1", "true")
         assert res.returncode == 255, res
+        assert res.stderr.strip() == (f"distbench: 127.0.0.1 is not a host of emulated cluster {cid} (its hosts: "
+                                      f"{', '.join(c.addresses)}); its ssh reaches those only"), res.stderr
         assert all(Path(f"/proc/{int((d / f'sshd-{k}.pid').read_text())}").exists() for k in range(2))
         for entry in (c.agent, c.ssh_bin_dir / "ssh"):  # mpirun's rsh agent, horovodrun's ssh: OpenSSH's client
             assert "ssh_config" in entry.read_text() and "distbench.cluster.agent" not in entry.read_text()
@@ -65,8 +67,14 @@ def test_a_host_whose_sshd_is_stopped_is_named_in_one_line(tmp_path):
         cfg = tmp_path / "c.toml"
         cfg.write_text(f'[cluster]\nemulate = {{ hosts = 2, subnet = "{OTHER_SUBNET}", launcher = "ssh" }}\n')
         ok = distbench("env", "--cluster", str(cfg), timeout=180, env=child_env())
-        assert ok.returncode == 0, ok.stdout[-2000:] + ok.stderr[-2000:]
-        assert "over ssh (an sshd on each host)" in ok.stdout
+        assert "over ssh (an sshd on each host)" in ok.stdout and "unreachable" not in ok.stdout, ok.stdout[-2000:]
+        # user test: env --cluster passed where distbench run then refused the config (its subnet is taken)
+        assert f"persistent cluster {st.id} holds subnet {OTHER_SUBNET}, so 'distbench run' with this config is " \
+               "refused while it is up" in ok.stdout, ok.stdout[-2000:]
+        run = distbench("run", str(cfg), "--strategies", "horovod", "--out", str(tmp_path / "run"), timeout=120)
+        assert run.returncode == 2 and run.stderr.count("\n") == 1, run.stderr
+        assert f"overlaps route {OTHER_SUBNET} dev dbn-{st.id} (emulated cluster {st.id}, persistent" in run.stderr
+        assert "distbench cluster down" in run.stderr and not (tmp_path / "run").exists()  # nothing written
         pid = int((Path(st.agent_dir) / "sshd-1.pid").read_text())
         os.kill(pid, signal.SIGTERM)  # host 1's sshd stops; the host itself stays
         bad = distbench("env", "--cluster", str(cfg), timeout=180, env=child_env())

@@ -48,7 +48,7 @@ def test_the_embedded_default_repeats_auto_and_a_config_file_keeps_one(tmp_path)
     (tmp_path / "a.toml").write_text('[run]\nrepeats = "auto"\n')
     assert config.load(tmp_path / "a.toml").run.auto_repeats
     (tmp_path / "b.toml").write_text('[run]\nrepeats = "often"\n')
-    with pytest.raises(config.ConfigError, match=r"^run.repeats = 'often': expected an int or \"auto\"$"):
+    with pytest.raises(config.ConfigError, match=r"^run.repeats = 'often': expected an integer or \"auto\"$"):
         config.load(tmp_path / "b.toml")
     assert [p.key for p in expand(_cfg())] == ["single_w1_r0", "mirrored_w2_r0", "multi_worker_mirrored_w2_r0"]
     from click.testing import CliRunner

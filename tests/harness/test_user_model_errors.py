@@ -27,7 +27,7 @@ def _saved(tmp_path, name: str, shape: tuple[int, ...]) -> str:
     ("missing function", f'factory = "{F}:nope"', f"module '{F}' has no attribute 'nope'"),
     ("raising", f'factory = "{F}:raises"', ("raised RuntimeError for input_shape=(8, 8, 1), num_classes=10: cannot "
                                             "build for 10 classes")),
-    ("not a model", f'factory = "{F}:not_a_model"', "returned a builtins.list, expected an uncompiled keras.Model"),
+    ("not a model", f'factory = "{F}:not_a_model"', "returned a list, expected an uncompiled keras.Model"),
     ("regression", f'factory = "{F}:regression"', ("not supported: distbench compares classifiers: the model has 13 "
                                                    "outputs for the data's 10 classes")),
     ("junk file", "path = '{junk}'", "is not a loadable Keras 3 model"),

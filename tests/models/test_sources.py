@@ -53,9 +53,9 @@ def test_subclassed_model_gets_its_weights_before_they_are_loaded():
     (f"{PLUGIN}:missing", f"module '{PLUGIN}' has no attribute 'missing' (it defines: "),
     # a close name is offered, and only what the module defines is listed (not `keras`, `Any`)
     (f"{PLUGIN}:with_dropot", "no attribute 'with_dropot'; did you mean 'with_dropout'? (it defines: "),
-    (f"{PLUGIN}:NOT_CALLABLE", "'NOT_CALLABLE' is a int, not a function (input_shape, num_classes) -> keras.Model"),
+    (f"{PLUGIN}:NOT_CALLABLE", "'NOT_CALLABLE' is an int, not a function (input_shape, num_classes) -> keras.Model"),
     (f"{PLUGIN}:raises", "raised RuntimeError for input_shape=(8, 8, 1), num_classes=10: cannot build for 10 classes"),
-    (f"{PLUGIN}:not_a_model", "returned a builtins.list, expected an uncompiled keras.Model"),
+    (f"{PLUGIN}:not_a_model", "returned a list, expected an uncompiled keras.Model"),
 ])
 def test_bad_factories_are_named(name, message):
     with pytest.raises(ConfigError, match="^model.factory = ") as e:

@@ -157,9 +157,14 @@ def test_parse_target():
         t = parse_target(text)
         assert (t.nodes, t.per_node, t.bandwidth_Bps, t.gpus) == want, text
     assert parse_target("2 nodes with 10 GbE links, 1 ms").latency_s == pytest.approx(1e-3)
+    # a capital B is a byte (user test: "10 GB/s" was read as 10 Gbit/s); k/M/G/T prefixes; GigE
+    for text, gbit in [("4 nodes, 10 GB/s", 80), ("4 nodes 10 GBps", 80), ("4 nodes 100 MB/s", 0.8),
+                       ("2 nodes, 1 GByte/s", 8), ("4 nodes 10 GigE", 10), ("4 nodes 10 Gbps", 10),
+                       ("4 nodes 500kbit", 0.0005), ("4 nodes 1 Tbit/s", 1000)]:
+        assert parse_target(text).bandwidth_Bps * 8 / 1e9 == pytest.approx(gbit), text
     for bad, needle in [("8 nodes x 4 GPUs", "no bandwidth"), ("25 Gbit/s", "no size"),
                         ("8 nodes x 4 GPUs, fast", "'fast' is neither"), ("0 nodes, 1 Gbit/s", "counts must be"),
-                        ("4 nodes, 2 nodes, 1 Gbit/s", "more than one size"), ("4 nodes 10 gbitz", "'10 gbitz' is neither")]:
+                        ("4 nodes, 2 nodes, 1 Gbit/s", "more than one size"), ("1 node 10gbit", "one worker has"), ("4 nodes 10 gbitz", "'10 gbitz' is neither")]:
         with pytest.raises(ConfigError, match=needle):
             parse_target(bad)
 
@@ -185,6 +190,8 @@ def test_target_prediction_from_the_run_dir(tmp_path):
     assert small.count("the simplest of them to run is horovod.") == 1
     slow = "\n".join(advise(records, tmp_path, parse_target("64 nodes, 100 Mbit/s")).target)
     assert "does not decide" not in slow
+    crawl = "\n".join(advise(records, tmp_path, parse_target("8 nodes, 100 kbit/s")).target)
+    assert "horovod (ring allreduce) predicted 0.16x over one worker" in crawl, crawl  # 2 digits: 0.2x before
 
 
 def test_run_command_quotes_paths():

@@ -110,6 +110,23 @@ def subnet_conflict(net: ipaddress.IPv4Network) -> str | None:
     return None
 
 
+def require_free_subnet(net: ipaddress.IPv4Network) -> None:
+    """Raise unless ``net`` is free on this machine (:func:`subnet_conflict`).
+
+    Raises:
+        ConfigError: naming what overlaps it (a route, an address, or the emulated cluster,
+            e.g. a persistent one, whose bridge holds it) and how to choose another.
+    """
+    conflict = subnet_conflict(net)
+    if conflict:
+        owner = next((s for s in netns.read_states() if s.bridge in conflict), None)
+        whose = f" (emulated cluster {owner.id}, {owner.owner_text()})" if owner else ""
+        down = "; or remove it: distbench cluster down" if owner is not None and owner.persistent else ""
+        raise ConfigError(f"emulated subnet {net} overlaps {conflict}{whose} on this machine: set "
+                          'cluster.emulate.subnet (distbench cluster up: --subnet) to an unused private network, '
+                          f'e.g. "10.232.0.0/24"{down}')
+
+
 def require_available() -> None:
     """Raise unless an emulated cluster can be built here (:func:`netns.available`).
 
@@ -154,8 +171,9 @@ def sshd_config(st: State, k: int, tmpdir: Path) -> str:
 
 def ssh_config(st: State) -> str:
     """The ``ssh_config`` of the cluster's ``ssh`` (:attr:`EmulatedCluster.agent`): its key,
-    its hosts' keys (strict checking, no prompt), and every other host refused (a
-    ``ProxyCommand`` that fails), so nothing reaches beyond the cluster."""
+    its hosts' keys (strict checking, no prompt), and every other host refused before any
+    connection (a ``ProxyCommand`` that names the cluster's hosts and fails), so nothing
+    reaches beyond the cluster."""
     d = Path(st.agent_dir)
     names = " ".join([*st.addresses, *st.namespaces])
     return "\n".join([
@@ -163,7 +181,9 @@ def ssh_config(st: State) -> str:
         f"Host {names}", f"    User {_user()}", f"    IdentityFile {d / 'id_ed25519'}", "    IdentitiesOnly yes",
         f"    UserKnownHostsFile {d / 'known_hosts'}", "    GlobalKnownHostsFile /dev/null",
         "    StrictHostKeyChecking yes", "    BatchMode yes", "    ConnectTimeout 10", "    LogLevel ERROR",
-        "Host * " + " ".join(f"!{n}" for n in names.split()), "    ProxyCommand /bin/false",
+        "Host * " + " ".join(f"!{n}" for n in names.split()), "    LogLevel QUIET",
+        f"    ProxyCommand /bin/sh -c 'echo \"distbench: %h is not a host of emulated cluster {st.id} (its hosts: "
+        f"{', '.join(st.addresses)}); its ssh reaches those only\" >&2; exit 255'",
     ]) + "\n"
 
 
@@ -350,13 +370,7 @@ class EmulatedCluster:
         require_available()
         with netns.locked():
             netns.cleanup_leftovers()
-            conflict = subnet_conflict(self.net)
-            if conflict:
-                owner = next((s for s in netns.read_states() if s.bridge in conflict), None)
-                whose = f" (emulated cluster {owner.id}, {owner.owner_text()})" if owner else ""
-                raise ConfigError(f"emulated subnet {self.net} overlaps {conflict}{whose} on this machine: set "
-                                  'cluster.emulate.subnet (or --subnet) to an unused private network, e.g. '
-                                  '"10.232.0.0/24"')
+            require_free_subnet(self.net)
             cid = netns.new_id()
             hosts = list(self.net.hosts())
             me = os.getpid()

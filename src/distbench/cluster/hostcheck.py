@@ -148,8 +148,9 @@ def check_hosts(targets: list[tuple[str, list[str]]], how: str, timeout_s: float
 
 def check_cluster_hosts(cfg: ExperimentConfig, timeout_s: float = 30.0) -> tuple[str, list[HostCheck]]:
     """Check every host of ``cfg.cluster``: real hosts over ssh, emulated ones through the
-    agent (a persistent emulated cluster on the same subnet is used, else one is built
-    for the check and removed).
+    agent or their sshd (a persistent emulated cluster on the same subnet is used, with a
+    problem saying that ``distbench run`` refuses the config while it holds the subnet;
+    else one is built for the check and removed).
 
     Returns:
         ``(what was checked, one HostCheck per host)``.
@@ -188,6 +189,15 @@ def check_cluster_hosts(cfg: ExperimentConfig, timeout_s: float = 30.0) -> tuple
         what = (f"{len(targets)} emulated hosts of cluster {cluster.id} "
                 f"({'persistent' if up else 'built for this check'}) {via}, {python} in {workdir}")
         checks = check_hosts(targets, "ssh port 22" if ssh else "the agent", timeout_s, cfg.ps.port)
+        if up is not None:  # what distbench run would meet: it builds its own cluster, never uses this one
+            em = cl.emulate
+            differ = [f"{k} {getattr(em, k)!r} (the cluster's: {v!r})" for k, v in
+                      (("hosts", len(up.namespaces)), ("slots", up.slots), ("launcher", up.launcher))
+                      if getattr(em, k) != v]
+            checks[0].problems.append(
+                f"persistent cluster {up.id} holds subnet {up.subnet}, so 'distbench run' with this config is refused "
+                "while it is up (a sweep builds its own cluster): distbench cluster down, or set "
+                "cluster.emulate.subnet" + (f"; it differs from the config: {', '.join(differ)}" if differ else ""))
         here = os.readlink("/proc/self/ns/net")
         for chk in checks:
             if chk.info and chk.info.get("netns") == here:

@@ -380,9 +380,12 @@ def check_cluster_ready(cfg: ExperimentConfig) -> None:
             time, a different version, a port in use), or why no cluster can be emulated.
     """
     if cfg.cluster.emulate is not None:
-        from distbench.cluster.emulated import require_available
+        from distbench.cluster.emulated import require_available, require_free_subnet
+        from distbench.cluster.spec import parse_subnet
 
         require_available()
+        require_free_subnet(parse_subnet("cluster.emulate.subnet", cfg.cluster.emulate.subnet,
+                                         cfg.cluster.emulate.hosts))
     elif cfg.cluster.hosts:
         from distbench.cluster.hostcheck import check_cluster_hosts
 

@@ -52,9 +52,23 @@ def import_factory(factory: str) -> Any:
             raise ConfigError(f"model.factory = {factory!r}: {_no_such_function(obj, part)}")
         obj = getattr(obj, part)
     if not callable(obj):
-        raise ConfigError(f"model.factory = {factory!r}: {attr!r} is a {type(obj).__name__}, not a function "
+        raise ConfigError(f"model.factory = {factory!r}: {attr!r} is {_a(type(obj).__name__)}, not a function "
                           "(input_shape, num_classes) -> keras.Model")
     return obj
+
+
+def _a(name: str) -> str:
+    """``name`` with its article: ``an int``, ``a list``."""
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+
+
+def _returned(obj: Any) -> str:
+    """What a factory returned, for its error: ``None``, else ``a <module>.<class>``
+    (``a list`` for builtins)."""
+    if obj is None:
+        return "None"
+    t = type(obj)
+    return _a(t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__name__}")
 
 
 def _no_such_function(obj: Any, name: str) -> str:
@@ -93,7 +107,7 @@ def from_factory(factory: str, input_shape: tuple[int, ...], num_classes: int) -
         raise ConfigError(f"model.factory = {factory!r} raised {type(e).__name__} for input_shape="
                           f"{tuple(input_shape)}, num_classes={num_classes}: {e}") from None
     if not isinstance(model, keras.Model):
-        raise ConfigError(f"model.factory = {factory!r} returned a {type(model).__module__}.{type(model).__name__}, "
+        raise ConfigError(f"model.factory = {factory!r} returned {_returned(model)}, "
                           "expected an uncompiled keras.Model (Keras 3: keras.Model / keras.Sequential)")
     return model
 

@@ -39,9 +39,7 @@ from distbench.results.stragglers import straggler_lines
 MIN_REPEATS = 3  # ok runs of each candidate before advising (3 v 3 disjoint ranges: p = 0.1 by chance)
 TF_ONLY = "single,mirrored,multi_worker_mirrored"  # strategies that need nothing but TensorFlow
 
-_UNITS = {"gbit/s": 1e9 / 8, "gbit": 1e9 / 8, "gbits": 1e9 / 8, "gb/s": 1e9 / 8, "gbps": 1e9 / 8, "gbe": 1e9 / 8,
-          "mbit/s": 1e6 / 8, "mbit": 1e6 / 8, "mbits": 1e6 / 8, "mb/s": 1e6 / 8, "mbps": 1e6 / 8, "gbyte/s": 1e9,
-          "mbyte/s": 1e6}
+_PREFIXES = {"k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
 _TARGET_EXAMPLE = '"8 nodes x 4 GPUs, 25 Gbit/s" (or "16 workers, 10 GbE"; optional ", 50 us latency")'
 
 
@@ -72,7 +70,7 @@ class Target:
 
 _COUNT_UNIT = r"(nodes?|machines?|hosts?|workers?|gpus?|devices?|replicas?|tpus?|cpus?)"
 _TARGET_PATTERNS = (  # (kind, pattern), scanned in this order over the whole text
-    ("bandwidth", r"(\d+(?:\.\d+)?)\s*(gbit/s|gbits?|gb/s|gbps|gbe|mbit/s|mbits?|mb/s|mbps|gbyte/s|mbyte/s)(?![a-z])"),
+    ("bandwidth", r"(\d+(?:\.\d+)?)\s*([kmgt])(bits?/s|bits?|bps|b/s|bytes?/s|bytes?|be|ige)(?![a-z])"),
     ("latency", r"(\d+(?:\.\d+)?)\s*(us|µs|ms)(?![a-z])(?:\s+latency)?"),
     ("grid", r"(\d+)\s*(?:(?:nodes?|machines?|hosts?)\s*)?[x×*]\s*(\d+)(?:\s*" + _COUNT_UNIT + r")?(?![a-z])"),
     ("count", r"(\d+)\s*" + _COUNT_UNIT + r"(?![a-z])"),
@@ -86,8 +84,10 @@ def parse_target(text: str) -> Target:
     ``"16 workers, 10 GbE"``, ``"2 nodes, 1 Gbit/s, 200 us latency"``. The size is
     ``N nodes x M`` (``M`` workers, GPUs or devices per node; ``NxM``) or one count
     (``N nodes``/``N workers``: one worker per machine; ``N GPUs``/``N devices``: one
-    machine). Bandwidth units: Gbit/s, Gbit, Gb/s, Gbps, GbE, Mbit/s, Mbit, Mb/s, Mbps
-    (bits), GByte/s, MByte/s (bytes); latency in us or ms (default
+    machine), 2 workers or more. Bandwidth: k, M, G or T, then bits (``bit/s``, ``bit``,
+    ``b/s``, ``bps``, ``bE``, ``igE``: Gbit/s, 10gbit, Gb/s, Gbps, GbE, GigE) or bytes
+    (``byte/s``, ``B/s``, ``Bps``: GByte/s, GB/s, MBps; a capital B is a byte, as in SI
+    usage); latency in us or ms (default
     :data:`distbench.predict.DEFAULT_LATENCY_S`). Commas, ``@``, ``at``, ``with`` and
     ``links`` between the parts are ignored.
 
@@ -100,13 +100,13 @@ def parse_target(text: str) -> Target:
     def bad(why: str) -> ConfigError:
         return ConfigError(f"--target {text!r}: {why}; expected e.g. {_TARGET_EXAMPLE}")
 
-    rest = text.lower()
+    rest = text
     found: dict[str, list[re.Match[str]]] = {}
     for kind, pattern in _TARGET_PATTERNS:
-        found[kind] = list(re.finditer(pattern, rest))
+        found[kind] = list(re.finditer(pattern, rest, re.IGNORECASE))
         for m in found[kind]:  # blanked so that a later pattern cannot read it again
             rest = rest[:m.start()] + " " * (m.end() - m.start()) + rest[m.end():]
-    left = re.sub(_TARGET_FILLER, " ", rest).split()
+    left = re.sub(_TARGET_FILLER, " ", rest, flags=re.IGNORECASE).split()
     if left:
         raise bad(f"{' '.join(left)!r} is neither a size (N nodes x M GPUs), a bandwidth nor a latency")
     sizes = found["grid"] + found["count"]
@@ -118,19 +118,23 @@ def parse_target(text: str) -> Target:
         raise bad("no bandwidth given")
     (m,) = sizes
     if found["grid"]:
-        nodes, per_node, gpus = int(m[1]), int(m[2]), (m[3] or "").startswith("gpu")
+        nodes, per_node, gpus = int(m[1]), int(m[2]), (m[3] or "").lower().startswith("gpu")
     else:  # "4 nodes", "16 workers": one worker per machine; "4 GPUs": one machine
-        one_machine = m[2].startswith(("gpu", "device", "tpu"))
+        one_machine = m[2].lower().startswith(("gpu", "device", "tpu"))
         nodes, per_node = (1, int(m[1])) if one_machine else (int(m[1]), 1)
-        gpus = m[2].startswith("gpu")
+        gpus = m[2].lower().startswith("gpu")
     bw = found["bandwidth"][0]
-    bandwidth = float(bw[1]) * _UNITS[bw[2]]
+    unit = bw[3]  # bytes: "byte", or a capital B in "GB/s", "MBps"; bits: "bit", "Gb/s", "Gbps", "GbE", "GigE"
+    in_bytes = "byte" in unit.lower() or (unit.lower() in ("bps", "b/s") and unit[0] == "B")
+    bandwidth = float(bw[1]) * _PREFIXES[bw[2].lower()] / (1 if in_bytes else 8)
     latency = DEFAULT_LATENCY_S
     if found["latency"]:
         lat = found["latency"][0]
         latency = float(lat[1]) * (1e-3 if lat[2] == "ms" else 1e-6)
     if nodes < 1 or per_node < 1 or not math.isfinite(bandwidth) or bandwidth <= 0:
         raise bad("counts must be >= 1 and the bandwidth > 0")
+    if nodes * per_node < 2:
+        raise bad("one worker has nothing to distribute: give 2 or more workers (e.g. \"2 nodes\")")
     return Target(nodes, per_node, bandwidth, latency, gpus, text)
 
 
@@ -588,12 +592,14 @@ def _target_sentences(target: Target, run_dir: str | None, cands: Sequence[Confi
             steps.append(far.steps_per_epoch)
         if kind == "none":
             sent.append(f"single stays one device ({one.allreduce_epoch_s:.3g} s per epoch at batch {b})")
+            comm["single"] = 0.0
             continue
         comm[s.strategy] = (math.ceil(far.steps_per_epoch / far.window) * far.ps_comm_s / far.ps_epoch_s
                             if kind == "ps" else far.steps_per_epoch * far.allreduce_comm_s / far.allreduce_epoch_s)
         sp = (one.ps_epoch_s / far.ps_epoch_s) if kind == "ps" else (one.allreduce_epoch_s / far.allreduce_epoch_s)
         how = f"one parameter server, window {win}" if kind == "ps" else "ring allreduce"
-        sent.append(f"{s.strategy} ({how}) predicted {sp:.1f}x over one worker at {target.workers} workers")
+        shown = f"{sp:.1f}" if sp >= 1 else f"{sp:.2g}"  # 0.04x, not 0.0x
+        sent.append(f"{s.strategy} ({how}) predicted {shown}x over one worker at {target.workers} workers")
         if s.strategy == "mirrored" and target.nodes > 1:
             sent[-1] += " (but mirrored runs on one machine: across nodes use multi_worker_mirrored or horovod)"
     out.append("; ".join(sent) + f" (per-worker batch fixed, {inp.model_bytes:,} bytes of weights, "
@@ -610,7 +616,7 @@ def _target_sentences(target: Target, run_dir: str | None, cands: Sequence[Confi
         out.append(f"Communication is at most {max(comm.values()):.0%} of any candidate's predicted epoch on this "
                    f"target ({inp.model_bytes:,} bytes of weights over {target.bandwidth_Bps * 8 / 1e9:g} Gbit/s): "
                    f"the network does not decide between them here, so the choice rests on what each costs to run "
-                   f"(Costs); the simplest of them to run is {simplest}.")
+                   f"(Operational cost); the simplest of them to run is {simplest}.")
     gpus_here = any((r.get("provenance") or {}).get("gpus") for r in records)
     if target.gpus and not gpus_here:
         out.append(f"The compute per step ({inp.step_s * 1e3:.2f} ms at batch {gb}) was measured here on CPUs; a "
