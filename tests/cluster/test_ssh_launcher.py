@@ -10,6 +10,7 @@ import os
 import shutil
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -77,6 +78,12 @@ def test_a_host_whose_sshd_is_stopped_is_named_in_one_line(tmp_path):
         assert "distbench cluster down" in run.stderr and not (tmp_path / "run").exists()  # nothing written
         pid = int((Path(st.agent_dir) / "sshd-1.pid").read_text())
         os.kill(pid, signal.SIGTERM)  # host 1's sshd stops; the host itself stays
+        for _ in range(50):
+            if not Path(f"/proc/{pid}").exists():
+                break
+            time.sleep(0.1)
+        status = distbench("cluster", "status", timeout=60)
+        assert f"  sshd not running on: {st.addresses[1]} (nothing can start there" in status.stdout, status.stdout
         bad = distbench("env", "--cluster", str(cfg), timeout=180, env=child_env())
         assert bad.returncode != 0
         lines = [ln for ln in (bad.stdout + bad.stderr).splitlines() if st.addresses[1] in ln and "unreachable" in ln]

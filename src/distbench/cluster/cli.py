@@ -123,7 +123,7 @@ def status(as_json: bool) -> None:
     from dataclasses import asdict
 
     from distbench.cluster import netns
-    from distbench.cluster.emulated import describe
+    from distbench.cluster.emulated import describe, sshd_down
 
     states = netns.read_states()
     ns_now, links_now = set(netns.existing_namespaces()), set(netns.existing_links())
@@ -131,7 +131,8 @@ def status(as_json: bool) -> None:
     stray = sorted((ns_now | links_now) - claimed)
     if as_json:
         click.echo(json.dumps({"clusters": [{**asdict(s), "owner_alive": s.owner_alive(),
-                                             "missing": [n for n in s.namespaces if n not in ns_now]}
+                                             "missing": [n for n in s.namespaces if n not in ns_now],
+                                             "sshd_down": sshd_down(s)}
                                             for s in states], "stray": stray}, indent=2))
         return
     for st in states:
@@ -140,6 +141,9 @@ def status(as_json: bool) -> None:
         missing = [n for n in st.namespaces if n not in ns_now]
         if missing:
             click.echo(f"  missing: {', '.join(missing)} (remove the rest with: distbench cluster down)")
+        if sshd_down(st):
+            click.echo(f"  sshd not running on: {', '.join(sshd_down(st))} (nothing can start there; bring the "
+                       "cluster down and up again)")
     if stray:
         click.echo(f"stray (no state file; distbench cluster down removes them): {', '.join(stray)}")
     if not states and not stray:

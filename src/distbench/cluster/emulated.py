@@ -548,6 +548,22 @@ def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
 
 
+def sshd_down(st: State) -> list[str]:
+    """The addresses of the hosts of ``st`` whose ``sshd`` is not running (its pid file names
+    no live process); empty for a cluster with the ``agent`` launcher."""
+    if st.launcher != "ssh":
+        return []
+    down = []
+    for k, addr in enumerate(st.addresses):
+        try:
+            alive = Path(f"/proc/{int((Path(st.agent_dir) / f'sshd-{k}.pid').read_text())}").exists()
+        except (OSError, ValueError):
+            alive = False
+        if not alive:
+            down.append(addr)
+    return down
+
+
 def describe(st: State) -> list[str]:
     """Lines describing the cluster of state ``st``: hosts and addresses, rate, owner, and
     the options to launch on it."""
