@@ -190,8 +190,8 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
     run_dir = Path(cfg.run.out or f"runs/{time.strftime('%Y%m%d-%H%M%S')}")
     expand(cfg)  # unknown strategies are reported before anything is written
     check_run_dir(cfg, run_dir, resume, flags)  # so is a used run directory, at once (no TensorFlow needed)
+    _reap_dead_clusters()  # what a killed sweep left (before the subnet check: it may hold the subnet)
     check_cluster_ready(cfg)  # and a cluster that cannot run the sweep
-    _reap_dead_clusters()
     from distbench.harness.evaluate import hide_accelerators
 
     lock = _lock_run_dir(run_dir) if run_dir.exists() else None

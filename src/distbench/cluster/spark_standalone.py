@@ -52,6 +52,7 @@ class StandaloneCluster:
     def __init__(self, placement: Any, log_dir: Path, memory: str = "2g") -> None:
         self.placement, self.log_dir, self.memory = placement, Path(log_dir), memory
         self.group: process.ProcessGroup | None = None
+        self._offsets: dict[Path, int] = {}
 
     def __enter__(self) -> str:
         pl = self.placement
@@ -70,6 +71,8 @@ class StandaloneCluster:
             wenv = {**env, "SPARK_LOCAL_IP": host}
             specs.append(process.ProcSpec(f"spark worker {h}", pl.wrap(k, argv, wenv), wenv,
                                           self.log_dir / f"spark-worker{h}.log"))
+        # a resumed configuration appends to the same logs: only what this start writes counts
+        self._offsets = {spec.log: spec.log.stat().st_size if spec.log.exists() else 0 for spec in specs}
         self.group = process.ProcessGroup(specs).start()  # workers retry until the master is up
         try:
             self._wait(specs[0], "I have been elected leader")
@@ -83,8 +86,11 @@ class StandaloneCluster:
     def _wait(self, spec: process.ProcSpec, text: str) -> None:
         deadline = time.monotonic() + READY_S
         while time.monotonic() < deadline:
-            if spec.log.exists() and text in spec.log.read_text(errors="replace"):
-                return
+            if spec.log.exists():
+                with open(spec.log, "rb") as f:
+                    f.seek(self._offsets.get(spec.log, 0))
+                    if text in f.read().decode(errors="replace"):
+                        return
             failed = self.group.first_failure() if self.group else None
             if failed is not None:
                 raise StandaloneError(f"{failed.name} exited ({process.describe_exit(failed.returncode)}) before "
