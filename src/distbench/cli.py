@@ -493,11 +493,10 @@ def report(run_dirs: tuple[str, ...], out: str | None, formats: str, tensorboard
     record keeps its provenance, and rows from different hardware are marked and compared
     only within their hardware."""
     from distbench.results.report import parse_formats
-    from distbench.results.store import RESULTS_FILE, read_records
+    from distbench.results.store import read_records
 
     def load(d: str) -> list[dict[str, Any]]:
-        if not (Path(d) / RESULTS_FILE).exists():
-            raise ConfigError(f"{d!r} holds no {RESULTS_FILE}: expected a run directory made by 'distbench run'")
+        _require_results(d)
         return read_records(d)
 
     if compare:
@@ -536,6 +535,28 @@ def report(run_dirs: tuple[str, ...], out: str | None, formats: str, tensorboard
                   advise_dir=run_dirs[0] if len(run_dirs) == 1 else None, target_accuracy=target_accuracy)
 
 
+def _require_results(run_dir: str) -> None:
+    """Raise unless ``run_dir`` holds results: naming whether it does not exist, is a run
+    that finished no configuration yet (with the command that continues it), or is not a
+    run directory at all.
+
+    Raises:
+        ConfigError: as above.
+    """
+    from distbench.results.store import RESULTS_FILE
+
+    d = Path(run_dir)
+    if (d / RESULTS_FILE).exists():
+        return
+    if not d.exists():
+        raise ConfigError(f"{run_dir!r} does not exist: expected a run directory made by 'distbench run' "
+                          "(e.g. runs/20261201-091500)")
+    if (d / "config.json").exists():
+        raise ConfigError(f"{run_dir!r} holds a run that finished no configuration yet (no {RESULTS_FILE}): "
+                          f"continue it with distbench run --resume --out {shlex.quote(run_dir)}")
+    raise ConfigError(f"{run_dir!r} holds no {RESULTS_FILE}: expected a run directory made by 'distbench run'")
+
+
 def _reap_dead_clusters() -> None:
     """Remove the emulated clusters a killed sweep left (:func:`distbench.cluster.netns.reap_dead_clusters`),
     saying so on stderr."""
@@ -562,10 +583,9 @@ def advise(run_dir: str, target: str | None, target_accuracy: float | None, as_j
     when the runs cannot separate the candidates, the exact 'distbench run' command to run next."""
     from distbench.results.advice import advise as make_advice
     from distbench.results.advice import parse_target, with_target
-    from distbench.results.store import RESULTS_FILE, read_records
+    from distbench.results.store import read_records
 
-    if not (Path(run_dir) / RESULTS_FILE).exists():
-        raise ConfigError(f"{run_dir!r} holds no {RESULTS_FILE}: expected a run directory made by 'distbench run'")
+    _require_results(run_dir)
     records = read_records(run_dir)
     if target_accuracy is not None:
         from distbench.results.records import retarget

@@ -67,6 +67,9 @@ def test_bad_factories_are_named(name, message):
 def test_factory_form_and_a_module_whose_import_fails(tmp_path, monkeypatch):
     with pytest.raises(ConfigError, match="expected 'package.module:function'"):
         import_factory("no_colon")
+    with pytest.raises(ConfigError, match="'mymod.py' is a file name; name the module as Python imports it: "
+                                          "\"mymod:build\""):
+        import_factory("mymod.py:build")
     (tmp_path / "broken_models.py").write_text("def build(:\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(ConfigError, match="importing module 'broken_models' raised SyntaxError"):

@@ -153,7 +153,8 @@ def test_parse_target():
     # as people write them (issue 31: "2 nodes x 1, 100 Mbit/s" and "4 nodes 10gbit" were refused)
     for text, want in [("2 nodes x 1, 100 Mbit/s", (2, 1, 100e6 / 8, False)), ("4 nodes 10gbit", (4, 1, 10e9 / 8, False)),
                        ("4x8 GPUs @ 25 Gbit/s", (4, 8, 25e9 / 8, True)), ("3 hosts x 2 workers at 1 Gbps", (3, 2, 1e9 / 8, False)),
-                       ("2 nodes with 10 GbE links, 1 ms", (2, 1, 1.25e9, False))]:
+                       ("2 nodes with 10 GbE links, 1 ms", (2, 1, 1.25e9, False)),
+                       ("2 nodes @ 10gbit with 4 GPUs each", (2, 4, 1.25e9, True))]:
         t = parse_target(text)
         assert (t.nodes, t.per_node, t.bandwidth_Bps, t.gpus) == want, text
     assert parse_target("2 nodes with 10 GbE links, 1 ms").latency_s == pytest.approx(1e-3)
@@ -210,7 +211,13 @@ def test_advise_cli(tmp_path):
     bad = distbench("advise", str(tmp_path), "--target", "lots of GPUs", timeout=120)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--target 'lots of GPUs'" in bad.stderr
     missing = distbench("advise", str(tmp_path / "nope"), timeout=120)
-    assert missing.returncode == 2 and "holds no results.jsonl" in missing.stderr
+    assert missing.returncode == 2 and f"'{tmp_path / 'nope'}' does not exist: expected a run directory" in \
+        missing.stderr  # user test: it said the missing directory "holds no results.jsonl"
+    (tmp_path / "started").mkdir()
+    (tmp_path / "started" / "config.json").write_text("{}")  # a run killed before its first record
+    started = distbench("advise", str(tmp_path / "started"), timeout=120)
+    assert started.returncode == 2 and "holds a run that finished no configuration yet" in started.stderr
+    assert f"distbench run --resume --out {tmp_path / 'started'}" in started.stderr
     # as `report --target-accuracy` ranks: against another target (the user test found no way to)
     from click.testing import CliRunner
 

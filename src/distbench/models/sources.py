@@ -36,6 +36,10 @@ def import_factory(factory: str) -> Any:
     if not sep or not mod_name or not attr:
         raise ConfigError(f"model.factory = {factory!r}: expected 'package.module:function', "
                           "e.g. \"examples.my_model:build\"")
+    if mod_name.endswith(".py"):  # a file name where Python wants a module name
+        module = mod_name[:-3].replace(os.sep, ".").lstrip(".")
+        raise ConfigError(f"model.factory = {factory!r}: {mod_name!r} is a file name; name the module as Python "
+                          f"imports it: \"{module}:{attr}\" (from the folder you run distbench in)")
     cwd = os.getcwd()
     if cwd not in sys.path:
         sys.path.append(cwd)

@@ -82,7 +82,8 @@ def parse_target(text: str) -> Target:
     """Parse ``--target`` as people write it: ``"8 nodes x 4 GPUs, 25 Gbit/s"``,
     ``"4x8 GPUs @ 25 Gbit/s"``, ``"4 nodes 10gbit"``, ``"2 nodes x 1, 100 Mbit/s"``,
     ``"16 workers, 10 GbE"``, ``"2 nodes, 1 Gbit/s, 200 us latency"``. The size is
-    ``N nodes x M`` (``M`` workers, GPUs or devices per node; ``NxM``) or one count
+    ``N nodes x M`` (``M`` workers, GPUs or devices per node; ``NxM``; ``N nodes with M
+    GPUs each``) or one count
     (``N nodes``/``N workers``: one worker per machine; ``N GPUs``/``N devices``: one
     machine), 2 workers or more. Bandwidth: k, M, G or T, then bits (``bit/s``, ``bit``,
     ``b/s``, ``bps``, ``bE``, ``igE``: Gbit/s, 10gbit, Gb/s, Gbps, GbE, GigE) or bytes
@@ -110,6 +111,13 @@ def parse_target(text: str) -> Target:
     if left:
         raise bad(f"{' '.join(left)!r} is neither a size (N nodes x M GPUs), a bandwidth nor a latency")
     sizes = found["grid"] + found["count"]
+    machines = [c for c in found["count"] if c[2].lower().startswith(("node", "machine", "host"))]
+    devices = [c for c in found["count"] if c not in machines]
+    if not found["grid"] and len(machines) == 1 and len(devices) == 1:  # "2 nodes ... with 4 GPUs each"
+        sizes = [machines[0]]
+        per_node_count = int(devices[0][1])
+    else:
+        per_node_count = None
     if len(sizes) > 1 or len(found["bandwidth"]) > 1 or len(found["latency"]) > 1:
         raise bad("more than one size, bandwidth or latency given")
     if not sizes:
@@ -119,6 +127,8 @@ def parse_target(text: str) -> Target:
     (m,) = sizes
     if found["grid"]:
         nodes, per_node, gpus = int(m[1]), int(m[2]), (m[3] or "").lower().startswith("gpu")
+    elif per_node_count is not None:
+        nodes, per_node, gpus = int(m[1]), per_node_count, devices[0][2].lower().startswith("gpu")
     else:  # "4 nodes", "16 workers": one worker per machine; "4 GPUs": one machine
         one_machine = m[2].lower().startswith(("gpu", "device", "tpu"))
         nodes, per_node = (1, int(m[1])) if one_machine else (int(m[1]), 1)
