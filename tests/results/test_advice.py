@@ -154,7 +154,8 @@ def test_parse_target():
     for text, want in [("2 nodes x 1, 100 Mbit/s", (2, 1, 100e6 / 8, False)), ("4 nodes 10gbit", (4, 1, 10e9 / 8, False)),
                        ("4x8 GPUs @ 25 Gbit/s", (4, 8, 25e9 / 8, True)), ("3 hosts x 2 workers at 1 Gbps", (3, 2, 1e9 / 8, False)),
                        ("2 nodes with 10 GbE links, 1 ms", (2, 1, 1.25e9, False)),
-                       ("2 nodes @ 10gbit with 4 GPUs each", (2, 4, 1.25e9, True))]:
+                       ("2 nodes @ 10gbit with 4 GPUs each", (2, 4, 1.25e9, True)),
+                       ("2 machines, 8 GPUs per machine, 25 Gbit/s", (2, 8, 25e9 / 8, True))]:
         t = parse_target(text)
         assert (t.nodes, t.per_node, t.bandwidth_Bps, t.gpus) == want, text
     assert parse_target("2 nodes with 10 GbE links, 1 ms").latency_s == pytest.approx(1e-3)
@@ -165,7 +166,9 @@ def test_parse_target():
         assert parse_target(text).bandwidth_Bps * 8 / 1e9 == pytest.approx(gbit), text
     for bad, needle in [("8 nodes x 4 GPUs", "no bandwidth"), ("25 Gbit/s", "no size"),
                         ("8 nodes x 4 GPUs, fast", "'fast' is neither"), ("0 nodes, 1 Gbit/s", "counts must be"),
-                        ("4 nodes, 2 nodes, 1 Gbit/s", "more than one size"), ("1 node 10gbit", "one worker has"), ("4 nodes 10 gbitz", "'10 gbitz' is neither")]:
+                        ("4 nodes, 2 nodes, 1 Gbit/s", "more than one size"),
+                        ("4 nodes, 16 workers, 1 Gbit/s", "more than one size"),  # 16 in all or per node?
+                        ("1 node 10gbit", "one worker has"), ("4 nodes 10 gbitz", "'10 gbitz' is neither")]:
         with pytest.raises(ConfigError, match=needle):
             parse_target(bad)
 

@@ -75,7 +75,7 @@ _TARGET_PATTERNS = (  # (kind, pattern), scanned in this order over the whole te
     ("grid", r"(\d+)\s*(?:(?:nodes?|machines?|hosts?)\s*)?[x×*]\s*(\d+)(?:\s*" + _COUNT_UNIT + r")?(?![a-z])"),
     ("count", r"(\d+)\s*" + _COUNT_UNIT + r"(?![a-z])"),
 )
-_TARGET_FILLER = r"[\s,;@/]|\b(?:at|with|and|over|links?|network|each|per)\b"
+_TARGET_FILLER = r"[\s,;@/]|\b(?:at|with|and|over|links?|network|each|per|node|machine|host)\b"
 
 
 def parse_target(text: str) -> Target:
@@ -113,7 +113,8 @@ def parse_target(text: str) -> Target:
     sizes = found["grid"] + found["count"]
     machines = [c for c in found["count"] if c[2].lower().startswith(("node", "machine", "host"))]
     devices = [c for c in found["count"] if c not in machines]
-    if not found["grid"] and len(machines) == 1 and len(devices) == 1:  # "2 nodes ... with 4 GPUs each"
+    each = re.search(r"\b(?:each|per (?:node|machine|host))\b", text, re.IGNORECASE)
+    if not found["grid"] and len(machines) == 1 and len(devices) == 1 and each:  # "2 nodes ... with 4 GPUs each"
         sizes = [machines[0]]
         per_node_count = int(devices[0][1])
     else:
