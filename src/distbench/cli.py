@@ -155,12 +155,15 @@ def main() -> None:
               help="Continue OUT, skipping configurations already recorded; options not given come from the "
                    "run's recorded config.")
 @click.option("--timeout", type=float, help="Per-configuration time limit, seconds.")
+@click.option("--emulate", metavar="HOSTS[xSLOTS][@RATE]",
+              help="Run on an emulated cluster of this machine ([cluster] emulate; needs root): e.g. 4x2@10gbit is "
+                   "4 hosts of 2 workers each, links shaped at 10 Gbit/s.")
 @click.option("--preset", help="Apply a preset (local-validation, production, max-throughput, elastic) "
                                "before the other flags.")
 @user_errors
 def run(config_file: str | None, strategies: str | None, workers: str | None, epochs: int | None,
         batch_size: int | None, target_accuracy: float | None, repeats: str | None, out: str | None, resume: bool,
-        timeout: float | None, preset: str | None) -> None:
+        timeout: float | None, emulate: str | None, preset: str | None) -> None:
     """Run the sweep in CONFIG_FILE (default: the embedded digits experiment), print the
     comparison table, and write report.md, report.html, summary.csv and summary.json
     (and the plots) into the run directory.
@@ -176,7 +179,7 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
     given = {"run__strategies": _name_list("--strategies", strategies), "run__workers": _int_list("--workers", workers),
              "training__epochs": epochs, "training__global_batch_size": batch_size,
              "training__target_accuracy": target_accuracy, "run__repeats": _repeats("--repeats", repeats),
-             "run__timeout_s": timeout,
+             "run__timeout_s": timeout, "cluster__emulate": _emulate(emulate),
              "run__out": out}
     # the flags given, by the config key each sets (named in errors instead of only the key)
     flags = {k.replace("__", "."): f for k, f in RUN_FLAGS.items() if given[k] is not None}
@@ -243,6 +246,26 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
     lock.close()
 
 
+def _emulate(text: str | None) -> dict[str, Any] | None:
+    """``--emulate HOSTS[xSLOTS][@RATE]`` as ``[cluster] emulate``'s table (``None`` when not given).
+
+    Raises:
+        ConfigError: the text is not of that form.
+    """
+    if text is None:
+        return None
+    m = re.fullmatch(r"\s*(\d+)\s*(?:[x×]\s*(\d+))?\s*(?:@\s*(\S+))?\s*", text)
+    if not m:
+        raise ConfigError(f"--emulate {text!r}: expected HOSTS[xSLOTS][@RATE], e.g. 2, 4x2 or 4x2@10gbit (hosts, "
+                          "workers per host, link rate as tc writes it)")
+    out: dict[str, Any] = {"hosts": int(m[1])}
+    if m[2]:
+        out["slots"] = int(m[2])
+    if m[3]:
+        out["bandwidth"] = m[3]
+    return out
+
+
 def _run_config(config_file: str | None, resume: bool, out: str | None, preset: str | None) -> Any:
     """The sweep's config before the flags: CONFIG_FILE (default: the embedded default), or
     with ``--resume`` and no CONFIG_FILE the run directory's recorded config; then the preset.
@@ -305,7 +328,8 @@ def _lock_run_dir(run_dir: Path) -> Any:
 
 RUN_FLAGS = {"run__strategies": "--strategies", "run__workers": "--workers", "training__epochs": "--epochs",
              "training__global_batch_size": "--batch-size", "training__target_accuracy": "--target-accuracy",
-             "run__repeats": "--repeats", "run__timeout_s": "--timeout", "run__out": "--out"}
+             "run__repeats": "--repeats", "run__timeout_s": "--timeout", "run__out": "--out",
+             "cluster__emulate": "--emulate"}
 """``distbench run``'s flags by the config key (``section__key``) each overrides."""
 
 
@@ -757,6 +781,23 @@ LATENCY = _Quantity("seconds", {"us": 1e-6, "ms": 1e-3, "s": 1.0}, "50us or 0.05
 
 
 @main.command()
+@user_errors
+@config_mod.run_dir_param("Run directory made by 'distbench run' (its workload is used).")
+def calibrate(run_dir: str) -> None:
+    """Measure the compute of one step of RUN_DIR's model on this machine against the
+    per-worker batch and the CPU threads (single's own step, a few epochs at each batch);
+    write RUN_DIR/calibration.json for 'predict --target' and 'advise --target'."""
+    from distbench.calibrate import calibrate as measure
+
+    _require_results(run_dir)
+    doc = measure(run_dir)
+    for t in sorted({p["threads"] for p in doc["points"]}, reverse=True):
+        pts = sorted((p["batch"], p["step_s"]) for p in doc["points"] if p["threads"] == t)
+        click.echo(f"{t} thread(s): " + ", ".join(f"batch {b}: {s * 1e3:.3g} ms" for b, s in pts))
+    click.echo(f"wrote {Path(run_dir) / 'calibration.json'}")
+
+
+@main.command()
 @click.option("--bandwidth", type=BANDWIDTH, default=None,
               help="Link bandwidth each way: bytes/s, or with a unit: 10gbit, 100mbit, 1.25GB/s "
                    "[default: 10gbit = 1.25e9 bytes/s, 10 GbE].")
@@ -773,18 +814,30 @@ LATENCY = _Quantity("seconds", {"us": 1e-6, "ms": 1e-3, "s": 1.0}, "50us or 0.05
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               help="PNG to write [default: RUN_DIR/predict.png].")
 @click.option("--json", "as_json", is_flag=True, help="Print the predictions as JSON instead of a table.")
+@click.option("--target", help='Instead: predict each strategy the run measured on this cluster, e.g. "4 nodes x 2, '
+                               '10 Gbit/s", "4x8 GPUs @ 25 Gbit/s", "3 nodes x 1, 1gbit, emulated" (per-strategy '
+                               "model calibrated from the run; the first-order options do not apply).")
+@click.option("--node-step", type=float, default=None,
+              help="With --target: seconds of single's step at the run's global batch measured on one target node "
+                   "[default: a node computes like this machine].")
 @user_errors
 @config_mod.run_dir_param("Run directory with at least one ok 'single' record (its step time and model size "
                           "are used).")
 def predict(run_dir: str, bandwidth: float | None, latency: float | None, window: int | None,
             per_worker_batch: int | None, samples: int | None, max_workers: int, plot_path: str | None,
-            as_json: bool) -> None:
-    """Predict seconds per epoch for ring-allreduce and single-parameter-server training
-    on N = 1, 2, 4, ... workers (per-worker batch fixed) from a run's measured step time
-    and model size; print a table and write a plot (see distbench/predict.py)."""
+            as_json: bool, target: str | None, node_step: float | None) -> None:
+    """Predict seconds per epoch for ring-allreduce and single-parameter-server training on N = 1, 2,
+    4, ... workers (per-worker batch fixed) from a run's step time and model size; print a table and
+    write a plot (distbench/predict.py). With --target: each strategy's epoch time, time to target and
+    rank on that cluster, from the per-strategy model calibrated on the run (distbench/costmodel.py)."""
     import textwrap
 
     print_warnings()  # a bare --latency 50 (seconds): said once the command line parsed
+    if target is not None or node_step is not None:
+        first_order = {"--bandwidth": bandwidth, "--latency": latency, "--window": window, "--samples": samples,
+                       "--per-worker-batch": per_worker_batch, "--plot": plot_path}
+        _predict_target(run_dir, target, node_step, as_json, [f for f, v in first_order.items() if v is not None])
+        return
 
     from distbench import predict as model
     from distbench.results.terminal import output_width
@@ -850,6 +903,65 @@ def predict(run_dir: str, bandwidth: float | None, latency: float | None, window
                          "framework costs or topology; trust the shape of scaling, not absolute times (README, "
                          "'distbench predict')"))
     console.print(escape(f"wrote {png}"), soft_wrap=True)
+
+
+def _ensure_calibration(run_dir: str) -> None:
+    """Measure the run's compute table (:mod:`distbench.calibrate`) when it has a workload and
+    none yet, saying so on stderr; a failure is left for the cost model to name."""
+    from distbench.calibrate import CALIBRATION_FILE, calibrate
+
+    rd = Path(run_dir)
+    if (rd / CALIBRATION_FILE).exists() or not (rd / "workload").is_dir() or not (rd / "results.jsonl").exists():
+        return
+    click.echo(f"measuring this machine's compute per step for the cost model (once: {rd / CALIBRATION_FILE}) ...",
+               err=True)
+    try:
+        calibrate(rd)
+    except ConfigError as e:
+        click.echo(f"distbench: warning: {e}", err=True)
+
+
+def _predict_target(run_dir: str, target_text: str | None, node_step: float | None, as_json: bool,
+                    first_order: list[str]) -> None:
+    """``distbench predict RUN_DIR --target TEXT``: the per-strategy table (or JSON).
+
+    Raises:
+        ConfigError: ``--node-step`` without ``--target``, or with the first-order table's
+            options (``first_order``: the flags given); a bad target or step; what the model misses.
+    """
+    from distbench import costmodel
+    from distbench.results.advice import parse_target
+
+    if target_text is None:
+        raise ConfigError("predict: --node-step needs --target (the cluster whose node it measured)")
+    if first_order:
+        raise ConfigError(f"predict: {' and '.join(first_order)} belongs to the first-order table: give --target "
+                          "(per-strategy model, the link in its text) or the first-order options, not both")
+    tgt = parse_target(target_text)
+    if node_step is not None and not (math.isfinite(node_step) and node_step > 0):
+        raise ConfigError(f"predict: --node-step {node_step}: expected seconds > 0 (single's step at the run's "
+                          "global batch, measured on one target node)")
+    _require_results(run_dir)
+    _ensure_calibration(run_dir)
+    try:
+        preds, inputs = costmodel.predict_strategies(run_dir, tgt.cluster(node_step))
+    except ValueError as e:
+        raise ConfigError(f"predict: {e}") from None
+    if as_json:
+        click.echo(json.dumps({"target": {"text": tgt.text, "nodes": tgt.nodes, "per_node": tgt.per_node,
+                                          "bandwidth_Bps": tgt.bandwidth_Bps, "latency_s": tgt.latency_s,
+                                          "emulated": tgt.emulated, "inputs": inputs,
+                                          "strategies": [p.__dict__ for p in preds]}}, indent=2))
+        return
+    from rich.console import Console
+    from rich.markup import escape
+
+    from distbench.results.terminal import print_fitted
+
+    console = Console(highlight=False)
+    console.print(escape(costmodel.describe(tgt.text, tgt.cluster(node_step), inputs)))
+    print_fitted(costmodel.TABLE_HEADERS, costmodel.table_rows(preds, inputs["target_accuracy"]), console,
+                 left=("strategy", "notes"), block_head=2, drop=("compute", "framework", "link"))
 
 
 class _WorkerGroup(click.Group):

@@ -53,6 +53,9 @@ class Target:
         latency_s: per-message latency, seconds.
         gpus: the text named GPUs (the measured compute here may be a CPU's).
         text: the description as given.
+        emulated: the text said ``emulated``: the nodes are this machine's emulated hosts
+            (``[cluster] emulate``), sharing its cores (latency 0 unless given: the emulation
+            shapes the rate only).
     """
 
     nodes: int
@@ -61,6 +64,13 @@ class Target:
     latency_s: float
     gpus: bool
     text: str
+    emulated: bool = False
+
+    def cluster(self, node_step_s: float | None = None) -> Any:
+        """This target as the cost model's :class:`distbench.costmodel.Cluster`."""
+        from distbench.costmodel import Cluster
+
+        return Cluster(self.nodes, self.per_node, self.bandwidth_Bps, self.latency_s, self.emulated, node_step_s)
 
     @property
     def workers(self) -> int:
@@ -75,7 +85,7 @@ _TARGET_PATTERNS = (  # (kind, pattern), scanned in this order over the whole te
     ("grid", r"(\d+)\s*(?:(?:nodes?|machines?|hosts?)\s*)?[x×*]\s*(\d+)(?:\s*" + _COUNT_UNIT + r")?(?![a-z])"),
     ("count", r"(\d+)\s*" + _COUNT_UNIT + r"(?![a-z])"),
 )
-_TARGET_FILLER = r"[\s,;@/]|\b(?:at|with|and|over|links?|network|each|per|node|machine|host)\b"
+_TARGET_FILLER = r"[\s,;@/]|\b(?:at|with|and|over|links?|network|each|per|node|machine|host|emulated)\b"
 
 
 def parse_target(text: str) -> Target:
@@ -90,7 +100,8 @@ def parse_target(text: str) -> Target:
     (``byte/s``, ``B/s``, ``Bps``: GByte/s, GB/s, MBps; a capital B is a byte, as in SI
     usage); latency in us or ms (default
     :data:`distbench.predict.DEFAULT_LATENCY_S`). Commas, ``@``, ``at``, ``with`` and
-    ``links`` between the parts are ignored.
+    ``links`` between the parts are ignored. The word ``emulated`` marks a cluster emulated
+    on this machine (``[cluster] emulate``; the hosts share its cores, latency 0 unless given).
 
     Raises:
         ConfigError: naming the text, what was not understood and an example.
@@ -138,7 +149,8 @@ def parse_target(text: str) -> Target:
     unit = bw[3]  # bytes: "byte", or a capital B in "GB/s", "MBps"; bits: "bit", "Gb/s", "Gbps", "GbE", "GigE"
     in_bytes = "byte" in unit.lower() or (unit.lower() in ("bps", "b/s") and unit[0] == "B")
     bandwidth = float(bw[1]) * _PREFIXES[bw[2].lower()] / (1 if in_bytes else 8)
-    latency = DEFAULT_LATENCY_S
+    emulated = re.search(r"\bemulated\b", text, re.IGNORECASE) is not None
+    latency = 0.0 if emulated else DEFAULT_LATENCY_S
     if found["latency"]:
         lat = found["latency"][0]
         latency = float(lat[1]) * (1e-3 if lat[2] == "ms" else 1e-6)
@@ -146,7 +158,7 @@ def parse_target(text: str) -> Target:
         raise bad("counts must be >= 1 and the bandwidth > 0")
     if nodes * per_node < 2:
         raise bad("one worker has nothing to distribute: give 2 or more workers (e.g. \"2 nodes\")")
-    return Target(nodes, per_node, bandwidth, latency, gpus, text)
+    return Target(nodes, per_node, bandwidth, latency, gpus, text, emulated)
 
 
 @dataclass
@@ -160,6 +172,8 @@ class Advice:
         headline: one sentence stating the verdict.
         reasons: the evidence, as sentences with numbers.
         target: sentences about the ``--target`` cluster (predictions), if one was given.
+        target_recommended: the strategy predicted fastest to the target accuracy on the
+            ``--target`` cluster (``None`` without one or without a prediction).
         costs: ``(strategy, what it needs installed and running)`` for each candidate.
         unavailable: ``(strategy, reason)`` for each strategy that never ran here.
         next_command: the ``distbench run`` command that would measure what is missing.
@@ -180,6 +194,7 @@ class Advice:
     unavailable: list[tuple[str, str]] = field(default_factory=list)
     next_command: str | None = None
     scope: str = ""
+    target_recommended: str | None = None
     compared: list[ConfigSummary] = field(default_factory=list, repr=False)
     short: list[ConfigSummary] = field(default_factory=list, repr=False)
 
@@ -188,7 +203,7 @@ class Advice:
         return {"verdict": self.verdict, "headline": self.headline, "recommended": self.recommended,
                 "runner_up": self.runner_up, "reasons": self.reasons, "target": self.target,
                 "costs": dict(self.costs), "unavailable": dict(self.unavailable), "next_command": self.next_command,
-                "scope": self.scope}
+                "scope": self.scope, "target_recommended": self.target_recommended}
 
     def lines(self) -> list[tuple[str, list[str]]]:
         """``(heading, items)`` blocks in reading order (empty blocks left out)."""
@@ -443,7 +458,7 @@ def advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, tar
         else:
             adv.headline = f"Recommended: {lead.label}; runner-up: {second.label if second else 'none'}."
     if target is not None:
-        adv.target = _target_sentences(target, rd, [lead] + ([second] if second else []), records)
+        _add_target(adv, target, rd, records)
     adv.costs = [(n, _needs(n)) for n in dict.fromkeys(names + ["single"])]
     return adv
 
@@ -566,72 +581,83 @@ devices; TensorFlow alone with ``TF_CONFIG``; Horovod (a build against TensorFlo
 server rank; TensorFlow's ps and coordinator tasks to keep alive; a Spark cluster (JVM)."""
 
 
-def _target_sentences(target: Target, run_dir: str | None, cands: Sequence[ConfigSummary],
-                      records: list[dict[str, Any]]) -> list[str]:
-    """Sentences extrapolating the candidates to ``target`` with :func:`distbench.predict.predict`
-    (ring allreduce for the synchronous all-reduce strategies, one parameter server for the
-    parameter-server family, at the candidates' per-worker batch)."""
-    from distbench import predict as model
-    from distbench.strategies import registry
+def _target_sentences(target: Target, run_dir: str | None, records: list[dict[str, Any]]
+                      ) -> tuple[list[str], list[str]]:
+    """Sentences predicting every strategy the run measured on ``target`` with the
+    per-strategy model (:func:`distbench.costmodel.predict_strategies`), and the strategies
+    that reach the target accuracy there, predicted fastest first (empty without a prediction)."""
+    from distbench import costmodel
 
-    head = (f"{target.text}: {target.workers} workers, {target.bandwidth_Bps * 8 / 1e9:g} Gbit/s, "
-            f"{target.latency_s * 1e6:g} us per message.")
+    head = (f"{target.text}: {target.nodes} node(s) x {target.per_node} = {target.workers} workers, "
+            f"{target.bandwidth_Bps * 8 / 1e9:g} Gbit/s, {target.latency_s * 1e6:g} us per message"
+            + (", emulated on this machine." if target.emulated else "."))
     if run_dir is None:
-        return [head, "No prediction: the run directory is unknown."]
+        return [head, "No prediction: the run directory is unknown."], []
     try:
-        inp = model.inputs_from_run(run_dir)
+        preds, inputs = costmodel.predict_strategies(run_dir, target.cluster())
     except ValueError as e:
-        return [head, f"No prediction: {e}."]
+        return [head, f"No prediction: {e}."], []
+    acc = inputs["target_accuracy"]
+    ranked = [p for p in preds if p.rank]
+    reached = [p for p in ranked if p.time_to_target_s is not None]
     out = [head]
-    gb = inp.global_batch
-    sent: list[str] = []
-    steps: list[float] = []  # each distributed candidate's steps per worker and epoch at the target's size
-    comm: dict[str, float] = {}  # each distributed candidate's share of communication in its predicted epoch
-    for s in cands:
-        try:
-            fam = registry.strategy_class(s.strategy).family
-        except Exception:  # a record of a strategy not registered here
-            fam = ""
-        kind = "none" if s.strategy == "single" else "ps" if fam == "parameter-server" else "allreduce"
-        b = max(1, gb // max(1, s.workers))
-        win = next(((r.get("details") or {}).get("communication_window") for r in s.records
-                    if (r.get("details") or {}).get("communication_window")), None) or inp.window or 1
-        preds = model.predict(inp.step_s * b / gb, inp.model_bytes, inp.n_train, b, target.bandwidth_Bps,
-                              target.latency_s, [1, target.workers], int(win))
-        one, far = preds
-        if kind != "none":
-            steps.append(far.steps_per_epoch)
-        if kind == "none":
-            sent.append(f"single stays one device ({one.allreduce_epoch_s:.3g} s per epoch at batch {b})")
-            comm["single"] = 0.0
-            continue
-        comm[s.strategy] = (math.ceil(far.steps_per_epoch / far.window) * far.ps_comm_s / far.ps_epoch_s
-                            if kind == "ps" else far.steps_per_epoch * far.allreduce_comm_s / far.allreduce_epoch_s)
-        sp = (one.ps_epoch_s / far.ps_epoch_s) if kind == "ps" else (one.allreduce_epoch_s / far.allreduce_epoch_s)
-        how = f"one parameter server, window {win}" if kind == "ps" else "ring allreduce"
-        shown = f"{sp:.1f}" if sp >= 1 else f"{sp:.2g}"  # 0.04x, not 0.0x
-        sent.append(f"{s.strategy} ({how}) predicted {shown}x over one worker at {target.workers} workers")
-        if s.strategy == "mirrored" and target.nodes > 1:
-            sent[-1] += " (but mirrored runs on one machine: across nodes use multi_worker_mirrored or horovod)"
-    out.append("; ".join(sent) + f" (per-worker batch fixed, {inp.model_bytes:,} bytes of weights, "
-               f"{inp.n_train:,} samples per epoch).")
-    per_worker = min(steps, default=1.0)
-    if per_worker < 1:  # as distbench predict warns
-        out.append(f"At {target.workers} workers each worker takes {per_worker:.2f} steps per epoch (less than one): "
-                   "the data, not the model, limits these predictions; the parameter server still pays one whole "
-                   "exchange per worker and epoch (give distbench predict --samples for a larger dataset).")
-    if comm and max(comm.values()) < NETWORK_MATTERS:
-        usable = [n for n in comm if not (n == "mirrored" and target.nodes > 1)] or list(comm)
-        simplest = min(usable, key=lambda n: next((i for i, p in enumerate(RUN_COST_ORDER) if n.startswith(p)),
-                                                  len(RUN_COST_ORDER)))
-        out.append(f"Communication is at most {max(comm.values()):.0%} of any candidate's predicted epoch on this "
-                   f"target ({inp.model_bytes:,} bytes of weights over {target.bandwidth_Bps * 8 / 1e9:g} Gbit/s): "
-                   f"the network does not decide between them here, so the choice rests on what each costs to run "
-                   f"(Operational cost); the simplest of them to run is {simplest}.")
+    best = reached[0] if reached else None
+    if best is not None:
+        nxt = f", then {reached[1].strategy} ({reached[1].time_to_target_s:.3g} s)" if len(reached) > 1 else ""
+        out.append(f"Predicted fastest to {acc:g} there: {best.strategy} ({best.time_to_target_s:.3g} s, "
+                   f"{best.epoch_s:.3g} s per epoch){nxt}.")
+    else:
+        out.append(f"No strategy reached {acc:g} in this run, so none is predicted to reach it there; by epoch time:")
+    out.append("Predicted: " + "; ".join(
+        f"{p.rank}. {p.strategy} " + (f"{p.time_to_target_s:.3g} s to {acc:g}, " if p.time_to_target_s else "")
+        + f"{p.epoch_s:.3g} s/epoch (link {p.terms_s['link']:.3g} s)" + (f" [{'; '.join(p.notes)}]" if p.notes else "")
+        for p in ranked) + ".")
+    out += [f"No prediction for {p.strategy}: {p.missing}." for p in preds if p.missing]
+    out.append(f"Measured in this run: {'; '.join(inputs['measured'])}. Assumed: {'; '.join(inputs['assumed'])}. "
+               f"Error band: {inputs['validated']} (benchmarks/predict_validation.py).")
+    multi = [p for p in ranked if p.strategy != "single" and p.epoch_s]
+    share = {p.strategy: p.terms_s["link"] / p.epoch_s for p in multi}
+    if share and max(share.values()) < NETWORK_MATTERS:
+        simplest = min(share, key=lambda n: next((i for i, p in enumerate(RUN_COST_ORDER) if n.startswith(p)),
+                                                 len(RUN_COST_ORDER)))
+        most = max(share.values())
+        most_text = "under 1%" if most < 0.005 else f"at most {most:.0%}"
+        out.append(f"Communication is {most_text} of any strategy's predicted epoch on this target"
+                   f" ({inputs['model_bytes']:,} bytes of weights over {target.bandwidth_Bps * 8 / 1e9:g} "
+                   "Gbit/s): the network does not decide between them here, so the choice rests on what each costs "
+                   f"to run (Operational cost); the simplest of them to run is {simplest}.")
     gpus_here = any((r.get("provenance") or {}).get("gpus") for r in records)
     if target.gpus and not gpus_here:
-        out.append(f"The compute per step ({inp.step_s * 1e3:.2f} ms at batch {gb}) was measured here on CPUs; a "
-                   "GPU's is shorter, so communication weighs more on the target than predicted here.")
-    out.append("First-order model: no contention, stragglers or overlap of communication with computation; "
-               "trust the ranking of the families, not the absolute figures (distbench predict).")
-    return out
+        out.append("The compute per step was measured here on CPUs; a GPU's is shorter, so communication weighs more "
+                   "on the target than predicted here (distbench predict --target ... --node-step S takes a step "
+                   "time measured on one of its nodes).")
+    return out, [p.strategy for p in reached]
+
+
+def _add_target(adv: Advice, target: Target, rd: str | None, records: list[dict[str, Any]]) -> None:
+    """Fill ``adv``'s Target block and ``target_recommended``; where no other run is needed
+    first, its Run next measures the predicted leaders at the target's size (emulated)."""
+    adv.target, leaders = _target_sentences(target, rd, records)
+    adv.target_recommended = leaders[0] if leaders else None
+    if leaders and rd and not adv.next_command:
+        adv.next_command = _emulated_next(target, rd, leaders[:3])
+
+
+def _emulated_next(target: Target, run_dir: str, names: Sequence[str]) -> str | None:
+    """The ``distbench run`` that measures ``names`` at the target's size on an emulated
+    cluster of this machine, or ``None`` where this machine cannot host one (no root,
+    ``ip`` or ``tc``) or the target has more workers than :data:`EMULATE_MAX_WORKERS`."""
+    from distbench.cluster import netns
+
+    if target.workers > EMULATE_MAX_WORKERS or not netns.available()[0]:
+        return None
+    rd = run_dir.rstrip("/")
+    bits = target.bandwidth_Bps * 8
+    rate = f"{bits / 1e9:g}gbit" if bits >= 1e9 and bits % 1e9 == 0 else f"{bits / 1e6:g}mbit"
+    return (f"sudo distbench run {shlex.quote(rd + '/config.json')} --emulate {target.nodes}x{target.per_node}@{rate} "
+            f"--workers {target.workers} --strategies {','.join(names)} --repeats 3 "
+            f"--out {shlex.quote(rd + f'-emulated-{target.nodes}x{target.per_node}')}")
+
+
+EMULATE_MAX_WORKERS = 8
+"""The largest target this machine emulates for advice's Run next (every emulated host shares its cores)."""

@@ -1,0 +1,194 @@
+"""``distbench calibrate RUN_DIR``: the compute time of one optimizer step of the run's
+model against the per-worker batch and the CPU threads, measured on this machine, for
+the per-strategy cost model (:mod:`distbench.costmodel`).
+
+The step is ``single``'s own (:func:`distbench.training.tf_loop.train_with_strategy`
+under ``OneDeviceStrategy``, the same graph loop, input pipeline and optimizer), run on
+the run's saved workload with the global batch replaced by each batch of
+:func:`batch_ladder` for a few epochs; the figure kept is the steady seconds per step
+(epochs after the first, as every record's steady epoch time). One child process per
+thread count (TensorFlow fixes its thread pools at its first op), each with the run's
+thread rule (:func:`distbench.training.loop.threads_per_process`) for 1, 2, ... processes
+on this machine's cores, so the table covers what a worker gets when it shares the
+machine with 1..cores others.
+
+The result goes to ``RUN_DIR/calibration.json``::
+
+    {"cores": 2, "cpu": "...", "unix": ..., "global_batch": 120,
+     "points": [{"threads": 2, "batch": 120, "step_s": 0.0012}, ...]}
+
+It is a measurement, not a fit: :func:`compute_s` interpolates it (log-log, between the
+two nearest measured batches) and never extrapolates below the smallest batch (a step's
+fixed cost) or above the largest (proportionally).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Sequence
+
+CALIBRATION_FILE = "calibration.json"
+DIVISORS = (1, 2, 3, 4, 6, 8, 16, 32)
+"""The batches measured: the run's global batch divided by each (whole batches only, at
+least 1): the per-worker batches of 1 to 32 workers, with the run's own worker counts added."""
+
+
+def batch_ladder(global_batch: int, workers: Sequence[int] = ()) -> list[int]:
+    """The per-worker batches to measure: ``global_batch // k`` for each of :data:`DIVISORS`
+    and each worker count of ``workers`` (the run's), distinct, largest first, each >= 1."""
+    return sorted({max(1, global_batch // k) for k in (*DIVISORS, *workers)}, reverse=True)
+
+
+def thread_counts(configured: int, cores: int) -> list[int]:
+    """Distinct intra-op thread counts a worker gets under the run's thread rule when 1, 2,
+    ..., ``cores`` processes share this machine (``configured`` when the run fixed it)."""
+    if configured:
+        return [configured]
+    return sorted({max(1, cores // k) for k in range(1, cores + 1)}, reverse=True)
+
+
+def measure(run_dir: str | Path, threads: int, batches: Sequence[int]) -> list[dict[str, Any]]:
+    """Measure ``single``'s steady step time at each batch with ``threads`` intra-op threads,
+    in this process (which must not have run a TensorFlow op yet).
+
+    Args:
+        run_dir: a run directory holding a workload (``distbench run`` made it).
+        threads: intra-op threads to configure.
+        batches: global batches to run (each at most the training split's size).
+
+    Returns:
+        ``[{"threads", "batch", "step_s", "steps"}]``, one per batch: ``step_s`` is the
+        seconds per optimizer step over the epochs after the first; ``steps`` how many
+        steps that figure spans.
+
+    Raises:
+        ConfigError: the run directory holds no readable workload.
+    """
+    from distbench.training.loop import configure_threads
+
+    configure_threads(threads)
+    import tensorflow as tf
+
+    from distbench.training.tf_loop import train_with_strategy
+    from distbench.workload import Workload
+
+    wl = Workload.load(run_dir, cached=True)
+    n = len(wl.dataset.train)
+    out = []
+    for b in batches:
+        steps_per_epoch = n // b
+        epochs = 3 if steps_per_epoch < 100 else 2  # at least 100 steady steps, or 2 epochs' worth
+        t = replace(wl.config.training, global_batch_size=b, epochs=epochs)
+        res = train_with_strategy(tf.distribute.OneDeviceStrategy("/cpu:0"),
+                                  replace(wl, config=replace(wl.config, training=t)))
+        first, last = res.snapshots[0], res.snapshots[-1]
+        steps = last.step - first.step
+        out.append({"threads": threads, "batch": b, "steps": steps,
+                    "step_s": (last.elapsed_s - first.elapsed_s) / steps})
+    return out
+
+
+def calibrate(run_dir: str | Path, timeout_s: float = 1800.0) -> dict[str, Any]:
+    """Measure the compute table of a run (one child process per thread count) and write
+    ``RUN_DIR/calibration.json``.
+
+    Args:
+        run_dir: a run directory with a workload and ``config.json``.
+        timeout_s: seconds each child may take.
+
+    Returns:
+        The calibration document (see the module docstring).
+
+    Raises:
+        ConfigError: no workload in ``run_dir``, or a child failed (its stderr's last line quoted).
+    """
+    from distbench.config import ConfigError
+    from distbench.results.provenance import cpu_model
+
+    run_dir = Path(run_dir)
+    try:
+        raw = json.loads((run_dir / "config.json").read_text())
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"{run_dir} holds no readable config.json ({e}): calibrate needs a run directory "
+                          "that 'distbench run --out DIR' made") from None
+    g = int(raw["training"]["global_batch_size"])
+    batches = batch_ladder(g, [int(w) for w in raw["run"]["workers"]])
+    cores = os.cpu_count() or 1
+    points: list[dict[str, Any]] = []
+    for threads in thread_counts(int(raw["training"].get("threads") or 0), cores):
+        cmd = [sys.executable, "-m", "distbench.calibrate", str(run_dir), str(threads), *map(str, batches)]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s,
+                                  env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+        except subprocess.TimeoutExpired:
+            raise ConfigError(f"calibrate: measuring {threads} thread(s) took over {timeout_s:.0f} s") from None
+        if proc.returncode != 0:
+            last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+            raise ConfigError(f"calibrate: the measuring process ({threads} threads) exited {proc.returncode}: {last}")
+        points += json.loads(proc.stdout.strip().splitlines()[-1])
+    doc = {"cores": cores, "cpu": cpu_model(), "unix": time.time(), "global_batch": g, "points": points}
+    (run_dir / CALIBRATION_FILE).write_text(json.dumps(doc, indent=2))
+    return doc
+
+
+def read_calibration(run_dir: str | Path) -> dict[str, Any] | None:
+    """``RUN_DIR/calibration.json`` as written by :func:`calibrate`, or ``None`` when absent.
+
+    Raises:
+        ValueError: the file exists but is not a calibration document.
+    """
+    path = Path(run_dir) / CALIBRATION_FILE
+    if not path.exists():
+        return None
+    try:
+        doc = json.loads(path.read_text())
+        pts = doc["points"]
+        if not pts or not all(p["step_s"] > 0 and p["batch"] >= 1 and p["threads"] >= 1 for p in pts):
+            raise ValueError("a point is not positive")
+        int(doc["cores"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"{path} is not a calibration file ({e}); remove it and run 'distbench calibrate "
+                         f"{run_dir}' again") from None
+    return doc
+
+
+def compute_s(doc: dict[str, Any], batch: float, threads: int) -> float:
+    """Seconds of one step at ``batch`` with ``threads`` intra-op threads, from a calibration:
+    log-log interpolation between the two nearest measured batches of the nearest measured
+    thread count; the smallest batch's time below it, proportional above the largest.
+
+    Args:
+        doc: :func:`read_calibration`'s document.
+        batch: per-worker batch, samples (may be fractional).
+        threads: intra-op threads of the worker.
+    """
+    have = sorted({p["threads"] for p in doc["points"]})
+    t = min(have, key=lambda x: (abs(x - threads), -x))
+    pts = sorted((p["batch"], p["step_s"]) for p in doc["points"] if p["threads"] == t)
+    if batch <= pts[0][0]:
+        return pts[0][1]
+    if batch >= pts[-1][0]:
+        return pts[-1][1] * batch / pts[-1][0]
+    for (b0, s0), (b1, s1) in zip(pts, pts[1:]):
+        if b0 <= batch <= b1:
+            f = math.log(batch / b0) / math.log(b1 / b0)
+            return math.exp(math.log(s0) + f * math.log(s1 / s0))
+    raise AssertionError("unreachable: batch within the measured range")
+
+
+def main(argv: list[str]) -> int:
+    """Child entry: ``python -m distbench.calibrate RUN_DIR THREADS BATCH...``; prints the points as one JSON line."""
+    points = measure(argv[0], int(argv[1]), [int(b) for b in argv[2:]])
+    print(json.dumps(points))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

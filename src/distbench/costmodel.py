@@ -1,0 +1,362 @@
+"""The per-strategy cost model behind ``distbench predict --target`` and ``advise --target``:
+each strategy's epoch time and time to target on a described cluster, calibrated from a
+one-host run.
+
+What is **measured** (in the run directory):
+
+- each strategy's steady seconds per step at each worker count the run has
+  (:func:`distbench.predict.epoch_s` over ``n_train // global_batch`` steps per worker:
+  every strategy runs that many per worker and epoch);
+- the compute of one step against the per-worker batch and the CPU threads
+  (:mod:`distbench.calibrate`, ``calibration.json``: measured at 8 or more batches, not
+  assumed linear);
+- each strategy's **framework cost** per step: its measured step minus the compute of its
+  per-worker batch under the core sharing it ran with. It holds everything that is not
+  the model's arithmetic: the collective's or the transport's own CPU time for this
+  model's bytes (gRPC, Gloo, MPI, ZeroMQ, Spark), Python per step, the server's share;
+- each strategy's curve: epochs to the target accuracy, and the first epoch's one-off
+  warm-up (its time over a steady epoch).
+
+What is **assumed**: the link (the target's rate and latency, which cannot be measured
+from one host); that a target node computes like this machine unless a step time
+measured on one is given; that the framework cost at a worker count beyond the run's
+follows the straight line through the two largest measured ones (said in the output).
+
+The model, per strategy ``S`` at ``N = nodes x per_node`` workers, per-worker batch
+``b = B / N`` (the run's global batch ``B``), ``M`` bytes of float32 weights, rate ``R``
+(bytes/s), latency ``L``, ``steps = n_train // B`` per worker and epoch::
+
+    step     = compute(b, threads) x share + framework_S(N) x share / share_run(N)
+    ring     (multi_worker_mirrored, horovod, horovod_mpi; Patarasuk & Yuan 2009):
+               epoch = steps x (step + 2 (N-1)/N x M / R + 2 (N-1) L)          [nodes > 1]
+    tf_ps    every step pulls the variables and pushes the gradients (2 M) over the
+             worker's host link; the ps tasks' link carries all N workers' on a real cluster:
+               epoch = max(steps x (step + per_node x 2 M / R + 2 L), steps x N x 2 M / R)
+    spark_ps / mpi_ps, async (Dean et al. 2012; Zhang et al. 2015), window w:
+               epoch = max(steps x step + X x (per_node x 2 M / R + 2 L), X x N x 2 M / R)
+               X = ceil(steps / w) exchanges per worker; the second term is the server's
+               link (shaped on a real cluster; mpi_ps's server serves one exchange at a
+               time, so its round of N always costs N x 2 M / R)
+    sync EASGD (mpi_ps:easgd, spark_ps:easgd): every round waits for all N exchanges:
+               epoch = steps x step + X x (N x 2 M / R + 2 L)
+
+``share`` is how much slower a worker computes for sharing cores: ``max(1, k t / C)`` for
+``k`` processes of ``t`` threads on ``C`` cores (on the run's host ``k = N``; on a target
+node ``k = per_node``; on an emulated target, whose hosts are this machine, ``k = N`` as in
+the run, so the compute and the framework cost are the run's own at that ``N``).
+On an emulated target the parameter servers sit on the launching host's unshaped bridge,
+so only the workers' host links count (the server term applies to ``mpi_ps`` only).
+
+Time to target: the warm-up of the strategy's first epoch plus its epochs to the target
+(from its own curve at the nearest measured worker count; said when it is not the
+target's) times the predicted epoch.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from distbench.calibrate import compute_s, read_calibration
+from distbench.predict import epoch_s
+from distbench.results.store import read_records
+
+RING = ("multi_worker_mirrored", "horovod", "horovod_mpi")
+PS_FAMILIES = ("spark_ps:", "mpi_ps:")
+SYNC_PS = ("easgd", "averaging")
+
+VALIDATED = "not validated yet"
+"""The error band :mod:`benchmarks.predict_validation` measured (printed with every prediction)."""
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """The cluster to predict for.
+
+    Attributes:
+        nodes: machines; per_node: workers per machine.
+        bandwidth_Bps: each host link's rate, bytes/s each way; latency_s: per message, seconds.
+        emulated: the nodes are this machine's emulated hosts (they share its cores; the
+            servers sit on the unshaped launching host).
+        node_step_s: seconds of ``single``'s step at the run's global batch measured on one
+            target node (``None``: the nodes compute like this machine).
+    """
+
+    nodes: int
+    per_node: int
+    bandwidth_Bps: float
+    latency_s: float
+    emulated: bool = False
+    node_step_s: float | None = None
+
+    @property
+    def workers(self) -> int:
+        """N = nodes x per_node."""
+        return self.nodes * self.per_node
+
+
+@dataclass
+class StrategyPrediction:
+    """One strategy's prediction on the cluster.
+
+    Attributes:
+        strategy: the name; workers: N on the cluster.
+        epoch_s: predicted seconds per steady epoch (``None`` when ``missing``).
+        time_to_target_s: predicted seconds to the target accuracy (``None``: not reached
+            in the run's curve, or missing).
+        epochs_to_target: epochs its curve took to the target (median over repeats).
+        terms_s: the epoch's parts, seconds: ``compute``, ``framework``, ``link``.
+        notes: what was extrapolated or assumed for this strategy, in words.
+        missing: why there is no prediction, with the command that measures what is missing.
+        rank: 1 = fastest to target (then by epoch time); 0 unranked.
+    """
+
+    strategy: str
+    workers: int
+    epoch_s: float | None = None
+    time_to_target_s: float | None = None
+    epochs_to_target: float | None = None
+    terms_s: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    missing: str | None = None
+    rank: int = 0
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What the one-host run measured of one (strategy, worker count): medians over its repeats.
+
+    Attributes:
+        step_s: steady seconds per step; warmup_s: the first epoch's extra seconds;
+        epochs_to_target: epochs to the target (``None``: not reached); threads: intra-op
+        threads of each worker; window: the PS communication window (``None`` otherwise).
+    """
+
+    step_s: float
+    warmup_s: float
+    epochs_to_target: float | None
+    threads: int
+    window: int | None
+
+
+def _epochs_to(rec: dict[str, Any], target: float) -> float | None:
+    for p in rec.get("curve") or []:
+        if p.get("test_accuracy") is not None and p["test_accuracy"] >= target and p.get("epoch"):
+            return float(p["epoch"])
+    return None
+
+
+def measured_rows(records: Sequence[dict[str, Any]], steps_per_epoch: int) -> dict[tuple[str, int], Measured]:
+    """The one-host run's ok records without a straggler or an emulated link, grouped by
+    (strategy, workers), as :class:`Measured` medians."""
+    from distbench.results.records import straggler_text
+
+    groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for r in records:
+        if (r.get("status") == "ok" and not r.get("bandwidth") and straggler_text(r.get("scenario")) in ("", "1x")
+                and epoch_s(r)):
+            groups.setdefault((r["strategy"], int(r["workers"])), []).append(r)
+    out = {}
+    for key, rs in groups.items():
+        epochs = [epoch_s(r) for r in rs]
+        firsts = [next((p["elapsed_s"] for p in r.get("curve") or [] if p.get("epoch") == 1), None) for r in rs]
+        warm = [max(0.0, f - e) for f, e in zip(firsts, epochs) if f is not None and e]
+        target = rs[0].get("target_accuracy") or 1.0
+        reach = [_epochs_to(r, target) for r in rs]
+        reached = [x for x in reach if x is not None]
+        d = rs[0].get("details") or {}
+        out[key] = Measured(statistics.median(epochs) / steps_per_epoch, statistics.median(warm) if warm else 0.0,
+                            statistics.median(reached) if len(reached) * 2 > len(reach) else None,
+                            int(d.get("intra_op_threads") or 1), d.get("communication_window"))
+    return out
+
+
+def share(processes: int, threads: int, cores: int) -> float:
+    """How much slower each of ``processes`` processes of ``threads`` threads computes on
+    ``cores`` cores than alone: ``max(1, processes x threads / cores)`` (time slicing)."""
+    return max(1.0, processes * threads / cores)
+
+
+def _framework(rows: dict[int, float], n: int) -> tuple[float, str]:
+    """The per-worker framework cost (normalised by core sharing) at ``n`` workers from the
+    measured ones: the measured value, else interpolated, else the straight line through
+    the two largest (or the one measured); never below zero."""
+    ns = sorted(rows)
+    if n in rows:
+        return rows[n], ""
+    lo = [m for m in ns if m < n]
+    hi = [m for m in ns if m > n]
+    if lo and hi:
+        a, b = lo[-1], hi[0]
+        return rows[a] + (rows[b] - rows[a]) * (n - a) / (b - a), f"interpolated between {a} and {b} workers"
+    if len(ns) == 1:
+        return rows[ns[0]], f"taken as at {ns[0]} workers (the only count measured)"
+    a, b = (ns[-2], ns[-1]) if lo else (ns[0], ns[1])
+    v = rows[a] + (rows[b] - rows[a]) * (n - a) / (b - a)
+    return max(0.0, v), f"extrapolated from {a} and {b} workers"
+
+
+def _link(name: str, c: Cluster, model_bytes: float, steps: int, window: int | None) -> tuple[float, float]:
+    """(per-step link seconds added to every step, link seconds of the whole epoch that
+    bound it from below) for ``name`` on ``c``; see the module docstring."""
+    n, R, L, M = c.workers, c.bandwidth_Bps, c.latency_s, model_bytes
+    if c.nodes <= 1:
+        return 0.0, 0.0
+    if name in RING:
+        return 2 * (n - 1) / n * M / R + 2 * (n - 1) * L, 0.0
+    server_shaped = not c.emulated
+    if name == "tf_ps":
+        return c.per_node * 2 * M / R + 2 * L, (steps * n * 2 * M / R if server_shaped else 0.0)
+    w = window or 1
+    x = max(1, math.ceil(steps / w))
+    rule = name.split(":", 1)[1]
+    if rule in SYNC_PS:
+        return x * (n * 2 * M / R + 2 * L) / steps, 0.0
+    serial = name.startswith("mpi_ps:")
+    return x * (c.per_node * 2 * M / R + 2 * L) / steps, (x * n * 2 * M / R if server_shaped or serial else 0.0)
+
+
+def predict_strategies(run_dir: str | Path, c: Cluster, target_accuracy: float | None = None
+                       ) -> tuple[list[StrategyPrediction], dict[str, Any]]:
+    """Predict every multi-process strategy the run measured (and ``single``) on ``c``.
+
+    Args:
+        run_dir: a one-host run directory with ``calibration.json`` (:mod:`distbench.calibrate`).
+        c: the cluster.
+        target_accuracy: the accuracy for time to target (default: the run's).
+
+    Returns:
+        (predictions ranked fastest first, unranked ``missing`` ones last; the inputs used:
+        ``model_bytes``, ``n_train``, ``global_batch``, ``cores``, ``measured`` and ``assumed``
+        lists of words).
+
+    Raises:
+        ValueError: no results, no ok ``single`` record, no calibration (each naming the
+            command that makes it), or the cluster splits the global batch to nothing.
+    """
+    rd = str(run_dir)
+    recs = [r for r in read_records(run_dir)] if (Path(run_dir) / "results.jsonl").exists() else []
+    singles = [r for r in recs if r.get("strategy") == "single" and r.get("status") == "ok"]
+    if not singles:
+        raise ValueError(f"{rd} has no ok 'single' record: the model needs single's step; "
+                         f"distbench run --strategies single --out {rd} --resume measures it")
+    cal = read_calibration(run_dir)
+    if cal is None:
+        raise ValueError(f"{rd} has no compute calibration: distbench calibrate {rd} measures it")
+    wl = singles[0]["workload"]
+    B, n_train, M = int(singles[0]["global_batch_size"]), int(wl["sizes"]["train"]), 4 * int(wl["num_parameters"])
+    if B < c.workers:
+        raise ValueError(f"the target's {c.workers} workers cannot split the run's global batch of {B} samples "
+                         "(each worker needs 1 or more): run again with a global batch of at least "
+                         f"{c.workers} (training.global_batch_size)")
+    steps, cores = n_train // B, int(cal["cores"])
+    target = target_accuracy or singles[0].get("target_accuracy") or 1.0
+    rows = measured_rows(recs, steps) if target_accuracy is None else measured_rows(
+        [{**r, "target_accuracy": target} for r in recs], steps)
+    single = rows[("single", 1)]
+    speed = (c.node_step_s / single.step_s) if c.node_step_s else 1.0
+    assumed = [f"links of {c.bandwidth_Bps * 8 / 1e9:g} Gbit/s and {c.latency_s * 1e6:g} us per message"]
+    if c.emulated:
+        assumed.append("the hosts are this machine's emulated hosts (shared cores, servers on the unshaped bridge)")
+    elif c.node_step_s:
+        assumed.append(f"a node computes {1 / speed:.2f}x as fast as this machine (the step time given)")
+    else:
+        assumed.append(f"a node computes like this machine ({cores} cores); give a step time measured on one "
+                       "to change that")
+    out = [_single(single, cal, B, steps, cores, speed)]
+    names = sorted({s for s, _ in rows if s != "single" and (s in RING or s == "tf_ps" or s.startswith(PS_FAMILIES))})
+    for name in names:
+        out.append(_one(name, rows, cal, c, M, B, steps, cores, speed))
+    ranked = sorted([p for p in out if p.epoch_s is not None],
+                    key=lambda p: (p.time_to_target_s is None, p.time_to_target_s or 0.0, p.epoch_s))
+    for i, p in enumerate(ranked, 1):
+        p.rank = i
+    inputs = {"model_bytes": M, "n_train": n_train, "global_batch": B, "cores": cores, "target_accuracy": target,
+              "measured": ["each strategy's step and framework cost at the run's worker counts",
+                           f"compute vs per-worker batch at {len({p['batch'] for p in cal['points']})} batches "
+                           "(distbench calibrate)", "epochs to target and warm-up from each strategy's curve"],
+              "assumed": assumed, "validated": VALIDATED}
+    return ranked + [p for p in out if p.epoch_s is None], inputs
+
+
+def _single(m: Measured, cal: dict[str, Any], B: int, steps: int, cores: int, speed: float) -> StrategyPrediction:
+    comp = compute_s(cal, B, m.threads) * speed
+    fw = max(0.0, m.step_s * speed - comp)
+    e = steps * (comp + fw)
+    return StrategyPrediction("single", 1, e, m.warmup_s + m.epochs_to_target * e if m.epochs_to_target else None,
+                              m.epochs_to_target, {"compute": steps * comp, "framework": steps * fw, "link": 0.0})
+
+
+def _one(name: str, rows: dict[tuple[str, int], Measured], cal: dict[str, Any], c: Cluster, M: float, B: int,
+         steps: int, cores: int, speed: float) -> StrategyPrediction:
+    n = c.workers
+    mine = {w: m for (s, w), m in rows.items() if s == name and w >= 2}
+    p = StrategyPrediction(name, n)
+    if not mine:
+        p.missing = f"{name} has no multi-worker row in the run"
+        return p
+    fw_norm = {}
+    for w, m in mine.items():  # framework cost per step, normalised by the core sharing it ran with
+        sh = share(w, m.threads, cores)
+        fw_norm[w] = max(0.0, m.step_s - compute_s(cal, B / w, m.threads) * sh) / sh
+    # on dedicated nodes, rows that oversubscribed the run's cores (MPI ranks busy-polling, time
+    # slicing beyond what the normalisation removes) say little: those that did not, where there are any
+    free = {w: v for w, v in fw_norm.items() if c.emulated or w * mine[w].threads <= cores}
+    fw, how = _framework(free or fw_norm, n)
+    if how:
+        p.notes.append(f"framework cost {how}" + (" without oversubscribing the cores" if free != fw_norm and free
+                                                  else ""))
+    k = n if c.emulated else c.per_node  # processes sharing one machine's cores
+    t = max(1, cores // k)  # the run's thread rule (distbench.training.loop.threads_per_process)
+    sh = share(k, t, cores)
+    comp = compute_s(cal, B / n, t) * sh * speed
+    fw_s = fw * sh * speed
+    window = next((m.window for m in mine.values() if m.window), None)
+    per_step, bound = _link(name, c, M, steps, window)
+    epoch = max(steps * (comp + fw_s + per_step), bound)
+    p.epoch_s = epoch
+    p.terms_s = {"compute": steps * comp, "framework": steps * fw_s, "link": epoch - steps * (comp + fw_s)}
+    near = min(mine, key=lambda w: (abs(w - n), -w))
+    m = mine[near]
+    p.epochs_to_target = m.epochs_to_target
+    if m.epochs_to_target is not None:
+        p.time_to_target_s = m.warmup_s + m.epochs_to_target * epoch
+        if near != n:
+            p.notes.append(f"epochs to target from its curve at {near} workers (extrapolated to {n})")
+    return p
+
+
+TABLE_HEADERS = ("rank", "strategy", "workers", "s/epoch", "to target", "compute", "framework", "link", "notes")
+
+
+def _s(x: float | None) -> str:
+    """Seconds, 3 significant digits; ``-`` for None."""
+    return "-" if x is None else f"{x:.3g} s"
+
+
+def table_rows(preds: Sequence[StrategyPrediction], target_accuracy: float) -> list[list[str]]:
+    """Rows (strings) matching :data:`TABLE_HEADERS`; a strategy without a prediction says why."""
+    rows = []
+    for p in preds:
+        if p.epoch_s is None:
+            rows.append(["-", p.strategy, str(p.workers), "-", "-", "-", "-", "-", p.missing or ""])
+            continue
+        ttt = _s(p.time_to_target_s) if p.time_to_target_s is not None else f"not reached ({target_accuracy:g})"
+        rows.append([str(p.rank), p.strategy, str(p.workers), _s(p.epoch_s), ttt, _s(p.terms_s.get("compute")),
+                     _s(p.terms_s.get("framework")), _s(p.terms_s.get("link")), "; ".join(p.notes)])
+    return rows
+
+
+def describe(text: str, c: Cluster, inputs: dict[str, Any]) -> str:
+    """The lines above the table: the cluster as read, what was measured and what assumed,
+    and the error band the validation measured."""
+    return (f"{text}: {c.nodes} node(s) x {c.per_node} = {c.workers} workers, "
+            f"{c.bandwidth_Bps * 8 / 1e9:g} Gbit/s, {c.latency_s * 1e6:g} us per message; "
+            f"{inputs['model_bytes']:,} bytes of weights, global batch {inputs['global_batch']}, "
+            f"{inputs['n_train']:,} samples per epoch, time to {inputs['target_accuracy']:g}.\n"
+            f"Measured in the run: {'; '.join(inputs['measured'])}.\n"
+            f"Assumed: {'; '.join(inputs['assumed'])}.\n"
+            f"Error band (benchmarks/predict_validation.py): {inputs['validated']}.")

@@ -1,0 +1,158 @@
+"""The per-strategy cost model (costmodel.py) and its calibration table (calibrate.py):
+figures worked by hand from synthetic records and a synthetic calibration; the CLI's
+one-line errors for what is missing."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from distbench import calibrate as K
+from distbench import costmodel as CM
+from distbench.cli import main
+from distbench.results.advice import advise, parse_target
+from distbench.results.records import new_record, time_to_target
+
+CAL = {"cores": 2, "points": [
+    {"threads": 2, "batch": 64, "step_s": 0.004}, {"threads": 2, "batch": 32, "step_s": 0.0025},
+    {"threads": 2, "batch": 16, "step_s": 0.0016},
+    {"threads": 1, "batch": 64, "step_s": 0.007}, {"threads": 1, "batch": 32, "step_s": 0.004},
+    {"threads": 1, "batch": 16, "step_s": 0.0026}]}
+WORKLOAD = {"num_parameters": 1000, "sizes": {"train": 1280}}  # 4,000 bytes; 1280 // 64 = 20 steps per epoch
+
+
+def rec(strategy, workers, epoch, warm=0.5, threads=1, window=None, accs=(0.5, 0.92, 0.95), repeat=0):
+    """An ok record whose steady epoch is ``epoch`` s and whose first epoch took ``warm`` s more."""
+    curve = [{"epoch": i + 1, "step": 20 * (i + 1), "elapsed_s": warm + epoch * (i + 1), "test_accuracy": a,
+              "test_loss": 1.0 - a}
+             for i, a in enumerate(accs)]
+    details = {"intra_op_threads": threads, **({"communication_window": window} if window else {})}
+    return new_record("run", strategy, workers, repeat, "ok", steps=60, epochs=3, global_batch_size=64,
+                      target_accuracy=0.9, time_to_target_s=time_to_target(curve, 0.9),
+                      final_test_accuracy=accs[-1], final_test_loss=1.0 - accs[-1], timings={"train_s": curve[-1]["elapsed_s"]}, curve=curve,
+                      workload=WORKLOAD, details=details)
+
+
+@pytest.fixture()
+def run_dir(tmp_path):
+    recs = [rec("single", 1, 0.1, threads=2), rec("horovod", 2, 0.2), rec("horovod", 4, 0.6),
+            rec("mpi_ps:adag", 2, 0.3, window=2, accs=(0.5, 0.8, 0.91)),
+            rec("spark_ps:adag", 2, 0.3, window=2, accs=(0.1, 0.2, 0.3))]
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    (tmp_path / K.CALIBRATION_FILE).write_text(json.dumps(CAL))
+    return tmp_path
+
+
+def by_name(preds):
+    return {p.strategy: p for p in preds}
+
+
+def test_compute_table_interpolates_log_log_and_never_below_the_smallest_batch():
+    assert K.compute_s(CAL, 64, 2) == pytest.approx(0.004)
+    assert K.compute_s(CAL, 45.254834, 2) == pytest.approx((0.004 * 0.0025) ** 0.5)  # geometric midpoint
+    assert K.compute_s(CAL, 4, 2) == pytest.approx(0.0016)            # a step's fixed cost
+    assert K.compute_s(CAL, 128, 1) == pytest.approx(0.014)           # proportional above the largest
+    assert K.compute_s(CAL, 32, 3) == pytest.approx(0.0025)           # the nearest thread count measured
+    assert K.batch_ladder(120, [3, 5]) == [120, 60, 40, 30, 24, 20, 15, 7, 3]
+    assert K.thread_counts(0, 4) == [4, 2, 1] and K.thread_counts(3, 8) == [3]
+
+
+def test_emulated_target_at_a_measured_size_is_the_run_plus_the_link(run_dir):
+    preds, inputs = CM.predict_strategies(run_dir, parse_target("4 nodes x 1, 1gbit, emulated").cluster())
+    h = by_name(preds)["horovod"]
+    # compute and framework cost are the run's own at 4 workers on this machine (0.6 s per epoch),
+    # plus the ring at 1.25e8 B/s: 2 x 3/4 x 4000 B per step, latency 0 (the emulation shapes the rate only)
+    assert h.epoch_s == pytest.approx(20 * (0.03 + 2 * 3 / 4 * 4000 / 1.25e8))
+    assert h.terms_s["compute"] == pytest.approx(20 * 0.0026 * 2)     # 4 processes of 1 thread on 2 cores
+    assert h.epochs_to_target == 2 and h.time_to_target_s == pytest.approx(0.5 + 2 * h.epoch_s)
+    assert h.notes == [] and inputs["model_bytes"] == 4000 and inputs["global_batch"] == 64
+
+
+def test_real_target_drops_core_sharing_and_extrapolates_the_framework_cost(run_dir):
+    fw2, fw4 = 0.01 - 0.004, (0.03 - 0.0026 * 2) / 2                 # normalised by the sharing they ran with
+    link = 2 * 7 / 8 * 4000 / 1.25e8 + 2 * 7 * 50e-6
+    preds, _ = CM.predict_strategies(run_dir, parse_target("8 nodes x 1, 1 Gbit/s").cluster())
+    h = by_name(preds)["horovod"]
+    # dedicated nodes: a node's 2 threads at batch 8 (the calibration's floor); the 4-worker row
+    # oversubscribed the 2 cores, so the framework cost is the 2-worker row's
+    assert h.epoch_s == pytest.approx(20 * (0.0016 + fw2 + link))
+    assert ("framework cost taken as at 2 workers (the only count measured) without oversubscribing the cores"
+            in h.notes)
+    assert "epochs to target from its curve at 4 workers (extrapolated to 8)" in h.notes
+    # emulated on this machine, 8 workers share its 2 cores: the straight line through 2 and 4
+    preds, _ = CM.predict_strategies(run_dir, parse_target("8 nodes x 1, 1 Gbit/s, emulated").cluster())
+    h = by_name(preds)["horovod"]
+    fw8 = fw4 + (fw4 - fw2) * (8 - 4) / (4 - 2)
+    assert h.epoch_s == pytest.approx(20 * (0.0026 * 4 + fw8 * 4 + 2 * 7 / 8 * 4000 / 1.25e8))
+    assert "framework cost extrapolated from 2 and 4 workers" in h.notes
+
+
+def test_parameter_server_windows_and_server_link(run_dir):
+    preds, _ = CM.predict_strategies(run_dir, parse_target("4 nodes, 100 Mbit/s").cluster())
+    p = by_name(preds)
+    m = p["mpi_ps:adag"]
+    own = 10 * (2 * 4000 / 1.25e7 + 2 * 50e-6)                        # 10 windows of 2 steps: commit + pull
+    assert m.epoch_s == pytest.approx(20 * (0.0016 + 0.011) + own)
+    assert "framework cost taken as at 2 workers (the only count measured)" in m.notes
+    # a 400 KB model would make the server's link (4 workers' exchanges) the bound
+    slow, _ = CM.predict_strategies(run_dir, parse_target("4 nodes, 1 Mbit/s").cluster())
+    assert by_name(slow)["mpi_ps:adag"].epoch_s == pytest.approx(10 * 4 * 2 * 4000 / 1.25e5)
+    # spark_ps never reached 0.9: no time to target, ranked after those that did
+    assert p["spark_ps:adag"].time_to_target_s is None and p["spark_ps:adag"].rank == len(preds)
+    assert [q.rank for q in preds] == list(range(1, len(preds) + 1))
+
+
+def test_missing_inputs_name_the_command_that_measures_them(run_dir, tmp_path_factory):
+    with pytest.raises(ValueError, match="cannot split the run's global batch of 64"):
+        CM.predict_strategies(run_dir, parse_target("128 nodes, 10gbit").cluster())
+    (run_dir / K.CALIBRATION_FILE).unlink()
+    with pytest.raises(ValueError, match=f"no compute calibration: distbench calibrate {run_dir} measures it"):
+        CM.predict_strategies(run_dir, parse_target("4 nodes, 10gbit").cluster())
+    empty = tmp_path_factory.mktemp("nosingle")
+    (empty / "results.jsonl").write_text(json.dumps(rec("horovod", 2, 0.2)) + "\n")
+    with pytest.raises(ValueError, match="no ok 'single' record.*--strategies single"):
+        CM.predict_strategies(empty, parse_target("4 nodes, 10gbit").cluster())
+    (run_dir / K.CALIBRATION_FILE).write_text("{}")
+    with pytest.raises(ValueError, match="is not a calibration file"):
+        CM.predict_strategies(run_dir, parse_target("4 nodes, 10gbit").cluster())
+
+
+def test_cli_predict_target_table_json_and_errors(run_dir):
+    res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "4 nodes x 1, 1gbit, emulated", "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)["target"]
+    assert doc["emulated"] and doc["latency_s"] == 0 and doc["strategies"][0]["rank"] == 1
+    res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "4 nodes 10gbit"])
+    assert res.exit_code == 0 and "horovod" in res.output and "Assumed: links of 10 Gbit/s" in res.output
+    res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "4 nodes 10gbit", "--bandwidth", "1gbit"])
+    assert res.exit_code == 2 and "--bandwidth belongs to the first-order table" in res.output
+    res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "lots"])
+    assert res.exit_code == 2 and "--target 'lots'" in res.output
+
+
+def test_advise_target_names_the_predicted_leader(run_dir):
+    records = [json.loads(ln) for ln in (run_dir / "results.jsonl").read_text().splitlines()]
+    adv = advise(records, run_dir, parse_target("4 nodes x 1, 1gbit, emulated"))
+    text = "\n".join(adv.target)
+    assert adv.target_recommended == "single"  # 0.1 s epochs beat every distributed row here
+    assert "Predicted fastest to 0.9 there: single" in text and "Error band:" in text
+    assert adv.to_dict()["target_recommended"] == "single"
+    far = advise(records, run_dir, parse_target("4 nodes, 1 kbit/s"))
+    assert "does not decide" not in "\n".join(far.target)
+
+
+def test_run_emulate_flag_sets_the_emulated_cluster():
+    from distbench import config
+    from distbench.cli import _emulate
+    from distbench.config import ConfigError
+
+    cfg = config.override(config.load(None), cluster__emulate=_emulate("4x2@10gbit"))
+    e = cfg.cluster.emulate
+    assert (e.hosts, e.slots, e.bandwidth) == (4, 2, "10gbit")
+    assert _emulate("3") == {"hosts": 3} and _emulate(None) is None
+    with pytest.raises(ConfigError, match="--emulate 'four': expected HOSTS"):
+        _emulate("four")
+    t = parse_target("3 nodes x 1, 1gbit, emulated")
+    assert t.emulated and t.latency_s == 0 and t.workers == 3
+    assert parse_target("3 nodes x 1, 1gbit, emulated, 20 us").latency_s == pytest.approx(20e-6)
+    assert not parse_target("3 nodes, 1gbit").emulated
