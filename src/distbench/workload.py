@@ -350,7 +350,8 @@ class Workload:
 
     def describe(self) -> dict[str, Any]:
         """Workload facts for records: dataset, sizes, model source, its output (logits or
-        probabilities) and loss, parameters, hashes, and the configured learning rate
+        probabilities) and loss, parameters, hashes, how the test split was made (Parquet:
+        ``test_split``, with rows per class), and the configured learning rate
         (``learning_rate``: ``training.learning_rate`` before any strategy's own rule; the
         record's top-level ``learning_rate`` is the one its strategy trained with)."""
         from distbench.models import model_source, num_parameters
@@ -367,6 +368,7 @@ class Workload:
             "shuffle": self.dataset.details.get("shuffle", "rows"),
             "data_sha256": self.data_sha256,
             "learning_rate": self.config.training.learning_rate,
+            **({"test_split": self.dataset.details["test_split"]} if "test_split" in self.dataset.details else {}),
         }
 
 

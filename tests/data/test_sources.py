@@ -84,30 +84,86 @@ def test_breast_cancer_standardised_with_training_statistics():
 
 
 # -------------------------------------------------------------------------- parquet
-def test_parquet_list_column_held_out_row_groups(tmp_path):
+def test_parquet_list_column_held_out_rows_stratified(tmp_path):
     rng = np.random.default_rng(3)
     x = rng.random((1000, 6), dtype=np.float32)
     y = (np.arange(1000) % 3).astype(np.float64)  # Spark ML writes labels as doubles
     p = _parquet(tmp_path / "t.parquet", {"features": pa.array(list(x)), "label": y}, 100)
     ds = load_dataset(_pq_cfg(p, test_fraction=0.25), seed=7)
     assert not ds.in_memory and ds.num_classes == 3 and ds.input_shape == (6,)
-    assert ds.sizes() == {"train": 700, "val": 0, "test": 300}  # whole groups until >= 25 %
-    assert ds.train.num_blocks == 7 and ds.test.num_blocks == 3
-    held = ds.details["test_split"]["row_groups"]
-    expected = sorted(np.random.default_rng(7).permutation(10)[:3].tolist())
-    assert [g for _, g in held] == expected and ds.details["shuffle"] == "row_groups"
-    # blocks are the stored rows, in storage order
-    train_groups = [g for g in range(10) if g not in expected]
+    assert ds.sizes() == {"train": 750, "val": 0, "test": 250}  # rows, per class: round(0.25 x 334), ...
+    how = ds.details["test_split"]
+    assert how["rows_per_class"] == {"0": 84, "1": 83, "2": 83} and how["fraction"] == 0.25
+    assert ds.train.num_blocks == 10 and ds.test.num_blocks == 10 and ds.details["shuffle"] == "row_groups"
+    # blocks are the kept rows of each row group, in storage order; train and test are disjoint and complete
+    seen = []
+    for split in (ds.train, ds.test):
+        for i in range(split.num_blocks):
+            xb, yb = split.read_block(i)
+            assert yb.dtype == np.int32
+            seen += [tuple(r) for r in xb]
+    assert sorted(seen) == sorted(tuple(r) for r in x)
     xb, yb = ds.train.read_block(2)
-    g = train_groups[2]
-    np.testing.assert_array_equal(xb, x[g * 100:(g + 1) * 100])
-    assert yb.dtype == np.int32 and yb.tolist() == y[g * 100:(g + 1) * 100].astype(int).tolist()
+    rows = np.flatnonzero(ds.train.masks[2]) + 200
+    np.testing.assert_array_equal(xb, x[rows])
+    assert yb.tolist() == y[rows].astype(int).tolist()
     # a row range across blocks
-    xr, yr = ds.train.read_rows(150, 260)
-    rows = np.concatenate([np.arange(g * 100, (g + 1) * 100) for g in train_groups])[150:260]
-    np.testing.assert_array_equal(xr, x[rows])
+    xr, _ = ds.train.read_rows(60, 90)
+    kept = np.concatenate([np.flatnonzero(m) + 100 * g for g, m in enumerate(ds.train.masks)])
+    np.testing.assert_array_equal(xr, x[kept[60:90]])
+    again = load_dataset(_pq_cfg(p, test_fraction=0.25), seed=7)
+    assert all((a == b).all() for a, b in zip(again.test.masks, ds.test.masks))
     other = load_dataset(_pq_cfg(p, test_fraction=0.25), seed=8)
-    assert other.details["test_split"]["row_groups"] != held
+    assert any((a != b).any() for a, b in zip(other.test.masks, ds.test.masks))
+
+
+def _cancer_table():
+    from sklearn.datasets import load_breast_cancer
+
+    d = load_breast_cancer()
+    return d.data.astype(np.float64), d.target.astype(np.int64), list(d.feature_names)
+
+
+def test_parquet_as_pandas_pyarrow_and_a_partitioned_job_write_it(tmp_path):
+    # issue 33: pq.write_table / df.to_parquet defaults write one row group, which was refused
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    x, y, names = _cancer_table()
+    cols = [n.replace(" ", "_") for n in names]
+    df = pd.DataFrame(x, columns=cols).assign(label=y)
+    df.to_parquet(tmp_path / "pandas.parquet")
+    pq.write_table(pa.Table.from_pandas(df), tmp_path / "pyarrow.parquet")
+    # as Spark's df.write.partitionBy("label").parquet(dir) lays it out: label=K folders, part files,
+    # _SUCCESS and .crc files beside them, the label not stored in the files
+    spark = tmp_path / "spark"
+    for k in (0, 1):
+        d = spark / f"label={k}"
+        d.mkdir(parents=True)
+        part = df[df.label == k].drop(columns="label")
+        pq.write_table(pa.Table.from_pandas(part.iloc[: len(part) // 2], preserve_index=False), d / "part-00000.parquet")
+        pq.write_table(pa.Table.from_pandas(part.iloc[len(part) // 2:], preserve_index=False), d / "part-00001.parquet")
+        (d / ".part-00000.parquet.crc").write_bytes(b"crc")
+    (spark / "_SUCCESS").write_text("")
+    sizes = {}
+    for path in (tmp_path / "pandas.parquet", tmp_path / "pyarrow.parquet", spark):
+        ds = load_dataset(_pq_cfg(path, features=cols, test_fraction=0.2), seed=0)
+        how = ds.details["test_split"]
+        assert how["rows_per_class"] == {"0": 42, "1": 71}, (path, how)  # round(0.2 x 212), round(0.2 x 357)
+        assert ds.num_classes == 2 and ds.input_shape == (30,)
+        sizes[path.name] = ds.sizes()
+        _, yt = ds.test.read_block(0)
+        assert set(yt.tolist()) <= {0, 1}
+    assert len({tuple(v.items()) for v in sizes.values()}) == 1 and sizes["spark"]["test"] == 113
+    ds = load_dataset(_pq_cfg(spark, features=cols), seed=0)
+    assert ds.details["label_from"] == "Hive partition folders"
+    ytest = np.concatenate([ds.test.read_block(i)[1] for i in range(ds.test.num_blocks)])
+    assert np.bincount(ytest).tolist() == [42, 71]
+    (spark / "label=one").mkdir()
+    pq.write_table(pa.Table.from_pandas(df.drop(columns="label").iloc[:3], preserve_index=False),
+                   spark / "label=one" / "part-0.parquet")
+    with pytest.raises(DataError, match="partition folder label=one: labels must be class indices"):
+        load_dataset(_pq_cfg(spark, features=cols), seed=0)
 
 
 def test_parquet_directory_glob_test_path_uint8_and_feature_shape(tmp_path):
@@ -135,9 +191,9 @@ def test_parquet_numeric_columns_one_hot_labels_and_nested_fixed_lists(tmp_path)
     ds = load_dataset(_pq_cfg(p, features=["a", "b"]), seed=0)
     assert ds.input_shape == (2,) and ds.num_classes == 3 and ds.details["labels"] == "one-hot"
     x, y = ds.train.read_rows(0, 5)
-    first = [g for g in range(6) if [0, g] not in ds.details["test_split"]["row_groups"]][0]
-    np.testing.assert_allclose(x[:, 0], a[first * 50:first * 50 + 5].astype(np.float32))
-    assert y.tolist() == (np.arange(first * 50, first * 50 + 5) % 3).tolist()
+    rows = np.flatnonzero(ds.train.masks[0])[:5]  # the first row group's kept rows
+    np.testing.assert_allclose(x[:, 0], a[rows].astype(np.float32))
+    assert y.tolist() == (rows % 3).tolist()
     img = pa.FixedSizeListArray.from_arrays(rng.random(300 * 8, dtype=np.float32), 4)
     nested = pa.FixedSizeListArray.from_arrays(img, 2)  # (2, 4) per row
     p2 = _parquet(tmp_path / "nested.parquet", {"features": nested, "label": np.arange(300) % 2}, 60)

@@ -49,3 +49,44 @@ def test_parquet_trains_under_every_strategy_that_streams(tmp_path):
     # the same samples in the same order, block by block, whatever the replica count
     assert len({r["final_test_accuracy"] for r in sync}) == 1, [r["final_test_accuracy"] for r in sync]
     assert len({r["steps"] for r in sync}) == 1
+
+
+SPARK_WRITER = """
+import sys
+import pandas as pd
+from pyspark.sql import SparkSession
+from sklearn.datasets import load_breast_cancer
+d = load_breast_cancer()
+x = (d.data - d.data.mean(0)) / d.data.std(0)
+df = pd.DataFrame(x, columns=[f"f{i}" for i in range(x.shape[1])]).assign(label=d.target.astype("int64"))
+spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+spark.createDataFrame(df).repartition(3).write.partitionBy("label").parquet(sys.argv[1])
+spark.stop()
+"""
+
+
+@pytest.mark.integration
+def test_wisconsin_table_as_a_spark_job_writes_it(tmp_path):
+    """Issue 33: the breast-cancer table written by pyspark's df.write.partitionBy("label").parquet
+    (part files, _SUCCESS, .crc, label=K folders; each file one class) trains under single,
+    horovod and spark_ps:adag, with a stratified held-out split of rows recorded."""
+    import subprocess
+    import sys
+
+    data = tmp_path / "bc"
+    cp = subprocess.run([sys.executable, "-c", SPARK_WRITER, str(data)], capture_output=True, text=True, timeout=300)
+    assert cp.returncode == 0, cp.stderr[-2000:]
+    assert (data / "_SUCCESS").exists() and (data / "label=0").is_dir()
+    cols = ", ".join(f'"f{i}"' for i in range(30))
+    cfg = tmp_path / "bc.toml"
+    cfg.write_text(f'[data]\nname = "parquet"\npath = "{data}"\nfeatures_col = [{cols}]\nlabel_col = "label"\n'
+                   '[training]\nepochs = 8\nglobal_batch_size = 32\nlearning_rate = 0.05\ntarget_accuracy = 0.9\n')
+    out = tmp_path / "run"
+    cp = distbench("run", str(cfg), "--strategies", "single,horovod,spark_ps:adag", "--workers", "2", "--out",
+                   str(out), timeout=900)
+    assert cp.returncode == 0, cp.stderr[-3000:]
+    for r in read_records(out):
+        assert r["status"] == "ok", (r["strategy"], r["reason"])
+        assert r["final_test_accuracy"] >= 0.9, (r["strategy"], r["final_test_accuracy"])
+        split = r["workload"]["test_split"]
+        assert split["rows_per_class"] == {"0": 42, "1": 71} and split["rows"] == 113

@@ -193,34 +193,31 @@ def load_parquet(cfg: DataConfig, seed: int) -> Dataset:
     """Open ``data.path`` (and ``data.test_path``) as Parquet splits read block by block.
 
     Reads the footers only (see :mod:`distbench.data.parquet`); the validation split is
-    empty; the test split is ``test_path``, else a seeded choice of whole row groups of
-    ``path`` holding ``test_fraction`` of the rows (recorded in ``details``).
+    empty; the test split is ``test_path``, else a seeded, stratified choice of
+    ``test_fraction`` of the rows of ``path``, made while streaming
+    (:func:`~distbench.data.parquet.held_out_rows`; recorded in ``details``).
 
     Raises:
         DataError: see :meth:`~distbench.data.parquet.ParquetFiles.open` and
             :func:`~distbench.data.parquet.make_reader`.
     """
-    from distbench.data.parquet import ParquetFiles, ParquetSplit, held_out_groups, make_reader
+    from distbench.data.parquet import ParquetFiles, ParquetSplit, held_out_rows, make_reader
     from distbench.data.splits import empty_split
 
     files = ParquetFiles.open(cfg.path)
     test_files = ParquetFiles.open(cfg.test_path, "data.test_path") if cfg.test_path else None
     reader = make_reader(files, cfg.features_col, cfg.label_col, cfg.feature_shape, cfg.classes,
                          [test_files] if test_files else [])
-    groups = files.row_groups()
     if test_files:
-        train, test = ParquetSplit(files, reader, groups), ParquetSplit(test_files, reader, test_files.row_groups())
+        train = ParquetSplit(files, reader, files.row_groups())
+        test = ParquetSplit(test_files, reader, test_files.row_groups())
         how = {"method": "data.test_path", "path": cfg.test_path}
     else:
-        kept, held = held_out_groups(groups, cfg.test_fraction, seed, cfg.path)
-        train, test = ParquetSplit(files, reader, kept), ParquetSplit(files, reader, held)
-        how = {"method": "whole row groups of data.path, chosen with numpy.random.default_rng(seed)",
-               "row_groups": [[f, g] for f, g, _ in held],
-               "fraction": round(len(test) / sum(r for _, _, r in groups), 6)}
+        train, test, how = held_out_rows(files, reader, cfg.test_fraction, seed)
     if not len(test):
         raise DataError(f"data.test_path = {cfg.test_path!r}: the test split is empty (0 rows); give test data")
     details = {"shuffle": "row_groups", "source": "parquet", "path": cfg.path, **reader.describe(),
-               "test_split": how, "validation_split": "empty (Parquet splits are whole row groups; "
+               "test_split": how, "validation_split": "empty (Parquet data are read block by block; "
                                                       "distbench evaluates on the test split)"}
     return Dataset(cfg.name, train, empty_split(reader.sample_shape), test, reader.num_classes, details)
 

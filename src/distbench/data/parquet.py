@@ -54,6 +54,8 @@ class ParquetFiles:
         paths: file paths on ``filesystem``, sorted.
         metas: each file's ``pyarrow.parquet.FileMetaData``.
         digests: each file's footer digest: SHA-256 of its size and raw footer bytes.
+        partitions: each file's Hive partition columns (``label=3/part-0.parquet`` under
+            the directory: ``{"label": "3"}``), for a directory; ``None`` otherwise.
     """
 
     spec: str
@@ -61,6 +63,11 @@ class ParquetFiles:
     paths: list[str]
     metas: list[Any]
     digests: list[str]
+    partitions: list[dict[str, str]] | None = None
+
+    def partition(self, i: int, key: str) -> str | None:
+        """File ``i``'s value of Hive partition column ``key`` (its ``key=value`` folder), or ``None``."""
+        return (self.partitions[i] if self.partitions else {}).get(key)
 
     @classmethod
     def open(cls, spec: str, key: str = "data.path") -> "ParquetFiles":
@@ -75,6 +82,7 @@ class ParquetFiles:
                 that is not Parquet.
         """
         _, _, pafs, _ = _pyarrow()
+        partitions: list[dict[str, str]] = []
         try:
             if "://" in spec:
                 fs, path = pafs.FileSystem.from_uri(spec)
@@ -93,6 +101,7 @@ class ParquetFiles:
                     paths = _listing(fs, path)
                     if not paths:
                         raise DataError(f"{key} = {spec!r}: the directory holds no data files")
+                    partitions = [_hive(str(PurePosixPath(p).relative_to(path))) for p in paths]
                 else:
                     paths = [path]
         except (OSError, ValueError) as e:  # pyarrow's ArrowException subclasses these
@@ -104,7 +113,7 @@ class ParquetFiles:
             meta, digest = _footer(fs, p)
             metas.append(meta)
             digests.append(digest)
-        return cls(spec, fs, paths, metas, digests)
+        return cls(spec, fs, paths, metas, digests, partitions if any(partitions) else None)
 
     def schema(self, i: int) -> Any:
         """File ``i``'s Arrow schema."""
@@ -141,6 +150,17 @@ class ParquetFiles:
 
 def _oneline(e: BaseException) -> str:
     return " ".join(str(e).split())[:300]
+
+
+def _hive(rel: str) -> dict[str, str]:
+    """The ``key=value`` folders of a file's path relative to the dataset's directory (Hive
+    partitioning, as Spark's ``df.write.partitionBy(...)`` writes it)."""
+    out = {}
+    for part in PurePosixPath(rel).parts[:-1]:
+        k, eq, v = part.partition("=")
+        if eq and k:
+            out[k] = v
+    return out
 
 
 def _hidden(rel: str) -> bool:
@@ -203,6 +223,8 @@ class Reader:
         onehot: the one-hot width when labels are lists, else ``None``.
         num_classes: number of classes.
         scaled: ``True`` when features are ``uint8`` (scaled by 1/255).
+        label_in_path: the label is a Hive partition column (``label=3/`` folders), not
+            stored in the files.
     """
 
     features: tuple[str, ...]
@@ -213,26 +235,35 @@ class Reader:
     onehot: int | None
     num_classes: int
     scaled: bool
+    label_in_path: bool = False
+
+    @property
+    def columns(self) -> list[str]:
+        """The columns to read from a file: the features, and the label unless it is in the path."""
+        return [*self.features] + ([] if self.label_in_path else [self.label])
 
     def describe(self) -> dict[str, Any]:
         """The reader as JSON-able facts (recorded, and part of the fingerprint)."""
         return {"features_col": list(self.features) if not self.list_column else self.features[0],
                 "label_col": self.label, "feature_length": self.flat_length,
                 "sample_shape": list(self.sample_shape), "labels": "one-hot" if self.onehot else "class indices",
-                "num_classes": self.num_classes, "features_scaled": "1/255 (uint8)" if self.scaled else "none"}
+                "num_classes": self.num_classes, "features_scaled": "1/255 (uint8)" if self.scaled else "none",
+                **({"label_from": "Hive partition folders"} if self.label_in_path else {})}
 
     @property
     def batch_rows(self) -> int:
         """Rows per record batch when decoding a row group: about 16 MB of features, 1..65,536 rows."""
         return max(1, min(1 << 16, (16 << 20) // (4 * self.flat_length)))
 
-    def convert(self, table: Any, where: str, first_row: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    def convert(self, table: Any, where: str, first_row: int = 0, label: int | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
         """Rows of one row group (a ``pyarrow`` table or record batch) as checked ``(x float32, y int32)``.
 
         Args:
             table: the feature and label columns of some rows of a row group.
             where: the row group, for messages.
             first_row: the number of ``table``'s first row in the row group.
+            label: every row's class when the label is a partition column (``label_in_path``).
 
         Raises:
             DataError: nulls, mixed list lengths, NaN/Inf features, bad labels (naming ``where`` and the row).
@@ -245,6 +276,8 @@ class Reader:
         else:
             x = np.column_stack([_scalars(table.column(c), *at, f"feature column {c!r}") for c in self.features])
         x = to_features(x.reshape(rows, *self.sample_shape), where, first_row)
+        if self.label_in_path:
+            return x, np.full(rows, label, np.int32)
         col = table.column(self.label)
         if self.onehot:
             y = _list_values(col, self.onehot, *at, f"one-hot label column {self.label!r}")
@@ -354,11 +387,14 @@ def make_reader(files: ParquetFiles, features_col: str | list[str], label_col: s
     schema = files.schema(0)
     names = [features_col] if isinstance(features_col, str) else list(features_col)
     types = [_column(schema, n, files, "data.features_col") for n in names]
-    label_type = _column(schema, label_col, files, "data.label_col")
+    in_path = label_col not in schema.names and files.partition(0, label_col) is not None
+    label_type = pa.int64() if in_path else _column(schema, label_col, files, "data.label_col")
     for fl in [files, *extra]:
         for i in range(len(fl.paths)):
             other = fl.schema(i)
-            for n in [*names, label_col]:
+            if in_path:
+                _partition_label(fl, i, label_col)
+            for n in [*names] + ([] if in_path else [label_col]):
                 if n not in other.names:
                     raise DataError(f"{fl.paths[i]} has no column {n!r}, which {files.paths[0]} has (type "
                                     f"{schema.field(n).type}); every file must have the same schema")
@@ -404,7 +440,9 @@ def make_reader(files: ParquetFiles, features_col: str | list[str], label_col: s
             raise DataError(f"data.label_col = {label_col!r} holds lists of one value (type {label_type}): expected "
                             "class indices (one integer per row) or one-hot lists with one entry per class; for "
                             "class indices store the value itself, not a one-element list")
-    num_classes = classes or onehot or _max_label(files, label_col, extra) + 1
+    num_classes = classes or onehot or (max(_partition_label(fl, i, label_col) for fl in [files, *extra]
+                                            for i in range(len(fl.paths))) if in_path
+                                        else _max_label(files, label_col, extra)) + 1
     if onehot and classes and classes != onehot:
         raise DataError(f"data.classes = {classes} but the one-hot labels in {label_col!r} have width {onehot}; "
                         "remove data.classes or fix it")
@@ -412,7 +450,27 @@ def make_reader(files: ParquetFiles, features_col: str | list[str], label_col: s
         raise DataError(f"data.label_col = {label_col!r}: every label is 0, a single class; a classifier needs "
                         "at least 2 classes (set data.classes if some classes are absent from the data)")
     scaled = leaf is not None and pa.types.is_uint8(leaf)
-    return Reader(tuple(names), list_column, flat, shape, label_col, onehot, int(num_classes), scaled)
+    return Reader(tuple(names), list_column, flat, shape, label_col, onehot, int(num_classes), scaled, in_path)
+
+
+def _partition_label(files: ParquetFiles, i: int, key: str) -> int:
+    """File ``i``'s class index from its ``key=value`` partition folder.
+
+    Raises:
+        DataError: the file has no such folder, or its value is not a class index.
+    """
+    v = files.partition(i, key)
+    if v is None:
+        raise DataError(f"{files.paths[i]}: no {key}=... folder above it, though other files of {files.spec!r} take "
+                        f"data.label_col = {key!r} from such folders; every file needs one")
+    try:
+        f = float(v)
+    except ValueError:
+        f = math.nan
+    if not (math.isfinite(f) and f == int(f) and f >= 0):
+        raise DataError(f"{files.paths[i]}: partition folder {key}={v}: labels must be class indices 0..k-1 "
+                        "(string labels are not supported: encode them, e.g. with Spark ML's StringIndexer)")
+    return int(f)
 
 
 def _max_label(files: ParquetFiles, label: str, extra: list[ParquetFiles]) -> int:
@@ -439,13 +497,18 @@ class ParquetSplit(Split):
     Args:
         files: the files the row groups belong to.
         reader: how to turn a row group into ``(x, y)``.
-        groups: the split's row groups as ``(file, row group, rows)``, in storage order.
+        groups: the split's row groups as ``(file, row group, rows)``, in storage order
+            (``rows``: the rows of the group this split takes).
+        masks: per group, ``None`` (every row) or a boolean array over the group's rows
+            (the rows this split takes: :func:`held_out_rows`).
     """
 
     in_memory = False
 
-    def __init__(self, files: ParquetFiles, reader: Reader, groups: list[tuple[int, int, int]]) -> None:
+    def __init__(self, files: ParquetFiles, reader: Reader, groups: list[tuple[int, int, int]],
+                 masks: list[np.ndarray | None] | None = None) -> None:
         self.files, self.reader, self.groups = files, reader, list(groups)
+        self.masks = list(masks) if masks is not None else [None] * len(self.groups)
         self._sizes = np.array([r for _, _, r in self.groups], dtype=np.int64)
 
     def __len__(self) -> int:
@@ -465,55 +528,96 @@ class ParquetSplit(Split):
         """Row group ``groups[i]``: reads only the feature and label columns, checks every value."""
         if not 0 <= i < len(self.groups):
             raise IndexError(f"block {i} of a split with {len(self.groups)} row groups")
-        f, g, rows = self.groups[i]
+        f, g, _ = self.groups[i]
+        mask = self.masks[i]
+        rows = self.files.metas[f].row_group(g).num_rows
         where = f"{self.files.paths[f]} row group {g}"
+        label = _partition_label(self.files, f, self.reader.label) if self.reader.label_in_path else None
         x = np.empty((rows, *self.reader.sample_shape), np.float32)
         y = np.empty(rows, np.int32)
         done = 0
-        for batch in self.files.batches(f, g, [*self.reader.features, self.reader.label], self.reader.batch_rows):
+        for batch in self.files.batches(f, g, self.reader.columns, self.reader.batch_rows):
             k = batch.num_rows
             if done + k > rows:
                 break
-            x[done:done + k], y[done:done + k] = self.reader.convert(batch, where, done)
+            x[done:done + k], y[done:done + k] = self.reader.convert(batch, where, done, label)
             done += k
         if done != rows:
             raise DataError(f"{where}: holds other than the {rows} rows its footer says; the file changed "
                             "while being read: start a new run")
-        return x, y
+        return (x, y) if mask is None else (x[mask], y[mask])
 
     def hash_into(self, h: Any) -> None:
         """The reader (columns, shape, classes) and each row group's file footer digest, index and rows."""
         h.update(json.dumps(self.reader.describe(), sort_keys=True).encode())
-        for f, g, rows in self.groups:
-            h.update(f"{self.files.digests[f]}:{g}:{rows};".encode())
+        for (f, g, rows), mask in zip(self.groups, self.masks):
+            h.update(f"{self.files.digests[f]}:{g}:{rows}:{(self.files.partitions or [{}] * (f + 1))[f]};".encode())
+            if mask is not None:
+                h.update(np.packbits(mask).tobytes())
 
     def describe(self) -> dict[str, Any]:
         return {"path": self.files.spec, "files": len(self.files.paths), "rows": len(self),
                 "blocks": len(self.groups), "in_memory": False}
 
 
-def held_out_groups(groups: list[tuple[int, int, int]], fraction: float, seed: int,
-                    spec: str) -> tuple[list[tuple[int, int, int]], list[tuple[int, int, int]]]:
-    """Split row groups into ``(train, test)``: a seeded choice of whole row groups as the test split.
+def held_out_rows(files: ParquetFiles, reader: Reader, fraction: float, seed: int
+                  ) -> tuple[ParquetSplit, ParquetSplit, dict[str, Any]]:
+    """Split the rows of ``files`` into ``(train, test)``: a seeded, stratified choice of
+    rows as the test split, made while streaming (one row group's label column at a time).
 
-    The groups are permuted with ``np.random.default_rng(seed)`` and taken in that order
-    while that brings the held-out rows closer to ``fraction`` of all rows (at least one
-    group is taken and at least one is left for training); both lists keep storage order.
+    For each class, the test split holds ``round(fraction x rows of that class so far)``
+    rows after each row group (in storage order), so each class is held out in proportion
+    over the whole dataset, whatever the row groups hold (one group of everything as
+    pandas and pyarrow write by default, or one class per file as a Spark job partitioned
+    by the label writes); which rows of a group are held out is drawn with
+    ``numpy.random.default_rng([seed, file, row group, class])``. Every process computes
+    the same split from the same files.
+
+    Returns:
+        (train split, test split, facts to record: method, rows, fraction, rows per class).
 
     Raises:
-        DataError: fewer than 2 row groups.
+        DataError: too few rows to hold any out, or to leave any for training; a bad label.
     """
-    if len(groups) < 2:
-        raise DataError(f"data.path = {spec!r} has {len(groups)} non-empty row group(s): the test split is made of "
-                        "whole row groups, so it needs at least 2; set data.test_path, or write the files with "
-                        "smaller row groups (e.g. pyarrow.parquet.write_table(..., row_group_size=N))")
-    order = np.random.default_rng(seed).permutation(len(groups))
-    target, taken, rows = fraction * sum(r for _, _, r in groups), [], 0
-    for i in order[: len(groups) - 1]:
-        size = groups[i][2]
-        if taken and (rows >= target or rows + size - target > target - rows):
-            break  # another group would overshoot the target by more than stopping falls short of it
-        taken.append(int(i))
-        rows += size
-    chosen = set(taken)
-    return ([g for i, g in enumerate(groups) if i not in chosen], [g for i, g in enumerate(groups) if i in chosen])
+    groups = files.row_groups()
+    seen: dict[int, int] = {}
+    held: dict[int, int] = {}
+    train_g, test_g, train_m, test_m = [], [], [], []
+    for f, g, rows in groups:
+        where = f"{files.paths[f]} row group {g}"
+        if reader.label_in_path:
+            y = np.full(rows, _partition_label(files, f, reader.label), np.int32)
+        else:
+            y = np.concatenate([_labels(reader, b, where) for b in files.batches(f, g, [reader.label], 1 << 20)])
+        mask = np.zeros(rows, bool)
+        for c in np.unique(y):
+            idx = np.flatnonzero(y == c)
+            seen[int(c)] = seen.get(int(c), 0) + idx.size
+            k = int(round(fraction * seen[int(c)])) - held.get(int(c), 0)
+            k = max(0, min(k, idx.size))
+            held[int(c)] = held.get(int(c), 0) + k
+            mask[np.random.default_rng([seed, f, g, int(c)]).choice(idx, size=k, replace=False)] = True
+        if (~mask).any():
+            train_g.append((f, g, int((~mask).sum())))
+            train_m.append(~mask if mask.any() else None)
+        if mask.any():
+            test_g.append((f, g, int(mask.sum())))
+            test_m.append(mask if not mask.all() else None)
+    total, n_test = sum(seen.values()), sum(held.values())
+    if not n_test or n_test == total:
+        raise DataError(f"data.path = {files.spec!r}: {total} rows are too few to hold out data.test_fraction = "
+                        f"{fraction} of them and keep the rest for training; add rows or set data.test_path")
+    facts = {"method": "rows, stratified by label, drawn with numpy.random.default_rng([seed, file, row group, "
+                       "class]) while streaming", "rows": n_test, "fraction": round(n_test / total, 6),
+             "rows_per_class": {str(c): held[c] for c in sorted(held)}}
+    return (ParquetSplit(files, reader, train_g, train_m), ParquetSplit(files, reader, test_g, test_m), facts)
+
+
+def _labels(reader: Reader, batch: Any, where: str) -> np.ndarray:
+    """A record batch's label column as checked class indices."""
+    col = batch.column(reader.label)
+    y = (_list_values(col, reader.onehot, where, 0, f"one-hot label column {reader.label!r}") if reader.onehot
+         else _scalars(col, where, 0, f"label column {reader.label!r}"))
+    y, _ = class_indices(y, where, 0)
+    check_label_range(y, reader.num_classes, where, 0)
+    return y.astype(np.int32)
