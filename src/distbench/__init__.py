@@ -2,3 +2,13 @@
 and compare them with honest numbers."""
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> object:
+    """``distbench.compare`` and ``distbench.Results`` (:mod:`distbench.api`), imported on first use
+    so that ``import distbench`` stays light (the CLI and the worker processes import it too)."""
+    if name in ("compare", "Results"):
+        from distbench import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'distbench' has no attribute {name!r}")

@@ -138,6 +138,23 @@ def calibrate(run_dir: str | Path, timeout_s: float = 1800.0) -> dict[str, Any]:
     return doc
 
 
+def ensure(run_dir: str | Path) -> None:
+    """Measure the run's compute table (:func:`calibrate`) when it has a workload and results
+    and no calibration yet, saying so on stderr; a failure is said there too and left for the
+    cost model to name (its error names ``distbench calibrate``)."""
+    from distbench.config import ConfigError
+
+    rd = Path(run_dir)
+    if (rd / CALIBRATION_FILE).exists() or not (rd / "workload").is_dir() or not (rd / "results.jsonl").exists():
+        return
+    print(f"measuring this machine's compute per step for the cost model (once: {rd / CALIBRATION_FILE}) ...",
+          file=sys.stderr, flush=True)
+    try:
+        calibrate(rd)
+    except ConfigError as e:
+        print(f"distbench: warning: {e}", file=sys.stderr, flush=True)
+
+
 def read_calibration(run_dir: str | Path) -> dict[str, Any] | None:
     """``RUN_DIR/calibration.json`` as written by :func:`calibrate`, or ``None`` when absent.
 

@@ -7,7 +7,6 @@ received and what is allowed; no traceback.
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import math
@@ -18,11 +17,12 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import click
 
 from distbench import __version__
+from distbench import api
 from distbench import config as config_mod
 from distbench.cluster.cli import cluster_group
 from distbench.config import ConfigError, user_errors
@@ -171,9 +171,6 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
     With --resume the run directory's recorded config is the starting point (unless
     CONFIG_FILE is given): only the options given are changed, and one that changes the
     workload (data, model, training) is refused, naming it."""
-    from distbench.harness.matrix import expand
-    from distbench.harness.runner import check_cluster_ready, check_run_dir, prepare_run_dir, run_sweep
-
     t0 = time.time()
     cfg = _run_config(config_file, resume, out, preset)
     given = {"run__strategies": _name_list("--strategies", strategies), "run__workers": _int_list("--workers", workers),
@@ -191,59 +188,25 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
             raise
         raise ConfigError(f"{flag}: {e}") from None
     run_dir = Path(cfg.run.out or f"runs/{time.strftime('%Y%m%d-%H%M%S')}")
-    expand(cfg)  # unknown strategies are reported before anything is written
-    check_run_dir(cfg, run_dir, resume, flags)  # so is a used run directory, at once (no TensorFlow needed)
-    _reap_dead_clusters()  # what a killed sweep left (before the subnet check: it may hold the subnet)
-    check_cluster_ready(cfg)  # and a cluster that cannot run the sweep
-    from distbench.harness.evaluate import hide_accelerators
-
-    lock = _lock_run_dir(run_dir) if run_dir.exists() else None
     try:
-        # bad data files are reported here, before TensorFlow is imported; then the model's errors
-        workload = prepare_run_dir(cfg, run_dir, resume, flags, before_model=hide_accelerators)
-    except BaseException:
-        if lock is not None:
-            lock.close()  # (a caller in this process, e.g. a test runner, may keep this frame alive)
-        raise
-    lock = lock or _lock_run_dir(run_dir)  # held until the sweep and its report are done
-    hide_accelerators()  # import TensorFlow here quietly, off the GPUs the children use (done if a run was created)
-    # SIGTERM (a scheduler or CI cancelling us) is handled like Ctrl-C: children are killed,
-    # finished records stay, and the run can be resumed.
+        api.run_config(cfg, run_dir, resume, flags, t0=t0, on_started=_on_started, on_report=_on_report)
+    except api.Interrupted as e:
+        click.echo(f"distbench: {e}", err=True)
+        sys.exit(128 + _STOPPED_BY[0])  # 130 after Ctrl-C, 143 after SIGTERM, as shells report them
+
+
+def _on_started() -> None:
+    """Once the run directory is prepared: SIGTERM (a scheduler or CI cancelling us) is handled
+    like Ctrl-C: children are killed, finished records stay, and the run can be resumed."""
     _STOPPING[0] = _STOPPING_SWEEP
     signal.signal(signal.SIGTERM, _interrupt)
     if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:  # a background job keeps ignoring it
         signal.signal(signal.SIGINT, _interrupt)
-    from distbench.results.store import recorded
 
-    before = recorded(_records_of(run_dir))
-    setup_s = time.time() - t0
-    try:
-        records = _run_with_progress(cfg, run_dir, resume, functools.partial(run_sweep, workload=workload))
-    except KeyboardInterrupt:
-        from distbench.results.store import read_records
 
-        n = len(read_records(run_dir)) if run_dir.exists() else 0
-        click.echo(f"distbench: interrupted; {n} record(s) kept in {run_dir}. Continue with: "
-                   f"distbench run --resume --out {run_dir} (options not given keep the run's values)", err=True)
-        lock.close()
-        sys.exit(128 + _STOPPED_BY[0])  # 130 after Ctrl-C, 143 after SIGTERM, as shells report them
-    t_report = time.time()
+def _on_report() -> None:
+    """Once every configuration has finished: a signal now stops the report only."""
     _STOPPING[0] = "stopping the report (every configuration has finished; the records are kept)"
-    try:
-        _print_report(records, run_dir)
-    except KeyboardInterrupt:
-        click.echo(f"distbench: interrupted while writing the report; all {len(records)} record(s) are kept in "
-                   f"{run_dir}. Write it again with: distbench report {shlex.quote(str(run_dir))}", err=True)
-        lock.close()
-        sys.exit(128 + _STOPPED_BY[0])
-    from distbench.harness.runner import time_breakdown
-
-    from distbench.results.terminal import output_width, wrap_text
-
-    click.echo(wrap_text(time_breakdown([r for r in records if (r.get("config_id"), r.get("repeat")) not in before],
-                                        time.time() - t0, setup_s=setup_s, report_s=time.time() - t_report),
-                         output_width()))
-    lock.close()
 
 
 def _emulate(text: str | None) -> dict[str, Any] | None:
@@ -297,47 +260,11 @@ def _run_config(config_file: str | None, resume: bool, out: str | None, preset: 
     return config_mod.apply_preset(cfg, preset) if preset else cfg
 
 
-def _lock_run_dir(run_dir: Path) -> Any:
-    """Hold an exclusive lock on ``run_dir`` (``fcntl.flock`` on ``run_dir/.distbench.lock``,
-    released when the process ends, also on SIGKILL) so that two sweeps never write one
-    run directory: two ``--resume`` runs at once would record a configuration twice.
-
-    Returns:
-        the open lock file (keep a reference while the sweep runs).
-
-    Raises:
-        ConfigError: another process holds the lock (its pid is named).
-    """
-    import fcntl
-
-    f = open(run_dir / ".distbench.lock", "a+")  # noqa: SIM115 - held open for the whole sweep
-    try:
-        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        f.seek(0)
-        holder = f.read().strip() or "?"
-        f.close()
-        raise ConfigError(f"another distbench run (pid {holder}) is writing {run_dir}: wait for it to end, or "
-                          "choose another --out") from None
-    f.seek(0)
-    f.truncate()
-    f.write(str(os.getpid()))
-    f.flush()
-    return f
-
-
 RUN_FLAGS = {"run__strategies": "--strategies", "run__workers": "--workers", "training__epochs": "--epochs",
              "training__global_batch_size": "--batch-size", "training__target_accuracy": "--target-accuracy",
              "run__repeats": "--repeats", "run__timeout_s": "--timeout", "run__out": "--out",
              "cluster__emulate": "--emulate"}
 """``distbench run``'s flags by the config key (``section__key``) each overrides."""
-
-
-def _records_of(run_dir: Path) -> list[dict[str, Any]]:
-    """The records already in ``run_dir`` (none when it does not exist yet)."""
-    from distbench.results.store import read_records
-
-    return read_records(run_dir) if (run_dir / "results.jsonl").exists() else []
 
 
 _STOPPED_BY = [int(signal.SIGINT)]  # the signal that stopped the sweep (its exit status is 128 + it)
@@ -355,143 +282,6 @@ def _interrupt(signum: int, frame: object) -> None:
     _STOPPED_BY[0] = int(signum)
     print(f"distbench: {signal.Signals(signum).name}: {_STOPPING[0]}...", file=sys.stderr, flush=True)
     raise KeyboardInterrupt
-
-
-def _run_with_progress(cfg: config_mod.ExperimentConfig, run_dir: Path, resume: bool,
-                       run_sweep: Callable[..., list[dict[str, Any]]]) -> list[dict[str, Any]]:
-    """Run the sweep under a progress line: ``configuration i/n``, its name, its phase (read
-    from its logs once a second), elapsed time and an ETA seeded per strategy family
-    (:mod:`distbench.harness.progress`; ``~`` until a configuration finished); one line per
-    finished configuration."""
-    import threading
-
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from distbench.harness import progress as prog
-    from distbench.harness.matrix import expand
-    from distbench.results.store import read_records, recorded
-
-    done = recorded(read_records(run_dir)) if resume else set()
-    todo = [p for p in expand(cfg) if (p.config_id, p.repeat) not in done]
-    strategy_of = {p.key: p.strategy for p in todo}
-    label_of = {p.key: prog.progress_label(p, cfg.run.repeats) for p in todo}  # as the table and headline name it
-    finished: list[tuple[str, float, float | None]] = []
-    local = cfg.cluster.emulate is None and not cfg.cluster.hosts  # as Placement decides, before the cluster is up
-    shared = ({"spark_ps"} if cfg.spark.share_session and local else set()) | (
-        {"mpi_ps"} if cfg.mpi.share_engine and local else set())  # one engine per sweep: as the runner decides
-    state: dict[str, Any] = {"key": None, "start": 0.0, "index": 0}
-    stop = threading.Event()
-
-    console = Console(stderr=True)
-    console.print(f"distbench: run directory [bold]{run_dir}[/]")
-    narrow = console.width < 110  # an 80-column terminal: no bar, no "configuration" word, so the times stay whole
-    columns = ([TextColumn("{task.fields[counter]}")] if narrow else
-               [TextColumn("configuration {task.fields[counter]}")]) + \
-        [TextColumn("[bold]{task.description}"), TextColumn("{task.fields[phase]}")] + \
-        ([] if narrow else [BarColumn(bar_width=20)]) + [TimeElapsedColumn(), TextColumn("ETA {task.fields[eta]}")]
-    with Progress(*columns, console=console, transient=False) as progress:
-        task = progress.add_task("preparing workload", total=None, counter="", phase="", eta="-")
-
-        def refresh() -> None:
-            key = state["key"]
-            if key is None:
-                return
-            keys = list(strategy_of)
-            todo = [strategy_of[k] for k in keys[state["index"]:]]
-            ahead = prog.eta_s(todo, finished, shared)
-            ran = time.monotonic() - state["start"]
-            current = prog.eta_s(todo[:1], finished, shared)
-            eta = ahead - min(ran, current)
-            progress.update(task, phase=prog.phase(run_dir / "logs", key),
-                            eta=("~" if not finished else "") + time.strftime("%H:%M:%S", time.gmtime(max(0.0, eta))))
-
-        def poll() -> None:
-            while not stop.wait(1.0):
-                refresh()
-
-        poller = threading.Thread(target=poll, name="distbench-progress", daemon=True)
-        poller.start()
-
-        def on_round(line: str, points: list[Any]) -> None:  # repeats "auto" plans another round
-            strategy_of.update((p.key, p.strategy) for p in points)
-            label_of.update((p.key, prog.progress_label(p, cfg.run.repeats)) for p in points)
-            progress.console.print(escape(line), soft_wrap=True)
-
-        def on_progress(key: str, i: int, n: int, rec: dict[str, Any] | None) -> None:
-            name = label_of.get(key, key)
-            if rec is None:  # configuration i (0-based) starts
-                state.update(key=key, start=time.monotonic(), index=i)
-                progress.update(task, total=n, completed=i, description=name, counter=f"{i + 1}/{n}")
-                refresh()
-                return
-            state["key"] = None
-            timings = rec.get("timings") or {}
-            finished.append((rec.get("strategy", ""), time.monotonic() - state["start"], timings.get("startup_s")))
-            progress.update(task, completed=i, counter=f"{i}/{n}",
-                            **({"phase": "done", "eta": "00:00:00"} if i == n else {}))
-            detail = prog.result_detail(rec)
-            room = progress.console.width - len(f"[{i}/{n}] {name}: {rec['status']} ")
-            if len(detail) > room:  # the whole reason is printed under the table and kept in the record
-                detail = detail[:max(20, room - 1)].rstrip() + "…"
-            progress.console.print(f"[{i}/{n}] {escape(name)}: [bold]{rec['status']}[/] {escape(detail)}",
-                                   soft_wrap=True)  # one line per configuration
-
-        try:
-            return run_sweep(cfg, run_dir, resume=resume, on_progress=on_progress, on_round=on_round)
-        except KeyboardInterrupt:  # the progress line stays on screen: it must not read as still running
-            stop.set()
-            poller.join(timeout=2.0)
-            progress.update(task, phase="interrupted", eta="-")
-            raise
-        finally:
-            stop.set()
-            poller.join(timeout=2.0)
-
-
-def _print_report(records: list[dict[str, Any]], run_dir: Path, formats: tuple[str, ...] | None = None,
-                  tensorboard: bool = False, advise_dir: Path | str | None = None,
-                  target_accuracy: float | None = None) -> None:
-    """Print the comparison table (and reasons of non-ok configurations), then write the
-    report outputs (``formats``, default all) and optionally TensorBoard scalars into
-    ``run_dir``; ``advise_dir``: the run directory the records come from, which the
-    recommendation line and the report's "Run next" command name (default ``run_dir``
-    when it holds the records); ``target_accuracy``: the target the records were
-    re-scored with (``report --target-accuracy``), which those commands carry."""
-    from rich.markup import escape
-
-    from distbench.results.advice import with_target
-    from distbench.results.headline import legend, terminal_lines
-    from distbench.results.report import (FORMATS, NARROW_DROP, SHORT_COLUMNS, build, table_columns, table_rows,
-                                          write_report)
-    from distbench.results.terminal import print_fitted
-
-    if advise_dir is None and (Path(run_dir) / "results.jsonl").exists():
-        advise_dir = run_dir
-    data = build(records, Path(advise_dir) if advise_dir is not None else None)
-    if target_accuracy is not None and advise_dir is not None and data.advice and data.advice.next_command:
-        data.advice.next_command = with_target(data.advice.next_command, str(advise_dir), target_accuracy)
-    summaries = data.summaries
-    headers = [SHORT_COLUMNS.get(c, c) for c in table_columns(summaries)]
-    console, dropped = print_fitted(headers, table_rows(summaries), title=f"distbench: {run_dir}", drop=NARROW_DROP,
-                                    left=("strategy", "straggler", "status"))
-    if dropped:
-        console.print(escape(f"(left out at this width: {', '.join(dropped)}; see report.md)"))
-    console.print(escape(legend([h for h in headers if h not in dropped])))
-    advise_line = None if advise_dir is None else " ".join(
-        [shlex.quote(str(advise_dir))] + ([f"--target-accuracy {target_accuracy:g}"] if target_accuracy else []))
-    for text in terminal_lines(data, advise_line):
-        console.print("- " + escape(text))
-    for s in summaries:
-        if s.ok < s.repeats:
-            for reason in s.reasons:
-                console.print(f"  {escape(s.label)}: {escape(reason)}")
-    paths = write_report(records, run_dir, formats or FORMATS, tensorboard=tensorboard, data=data)
-    main_paths = [str(p) for p in paths if p.suffix != ".png"]
-    pngs = [p for p in paths if p.suffix == ".png"]
-    console.print(escape("wrote " + ", ".join(main_paths) + (f" and {len(pngs)} plots in {pngs[0].parent}" if pngs
-                                                             else "")))
 
 
 @main.command()
@@ -555,7 +345,7 @@ def report(run_dirs: tuple[str, ...], out: str | None, formats: str, tensorboard
     except OSError as e:
         raise ConfigError(f"cannot create the report folder {str(out_dir)!r} ({e.strerror or e}); "
                           "pass --out with a path in a writable folder") from None
-    _print_report(records, out_dir, fmts, tensorboard=tensorboard,
+    api.print_report(records, out_dir, fmts, tensorboard=tensorboard,
                   advise_dir=run_dirs[0] if len(run_dirs) == 1 else None, target_accuracy=target_accuracy)
 
 
@@ -581,15 +371,6 @@ def _require_results(run_dir: str) -> None:
     raise ConfigError(f"{run_dir!r} holds no {RESULTS_FILE}: expected a run directory made by 'distbench run'")
 
 
-def _reap_dead_clusters() -> None:
-    """Remove the emulated clusters a killed sweep left (:func:`distbench.cluster.netns.reap_dead_clusters`),
-    saying so on stderr."""
-    from distbench.cluster.netns import reap_dead_clusters
-
-    for line in reap_dead_clusters():
-        click.echo(f"distbench: {line} (left by a sweep that was killed)", err=True)
-
-
 @main.command()
 @click.argument("run_dir", type=click.Path(file_okay=False))
 @click.option("--target", help='The cluster you mean to train on, e.g. "8 nodes x 4 GPUs, 25 Gbit/s", '
@@ -610,6 +391,10 @@ def advise(run_dir: str, target: str | None, target_accuracy: float | None, as_j
     from distbench.results.store import read_records
 
     _require_results(run_dir)
+    if target is not None:
+        from distbench.calibrate import ensure
+
+        ensure(run_dir)
     records = read_records(run_dir)
     if target_accuracy is not None:
         from distbench.results.records import retarget
@@ -639,7 +424,7 @@ def advise(run_dir: str, target: str | None, target_accuracy: float | None, as_j
 def env_cmd(as_json: bool, workers: int, cluster_config: str | None) -> None:
     """Print this machine's provenance and whether each strategy can run here, and why not
     (with --cluster: check the cluster's hosts)."""
-    _reap_dead_clusters()
+    api.reap_dead_clusters()
     from distbench.env import report as env_report
 
     if cluster_config:
@@ -905,22 +690,6 @@ def predict(run_dir: str, bandwidth: float | None, latency: float | None, window
     console.print(escape(f"wrote {png}"), soft_wrap=True)
 
 
-def _ensure_calibration(run_dir: str) -> None:
-    """Measure the run's compute table (:mod:`distbench.calibrate`) when it has a workload and
-    none yet, saying so on stderr; a failure is left for the cost model to name."""
-    from distbench.calibrate import CALIBRATION_FILE, calibrate
-
-    rd = Path(run_dir)
-    if (rd / CALIBRATION_FILE).exists() or not (rd / "workload").is_dir() or not (rd / "results.jsonl").exists():
-        return
-    click.echo(f"measuring this machine's compute per step for the cost model (once: {rd / CALIBRATION_FILE}) ...",
-               err=True)
-    try:
-        calibrate(rd)
-    except ConfigError as e:
-        click.echo(f"distbench: warning: {e}", err=True)
-
-
 def _predict_target(run_dir: str, target_text: str | None, node_step: float | None, as_json: bool,
                     first_order: list[str]) -> None:
     """``distbench predict RUN_DIR --target TEXT``: the per-strategy table (or JSON).
@@ -930,6 +699,7 @@ def _predict_target(run_dir: str, target_text: str | None, node_step: float | No
             options (``first_order``: the flags given); a bad target or step; what the model misses.
     """
     from distbench import costmodel
+    from distbench.calibrate import ensure as ensure_calibration
     from distbench.results.advice import parse_target
 
     if target_text is None:
@@ -942,7 +712,7 @@ def _predict_target(run_dir: str, target_text: str | None, node_step: float | No
         raise ConfigError(f"predict: --node-step {node_step}: expected seconds > 0 (single's step at the run's "
                           "global batch, measured on one target node)")
     _require_results(run_dir)
-    _ensure_calibration(run_dir)
+    ensure_calibration(run_dir)
     try:
         preds, inputs = costmodel.predict_strategies(run_dir, tgt.cluster(node_step))
     except ValueError as e:

@@ -389,18 +389,7 @@ def make_reader(files: ParquetFiles, features_col: str | list[str], label_col: s
     types = [_column(schema, n, files, "data.features_col") for n in names]
     in_path = label_col not in schema.names and files.partition(0, label_col) is not None
     label_type = pa.int64() if in_path else _column(schema, label_col, files, "data.label_col")
-    for fl in [files, *extra]:
-        for i in range(len(fl.paths)):
-            other = fl.schema(i)
-            if in_path:
-                _partition_label(fl, i, label_col)
-            for n in [*names] + ([] if in_path else [label_col]):
-                if n not in other.names:
-                    raise DataError(f"{fl.paths[i]} has no column {n!r}, which {files.paths[0]} has (type "
-                                    f"{schema.field(n).type}); every file must have the same schema")
-                if not _same_type(other.field(n).type, schema.field(n).type):
-                    raise DataError(f"{fl.paths[i]}: column {n!r} is {other.field(n).type}, but {files.paths[0]} "
-                                    f"has {schema.field(n).type}; every file must have the same schema")
+    _check_schemas(files, extra, [*names] + ([] if in_path else [label_col]), label_col if in_path else None)
     total = sum(m.num_rows for m in files.metas)
     if total == 0:
         raise DataError(f"data.path = {files.spec!r}: the dataset is empty (0 rows in {len(files.paths)} file(s))")
@@ -451,6 +440,25 @@ def make_reader(files: ParquetFiles, features_col: str | list[str], label_col: s
                         "at least 2 classes (set data.classes if some classes are absent from the data)")
     scaled = leaf is not None and pa.types.is_uint8(leaf)
     return Reader(tuple(names), list_column, flat, shape, label_col, onehot, int(num_classes), scaled, in_path)
+
+
+def _check_schemas(files: ParquetFiles, extra: list[ParquetFiles], columns: list[str], path_label: str | None
+                   ) -> None:
+    """Every file of ``files`` and ``extra`` has ``columns`` with the first file's types (and,
+    with ``path_label``, a class index in its partition folder); raises DataError naming the file."""
+    schema = files.schema(0)
+    for fl in [files, *extra]:
+        for i in range(len(fl.paths)):
+            other = fl.schema(i)
+            if path_label:
+                _partition_label(fl, i, path_label)
+            for n in columns:
+                if n not in other.names:
+                    raise DataError(f"{fl.paths[i]} has no column {n!r}, which {files.paths[0]} has (type "
+                                    f"{schema.field(n).type}); every file must have the same schema")
+                if not _same_type(other.field(n).type, schema.field(n).type):
+                    raise DataError(f"{fl.paths[i]}: column {n!r} is {other.field(n).type}, but {files.paths[0]} "
+                                    f"has {schema.field(n).type}; every file must have the same schema")
 
 
 def _partition_label(files: ParquetFiles, i: int, key: str) -> int:

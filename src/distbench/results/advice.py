@@ -213,6 +213,10 @@ class Advice:
                   ("Run next", [self.next_command] if self.next_command else [])]
         return [(h, items) for h, items in blocks if items]
 
+    def __str__(self) -> str:
+        """:meth:`to_text` (``print(advice)``)."""
+        return self.to_text()
+
     def to_text(self) -> str:
         """Plain text for the terminal (``distbench advise``)."""
         out = [self.headline] + ([self.scope] if self.scope else [])

@@ -1,0 +1,570 @@
+"""The Python API: :func:`compare` runs the sweep ``distbench run`` runs and returns a
+:class:`Results`; :func:`run_config` is the one implementation both use (the CLI parses
+its flags into a config and calls it).
+
+From a script or a notebook::
+
+    import distbench
+    res = distbench.compare(model, (x, y), strategies=["single", "horovod"], workers=2, epochs=5)
+    res.records            # a pandas DataFrame, one row per configuration and repeat
+    res.headline           # the recommendation's one sentence
+    res.advise(target="4 nodes x 2, 10 Gbit/s")
+    res.predict(target="4 nodes x 2, 10 Gbit/s")
+
+Errors are the CLI's as exceptions (:class:`~distbench.config.ConfigError`,
+:class:`~distbench.data.DataError`), with the same messages.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shlex
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import click
+
+from distbench.config import ConfigError, ExperimentConfig
+
+
+class Interrupted(Exception):
+    """The sweep (or its report) was interrupted (Ctrl-C, SIGTERM); the message says what was
+    kept and the command that continues."""
+
+
+def run_config(cfg: ExperimentConfig, run_dir: Path, resume: bool = False, flags: dict[str, str] | None = None,
+               t0: float | None = None, on_started: Callable[[], None] | None = None,
+               on_report: Callable[[], None] | None = None) -> list[dict[str, Any]]:
+    """Run the sweep of ``cfg`` into ``run_dir`` under a progress display, print the
+    comparison table and write the report: what ``distbench run`` does once its flags are
+    a config.
+
+    Args:
+        cfg: the validated sweep config.
+        run_dir: the run directory (made if missing; refused if it holds a run and not ``resume``).
+        resume: continue the run in ``run_dir``.
+        flags: ``section.key`` -> the command-line flag that set it (named in errors).
+        t0: when the command started (``time.time()``), for the time breakdown.
+        on_started: called once the run directory is prepared, before the first configuration.
+        on_report: called when every configuration has finished, before the report.
+
+    Returns:
+        every record of the run (this sweep's and those resumed).
+
+    Raises:
+        ConfigError, DataError: bad config, data, model, run directory or cluster (before
+            anything is trained).
+        Interrupted: a KeyboardInterrupt during the sweep or the report (its records kept).
+    """
+    from distbench.harness.evaluate import hide_accelerators
+    from distbench.harness.matrix import expand
+    from distbench.harness.runner import check_cluster_ready, check_run_dir, prepare_run_dir, run_sweep, time_breakdown
+    from distbench.results.store import read_records, recorded
+    from distbench.results.terminal import output_width, wrap_text
+
+    t0 = t0 if t0 is not None else time.time()
+    expand(cfg)  # unknown strategies are reported before anything is written
+    check_run_dir(cfg, run_dir, resume, flags)  # so is a used run directory, at once (no TensorFlow needed)
+    reap_dead_clusters()  # what a killed sweep left (before the subnet check: it may hold the subnet)
+    check_cluster_ready(cfg)  # and a cluster that cannot run the sweep
+    lock = lock_run_dir(run_dir) if run_dir.exists() else None
+    try:
+        # bad data files are reported here, before TensorFlow is imported; then the model's errors
+        workload = prepare_run_dir(cfg, run_dir, resume, flags, before_model=hide_accelerators)
+    except BaseException:
+        if lock is not None:
+            lock.close()  # (a caller in this process, e.g. a test runner, may keep this frame alive)
+        raise
+    lock = lock or lock_run_dir(run_dir)  # held until the sweep and its report are done
+    try:
+        hide_accelerators()  # import TensorFlow here quietly, off the GPUs the children use
+        if on_started:
+            on_started()
+        before = recorded(records_of(run_dir))
+        setup_s = time.time() - t0
+        try:
+            records = run_with_progress(cfg, run_dir, resume, functools.partial(run_sweep, workload=workload))
+        except KeyboardInterrupt:
+            n = len(read_records(run_dir)) if run_dir.exists() else 0
+            raise Interrupted(f"interrupted; {n} record(s) kept in {run_dir}. Continue with: distbench run --resume "
+                              f"--out {run_dir} (options not given keep the run's values)") from None
+        t_report = time.time()
+        if on_report:
+            on_report()
+        try:
+            print_report(records, run_dir)
+        except KeyboardInterrupt:
+            raise Interrupted(f"interrupted while writing the report; all {len(records)} record(s) are kept in "
+                              f"{run_dir}. Write it again with: distbench report {shlex.quote(str(run_dir))}") from None
+        click.echo(wrap_text(time_breakdown([r for r in records if (r.get("config_id"), r.get("repeat")) not in before],
+                                            time.time() - t0, setup_s=setup_s, report_s=time.time() - t_report),
+                             output_width()))
+        return records
+    finally:
+        lock.close()
+
+
+def lock_run_dir(run_dir: Path) -> Any:
+    """Hold an exclusive lock on ``run_dir`` (``fcntl.flock`` on ``run_dir/.distbench.lock``,
+    released when the process ends, also on SIGKILL) so that two sweeps never write one
+    run directory: two ``--resume`` runs at once would record a configuration twice.
+
+    Returns:
+        the open lock file (keep a reference while the sweep runs).
+
+    Raises:
+        ConfigError: another process holds the lock (its pid is named).
+    """
+    import fcntl
+
+    f = open(run_dir / ".distbench.lock", "a+")  # noqa: SIM115 - held open for the whole sweep
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        f.seek(0)
+        holder = f.read().strip() or "?"
+        f.close()
+        raise ConfigError(f"another distbench run (pid {holder}) is writing {run_dir}: wait for it to end, or "
+                          "choose another --out") from None
+    f.seek(0)
+    f.truncate()
+    f.write(str(os.getpid()))
+    f.flush()
+    return f
+
+
+def records_of(run_dir: Path) -> list[dict[str, Any]]:
+    """The records already in ``run_dir`` (none when it does not exist yet)."""
+    from distbench.results.store import read_records
+
+    return read_records(run_dir) if (run_dir / "results.jsonl").exists() else []
+
+
+def run_with_progress(cfg: ExperimentConfig, run_dir: Path, resume: bool,
+                       run_sweep: Callable[..., list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Run the sweep under a progress line: ``configuration i/n``, its name, its phase (read
+    from its logs once a second), elapsed time and an ETA seeded per strategy family
+    (:mod:`distbench.harness.progress`; ``~`` until a configuration finished); one line per
+    finished configuration."""
+    import threading
+
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from distbench.harness import progress as prog
+    from distbench.harness.matrix import expand
+    from distbench.results.store import read_records, recorded
+
+    done = recorded(read_records(run_dir)) if resume else set()
+    todo = [p for p in expand(cfg) if (p.config_id, p.repeat) not in done]
+    strategy_of = {p.key: p.strategy for p in todo}
+    label_of = {p.key: prog.progress_label(p, cfg.run.repeats) for p in todo}  # as the table and headline name it
+    finished: list[tuple[str, float, float | None]] = []
+    local = cfg.cluster.emulate is None and not cfg.cluster.hosts  # as Placement decides, before the cluster is up
+    shared = ({"spark_ps"} if cfg.spark.share_session and local else set()) | (
+        {"mpi_ps"} if cfg.mpi.share_engine and local else set())  # one engine per sweep: as the runner decides
+    state: dict[str, Any] = {"key": None, "start": 0.0, "index": 0}
+    stop = threading.Event()
+
+    console = Console(stderr=True)
+    console.print(f"distbench: run directory [bold]{run_dir}[/]")
+    narrow = console.width < 110  # an 80-column terminal: no bar, no "configuration" word, so the times stay whole
+    columns = ([TextColumn("{task.fields[counter]}")] if narrow else
+               [TextColumn("configuration {task.fields[counter]}")]) + \
+        [TextColumn("[bold]{task.description}"), TextColumn("{task.fields[phase]}")] + \
+        ([] if narrow else [BarColumn(bar_width=20)]) + [TimeElapsedColumn(), TextColumn("ETA {task.fields[eta]}")]
+    with Progress(*columns, console=console, transient=False) as progress:
+        task = progress.add_task("preparing workload", total=None, counter="", phase="", eta="-")
+
+        def refresh() -> None:
+            key = state["key"]
+            if key is None:
+                return
+            keys = list(strategy_of)
+            todo = [strategy_of[k] for k in keys[state["index"]:]]
+            ahead = prog.eta_s(todo, finished, shared)
+            ran = time.monotonic() - state["start"]
+            current = prog.eta_s(todo[:1], finished, shared)
+            eta = ahead - min(ran, current)
+            progress.update(task, phase=prog.phase(run_dir / "logs", key),
+                            eta=("~" if not finished else "") + time.strftime("%H:%M:%S", time.gmtime(max(0.0, eta))))
+
+        def poll() -> None:
+            while not stop.wait(1.0):
+                refresh()
+
+        poller = threading.Thread(target=poll, name="distbench-progress", daemon=True)
+        poller.start()
+
+        def on_round(line: str, points: list[Any]) -> None:  # repeats "auto" plans another round
+            strategy_of.update((p.key, p.strategy) for p in points)
+            label_of.update((p.key, prog.progress_label(p, cfg.run.repeats)) for p in points)
+            progress.console.print(escape(line), soft_wrap=True)
+
+        def on_progress(key: str, i: int, n: int, rec: dict[str, Any] | None) -> None:
+            name = label_of.get(key, key)
+            if rec is None:  # configuration i (0-based) starts
+                state.update(key=key, start=time.monotonic(), index=i)
+                progress.update(task, total=n, completed=i, description=name, counter=f"{i + 1}/{n}")
+                refresh()
+                return
+            state["key"] = None
+            timings = rec.get("timings") or {}
+            finished.append((rec.get("strategy", ""), time.monotonic() - state["start"], timings.get("startup_s")))
+            progress.update(task, completed=i, counter=f"{i}/{n}",
+                            **({"phase": "done", "eta": "00:00:00"} if i == n else {}))
+            detail = prog.result_detail(rec)
+            room = progress.console.width - len(f"[{i}/{n}] {name}: {rec['status']} ")
+            if len(detail) > room:  # the whole reason is printed under the table and kept in the record
+                detail = detail[:max(20, room - 1)].rstrip() + "…"
+            progress.console.print(f"[{i}/{n}] {escape(name)}: [bold]{rec['status']}[/] {escape(detail)}",
+                                   soft_wrap=True)  # one line per configuration
+
+        try:
+            return run_sweep(cfg, run_dir, resume=resume, on_progress=on_progress, on_round=on_round)
+        except KeyboardInterrupt:  # the progress line stays on screen: it must not read as still running
+            stop.set()
+            poller.join(timeout=2.0)
+            progress.update(task, phase="interrupted", eta="-")
+            raise
+        finally:
+            stop.set()
+            poller.join(timeout=2.0)
+
+
+def print_report(records: list[dict[str, Any]], run_dir: Path, formats: tuple[str, ...] | None = None,
+                  tensorboard: bool = False, advise_dir: Path | str | None = None,
+                  target_accuracy: float | None = None) -> None:
+    """Print the comparison table (and reasons of non-ok configurations), then write the
+    report outputs (``formats``, default all) and optionally TensorBoard scalars into
+    ``run_dir``; ``advise_dir``: the run directory the records come from, which the
+    recommendation line and the report's "Run next" command name (default ``run_dir``
+    when it holds the records); ``target_accuracy``: the target the records were
+    re-scored with (``report --target-accuracy``), which those commands carry."""
+    from rich.markup import escape
+
+    from distbench.results.advice import with_target
+    from distbench.results.headline import legend, terminal_lines
+    from distbench.results.report import (FORMATS, NARROW_DROP, SHORT_COLUMNS, build, table_columns, table_rows,
+                                          write_report)
+    from distbench.results.terminal import print_fitted
+
+    if advise_dir is None and (Path(run_dir) / "results.jsonl").exists():
+        advise_dir = run_dir
+    data = build(records, Path(advise_dir) if advise_dir is not None else None)
+    if target_accuracy is not None and advise_dir is not None and data.advice and data.advice.next_command:
+        data.advice.next_command = with_target(data.advice.next_command, str(advise_dir), target_accuracy)
+    summaries = data.summaries
+    headers = [SHORT_COLUMNS.get(c, c) for c in table_columns(summaries)]
+    console, dropped = print_fitted(headers, table_rows(summaries), title=f"distbench: {run_dir}", drop=NARROW_DROP,
+                                    left=("strategy", "straggler", "status"))
+    if dropped:
+        console.print(escape(f"(left out at this width: {', '.join(dropped)}; see report.md)"))
+    console.print(escape(legend([h for h in headers if h not in dropped])))
+    advise_line = None if advise_dir is None else " ".join(
+        [shlex.quote(str(advise_dir))] + ([f"--target-accuracy {target_accuracy:g}"] if target_accuracy else []))
+    for text in terminal_lines(data, advise_line):
+        console.print("- " + escape(text))
+    for s in summaries:
+        if s.ok < s.repeats:
+            for reason in s.reasons:
+                console.print(f"  {escape(s.label)}: {escape(reason)}")
+    paths = write_report(records, run_dir, formats or FORMATS, tensorboard=tensorboard, data=data)
+    main_paths = [str(p) for p in paths if p.suffix != ".png"]
+    pngs = [p for p in paths if p.suffix == ".png"]
+    console.print(escape("wrote " + ", ".join(main_paths) + (f" and {len(pngs)} plots in {pngs[0].parent}" if pngs
+                                                             else "")))
+
+
+def reap_dead_clusters() -> None:
+    """Remove the emulated clusters a killed sweep left (:func:`distbench.cluster.netns.reap_dead_clusters`),
+    saying so on stderr."""
+    from distbench.cluster.netns import reap_dead_clusters
+
+    for line in reap_dead_clusters():
+        click.echo(f"distbench: {line} (left by a sweep that was killed)", err=True)
+
+
+# --------------------------------------------------------------------- compare()
+FLAG_KEYS = {"strategies": "run__strategies", "workers": "run__workers", "epochs": "training__epochs",
+             "batch_size": "training__global_batch_size", "target_accuracy": "training__target_accuracy",
+             "repeats": "run__repeats", "timeout": "run__timeout_s"}
+""":func:`compare`'s keyword arguments by the config key each sets (as ``distbench run``'s flags)."""
+
+INPUTS_DIR = "inputs"
+"""Where :func:`compare` saves a model instance (``model.keras``) and arrays (``data.npz``) in the run directory."""
+
+
+def compare(model: Any = None, data: Any = None, *, strategies: str | list[str] | None = None,
+            workers: int | list[int] | None = None, epochs: int | None = None, batch_size: int | None = None,
+            target_accuracy: float | None = None, repeats: int | str | None = None, timeout: float | None = None,
+            out: str | Path | None = None, config: str | Path | None = None, features: str | list[str] | None = None,
+            label: str = "label", resume: bool = False, **sections: dict[str, Any]) -> "Results":
+    """Train ``model`` on ``data`` under each strategy and return the comparison: the sweep
+    ``distbench run`` runs, from Python.
+
+    Args:
+        model: a ``keras.Model`` (its architecture and weights become the run's initial
+            weights, saved as ``RUN_DIR/inputs/model.keras``, which every process loads); a
+            factory ``(input_shape, num_classes) -> keras.Model`` importable from a module
+            (or, defined in a notebook, called here when ``data`` are arrays); a ``[model]``
+            form as a string (``"mlp"``, ``"path/model.keras"``, ``"pkg.mod:build"``) or a
+            dict; ``None``: the config's.
+        data: ``(x, y)`` or ``(x, y, x_test, y_test)`` NumPy arrays (saved as
+            ``RUN_DIR/inputs/data.npz``); a pandas DataFrame (feature columns ``features``,
+            default every column but ``label``); a Parquet file or directory (``features``
+            names its feature column(s)); an ``.npz`` path; a dataset name (``"digits"``);
+            ``None``: the config's.
+        strategies, workers, epochs, batch_size, target_accuracy, repeats, timeout: as
+            ``distbench run``'s flags (lists or comma-separated strings).
+        out: the run directory [default: ``runs/<timestamp>``].
+        config: a TOML or JSON config file to start from [default: the embedded default].
+        features, label: the feature and label columns of a DataFrame or Parquet data.
+        resume: continue the run in ``out``.
+        **sections: more config, one dict per section: ``training={"learning_rate": 0.1}``.
+
+    Returns:
+        :class:`Results` of the run directory.
+
+    Raises:
+        ConfigError, DataError: what ``distbench run`` refuses, with its message.
+        Interrupted: Ctrl-C during the sweep (the records so far are kept in ``out``).
+    """
+    from distbench import config as config_mod
+    from distbench.harness.runner import check_run_dir
+
+    t0 = time.time()
+    cfg = config_mod.load(str(config) if config is not None else None)
+    given: dict[str, Any] = {}
+    for arg, value in (("strategies", strategies), ("workers", workers), ("epochs", epochs),
+                       ("batch_size", batch_size), ("target_accuracy", target_accuracy), ("repeats", repeats),
+                       ("timeout", timeout)):
+        if value is not None:
+            given[FLAG_KEYS[arg]] = _listed(arg, value)
+    for section, values in sections.items():
+        if not isinstance(values, dict):
+            raise ConfigError(f"compare({section}=...): expected a dict of [{section}] keys, e.g. "
+                              f"training={{'learning_rate': 0.1}}; got {type(values).__name__}")
+        given.update({f"{section}__{k}": v for k, v in values.items()})
+    run_dir = Path(out) if out is not None else Path(f"runs/{time.strftime('%Y%m%d-%H%M%S')}")
+    given["run__out"] = str(run_dir)
+    cfg = config_mod.override(cfg, **given)
+    check_run_dir(cfg, run_dir, resume)  # a used directory is refused before anything is written into it
+    given.update(_data_keys(data, run_dir, features, label))
+    given.update(_model_keys(model, data, run_dir))
+    cfg = config_mod.override(cfg, **given)
+    run_config(cfg, run_dir, resume, t0=t0)
+    return Results(run_dir)
+
+
+def _listed(arg: str, value: Any) -> Any:
+    """A list-valued keyword given as one value or a comma-separated string, as a list."""
+    if arg not in ("strategies", "workers"):
+        return value
+    items = value.split(",") if isinstance(value, str) else value if isinstance(value, (list, tuple)) else [value]
+    if arg == "strategies":
+        return [str(v).strip() for v in items]
+    try:
+        return [int(v) for v in items]
+    except (TypeError, ValueError):
+        raise ConfigError(f"compare(workers={value!r}): expected a worker count or a list of them, e.g. workers=2 "
+                          "or workers=[1, 2, 4]") from None
+
+
+def _inputs(run_dir: Path) -> Path:
+    d = run_dir / INPUTS_DIR
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def _data_keys(data: Any, run_dir: Path, features: Any, label: str) -> dict[str, Any]:
+    """The ``[data]`` keys for ``data`` (saving arrays and DataFrames as ``inputs/data.npz``)."""
+    import numpy as np
+
+    if data is None:
+        return {}
+    if isinstance(data, (tuple, list)):
+        if len(data) not in (2, 4):
+            raise ConfigError(f"compare(data=...): a tuple of {len(data)} items; expected (x, y) or "
+                              "(x, y, x_test, y_test) NumPy arrays")
+        arrays = dict(zip(("x", "y", "x_test", "y_test"), (np.asarray(a) for a in data)))
+    elif type(data).__name__ == "DataFrame" and hasattr(data, "columns"):
+        if label not in data.columns:
+            raise ConfigError(f"compare(data=DataFrame): no label column {label!r}; its columns are "
+                              f"{', '.join(map(str, data.columns))}: pass label='your_label_column'")
+        cols = [features] if isinstance(features, str) else list(features or [c for c in data.columns if c != label])
+        missing = [c for c in cols if c not in data.columns]
+        if missing:
+            raise ConfigError(f"compare(features=...): no column(s) {missing} in the DataFrame; its columns are "
+                              f"{', '.join(map(str, data.columns))}")
+        arrays = {"x": data[cols].to_numpy(), "y": data[label].to_numpy()}
+    elif isinstance(data, (str, Path)):
+        p = Path(data)
+        if p.suffix == ".npz":
+            return {"data__name": "npz", "data__path": str(p)}
+        if p.suffix == ".parquet" or p.is_dir() or "://" in str(data):
+            if features is None:
+                raise ConfigError(f"compare(data={str(data)!r}): Parquet data need features='column' (one list "
+                                  "column) or features=['a', 'b', ...] (numeric columns)")
+            return {"data__name": "parquet", "data__path": str(data), "data__features_col": features,
+                    "data__label_col": label}
+        return {"data__name": str(data)}
+    else:
+        raise ConfigError(f"compare(data=...): got {type(data).__name__}; expected (x, y) NumPy arrays, a pandas "
+                          "DataFrame, a Parquet or .npz path, or a dataset name such as 'digits'")
+    path = _inputs(run_dir) / "data.npz"
+    np.savez(path, **arrays)
+    return {"data__name": "npz", "data__path": str(path)}
+
+
+def _model_keys(model: Any, data: Any, run_dir: Path) -> dict[str, Any]:
+    """The ``[model]`` keys for ``model`` (saving a model instance as ``inputs/model.keras``)."""
+    if model is None:
+        return {}
+    if isinstance(model, dict):
+        return {f"model__{k}": v for k, v in model.items()}
+    if isinstance(model, (str, Path)):
+        s = str(model)
+        if s.endswith(".keras"):
+            return {"model__path": s}
+        return {"model__factory": s} if ":" in s else {"model__name": s}
+    if hasattr(model, "save") and hasattr(model, "get_weights"):
+        return {"model__path": _save_model(model, run_dir), "model__factory": ""}
+    if callable(model):
+        mod, name = getattr(model, "__module__", None), getattr(model, "__qualname__", "")
+        if mod and mod != "__main__" and "<" not in name:
+            return {"model__factory": f"{mod}:{name}"}
+        if isinstance(data, (tuple, list)) and len(data) in (2, 4):  # a notebook's factory: build the model here
+            import numpy as np
+
+            x, y = np.asarray(data[0]), np.asarray(data[1])
+            classes = int(y.shape[1]) if y.ndim == 2 else int(y.max()) + 1
+            try:
+                built = model(tuple(x.shape[1:]), classes)
+            except Exception as e:
+                raise ConfigError(f"compare(model={name}): the factory raised {type(e).__name__} for input_shape="
+                                  f"{tuple(x.shape[1:])}, num_classes={classes}: {e}") from None
+            return _model_keys(built, None, run_dir)
+        raise ConfigError(f"compare(model={name or model!r}): a factory defined in __main__ (a notebook or script) "
+                          "cannot be imported by the processes that train; pass the model it builds, arrays as data "
+                          "(then it is called here), or move it to a module: model='mymodule:build'")
+    raise ConfigError(f"compare(model=...): got {type(model).__name__}; expected a keras.Model, a factory, a "
+                      "'.keras' path, 'module:function', a model name ('mlp', 'cnn') or a dict of [model] keys")
+
+
+def _save_model(model: Any, run_dir: Path) -> str:
+    """Save a ``keras.Model`` as ``RUN_DIR/inputs/model.keras``; refuse one the training processes cannot load."""
+    def layers(m: Any) -> list[Any]:
+        return [m] + [x for sub in getattr(m, "layers", []) for x in layers(sub)]
+
+    local = sorted({type(layer).__name__ for layer in layers(model) if type(layer).__module__ == "__main__"})
+    if local:
+        raise ConfigError(f"compare(model=...): {', '.join(local)} is defined in __main__ (a notebook or script), "
+                          "so the processes that train cannot import it to load the model; move the class to a "
+                          "module on PYTHONPATH (registered with @keras.saving.register_keras_serializable())")
+    path = _inputs(run_dir) / "model.keras"
+    try:
+        model.save(path)
+    except Exception as e:  # Keras raises ValueError, TypeError or NotImplementedError for what it cannot save
+        raise ConfigError(f"compare(model=...): the model cannot be saved as a .keras file ({type(e).__name__}: "
+                          f"{' '.join(str(e).split())[:300]}); give its custom layers get_config() and "
+                          "@keras.saving.register_keras_serializable(), or pass a factory 'module:function'") from None
+    return str(path)
+
+
+class Results:
+    """A run directory's results, as :func:`compare` returns them (also ``Results("runs/x")``).
+
+    Attributes:
+        run_dir: the run directory.
+    """
+
+    def __init__(self, run_dir: str | Path) -> None:
+        self.run_dir = Path(run_dir)
+
+    @property
+    def raw(self) -> list[dict[str, Any]]:
+        """Every record (dicts, as in ``results.jsonl``)."""
+        from distbench.results.store import read_records
+
+        return read_records(self.run_dir)
+
+    @property
+    def records(self) -> Any:
+        """The records as a pandas DataFrame: one row per configuration and repeat, with the
+        main fields (training seconds, samples/s, accuracy, time to target, status, reason)."""
+        import pandas as pd
+
+        rows = [{"config_id": r.get("config_id"), "strategy": r.get("strategy"), "workers": r.get("workers"),
+                 "repeat": r.get("repeat"), "status": str(r.get("status")),
+                 "final_test_accuracy": r.get("final_test_accuracy"), "time_to_target_s": r.get("time_to_target_s"),
+                 "train_s": (r.get("timings") or {}).get("train_s"), "samples_per_s": r.get("samples_per_s"),
+                 "reason": r.get("reason")} for r in self.raw]
+        return pd.DataFrame(rows)
+
+    def advise(self, target: str | None = None, target_accuracy: float | None = None) -> Any:
+        """The recommendation (:class:`distbench.results.advice.Advice`; ``str()`` of it is
+        ``distbench advise``'s text), optionally for a ``target`` cluster and another accuracy."""
+        from distbench.calibrate import ensure
+        from distbench.results.advice import advise, parse_target
+        from distbench.results.records import retarget
+
+        recs = self.raw if target_accuracy is None else retarget(self.raw, target_accuracy)
+        if target is not None:
+            ensure(self.run_dir)
+        return advise(recs, self.run_dir, parse_target(target) if target is not None else None)
+
+    @property
+    def headline(self) -> str:
+        """The recommendation's first sentence."""
+        return self.advise().headline
+
+    def predict(self, target: str, node_step: float | None = None) -> Any:
+        """Each strategy's predicted epoch time, time to target and rank on ``target`` (the
+        per-strategy model of ``distbench predict --target``), as a pandas DataFrame.
+
+        Raises:
+            ConfigError: a target that cannot be parsed, or what the model misses (naming the command).
+        """
+        import pandas as pd
+
+        from distbench import costmodel
+        from distbench.calibrate import ensure
+        from distbench.results.advice import parse_target
+
+        ensure(self.run_dir)
+        try:
+            preds, _ = costmodel.predict_strategies(self.run_dir, parse_target(target).cluster(node_step))
+        except ValueError as e:
+            raise ConfigError(f"predict: {e}") from None
+        return pd.DataFrame([{"rank": p.rank, "strategy": p.strategy, "workers": p.workers, "epoch_s": p.epoch_s,
+                              "time_to_target_s": p.time_to_target_s, **{f"{k}_s": v for k, v in p.terms_s.items()},
+                              "notes": "; ".join(p.notes), "missing": p.missing} for p in preds])
+
+    @property
+    def report(self) -> dict[str, Path]:
+        """The report files that exist: ``html``, ``md``, ``csv``, ``json`` and the plots (``plots``: a folder)."""
+        names = {"html": "report.html", "md": "report.md", "csv": "summary.csv", "json": "summary.json",
+                 "plots": "plots"}
+        return {k: self.run_dir / v for k, v in names.items() if (self.run_dir / v).exists()}
+
+    def __repr__(self) -> str:
+        return f"Results({str(self.run_dir)!r}): {len(self.raw)} record(s); {self.headline}"
+
+    def _repr_html_(self) -> str:
+        """Jupyter: the headline, the summary table and the plots inline."""
+        import base64
+        import html
+
+        import pandas as pd
+
+        parts = [f"<p><b>{html.escape(self.headline)}</b></p>"]
+        if "csv" in self.report:
+            parts.append(pd.read_csv(self.report["csv"]).to_html(index=False))
+        for png in sorted((self.run_dir / "plots").glob("*.png"))[:4] if "plots" in self.report else []:
+            data = base64.b64encode(png.read_bytes()).decode()
+            parts.append(f'<img alt="{html.escape(png.name)}" src="data:image/png;base64,{data}" width="480"/>')
+        return "\n".join(parts)

@@ -1,0 +1,138 @@
+"""The Python API (api.py): distbench.compare from a script and a notebook, a model instance
+and arrays or a DataFrame, the records read back; bad input raises the CLI's errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from distbench import api
+from distbench.config import ConfigError
+from distbench.data import DataError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _digits():
+    from sklearn.datasets import load_digits
+
+    d = load_digits()
+    return (d.data / 16.0).astype(np.float32), d.target
+
+
+def _model(outputs=10, inputs=64):
+    import keras
+
+    keras.utils.set_random_seed(0)
+    return keras.Sequential([keras.Input((inputs,)), keras.layers.Dense(16, activation="relu"),
+                             keras.layers.Dense(outputs)])
+
+
+@pytest.mark.integration
+def test_compare_a_model_instance_on_arrays(tmp_path):
+    import distbench
+
+    x, y = _digits()
+    model = _model()
+    res = distbench.compare(model, (x, y), strategies="single,horovod", workers=2, epochs=2, repeats=1,
+                            target_accuracy=0.5, out=tmp_path / "run", training={"learning_rate": 0.3})
+    df = res.records
+    assert sorted(df.strategy) == ["horovod", "single"] and set(df.status) == {"ok"}
+    assert (df.final_test_accuracy > 0.5).all()
+    # the instance's weights are the run's initial weights, and the record names the saved file
+    from distbench.workload import load_weights
+
+    saved = load_weights(tmp_path / "run" / "workload" / "initial_weights.npz")
+    assert len(saved) == len(model.get_weights())
+    for w, s in zip(model.get_weights(), saved):
+        np.testing.assert_array_equal(w, s)
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["model"]["path"].endswith("inputs/model.keras")
+    assert res.report["html"].exists() and "<table" in res._repr_html_() and res.headline
+    assert "Recommended" in str(res.advise()) or "advice" in str(res.advise()).lower()
+    # the same run read back later
+    assert len(distbench.Results(tmp_path / "run").raw) == 2
+
+
+def test_compare_errors_are_the_clis(tmp_path):
+    import keras
+
+    x, y = _digits()
+    with pytest.raises(DataError, match="x has 1797 rows but y has 1796"):
+        api.compare(_model(), (x, y[:-1]), strategies="single", out=tmp_path / "a")
+    with pytest.raises(DataError, match="string"):
+        api.compare(_model(), (x, np.array(["a", "b"] * 898 + ["a"])), strategies="single", out=tmp_path / "b")
+    two = keras.Model(inputs=(i := keras.Input((64,))), outputs=[keras.layers.Dense(10)(i), keras.layers.Dense(3)(i)])
+    with pytest.raises(ConfigError, match="output"):
+        api.compare(two, (x, y), strategies="single", out=tmp_path / "c")
+
+    class Local(keras.layers.Layer):  # as a notebook defines it: the training processes cannot import it
+        def call(self, t):
+            return t
+    Local.__module__ = "__main__"
+    local = keras.Sequential([keras.Input((64,)), Local(), keras.layers.Dense(10)])
+    with pytest.raises(ConfigError, match="Local is defined in __main__"):
+        api.compare(local, (x, y), strategies="single", out=tmp_path / "d")
+    with pytest.raises(ConfigError, match="expected .x, y. or .x, y, x_test, y_test."):
+        api.compare(_model(), (x, y, x), out=tmp_path / "e")
+    with pytest.raises(ConfigError, match="workers"):
+        api.compare(_model(), (x, y), workers="two", out=tmp_path / "f")
+
+
+def test_model_and_data_forms(tmp_path):
+    import pandas as pd
+
+    x, y = _digits()
+    df = pd.DataFrame(x[:, :5], columns=list("abcde")).assign(target=y)
+    keys = api._data_keys(df, tmp_path, None, "target")
+    saved = np.load(keys["data__path"])
+    assert keys["data__name"] == "npz" and saved["x"].shape == (1797, 5) and (saved["y"] == y).all()
+    with pytest.raises(ConfigError, match="no label column 'label'; its columns are a, b, c, d, e, target"):
+        api._data_keys(df, tmp_path, None, "label")
+    assert api._data_keys("digits", tmp_path, None, "label") == {"data__name": "digits"}
+    with pytest.raises(ConfigError, match="Parquet data need features="):
+        api._data_keys(tmp_path / "t.parquet", tmp_path, None, "label")
+    assert api._model_keys("mlp", None, tmp_path) == {"model__name": "mlp"}
+    assert api._model_keys("pkg.mod:build", None, tmp_path) == {"model__factory": "pkg.mod:build"}
+    from tests.plugins.models import with_dropout  # an importable factory is passed by name
+
+    assert api._model_keys(with_dropout, None, tmp_path) == {"model__factory": "tests.plugins.models:with_dropout"}
+
+    def build(shape, classes):  # a notebook's factory: called here on the arrays' shape
+        return _model(classes, shape[0])
+    build.__module__ = "__main__"
+    keys = api._model_keys(build, (x, y), tmp_path)
+    assert Path(keys["model__path"]).name == "model.keras"
+    with pytest.raises(ConfigError, match="defined in __main__"):
+        api._model_keys(build, "digits", tmp_path)
+
+
+@pytest.mark.integration
+def test_example_script_and_notebook(tmp_path):
+    """examples/compare.py and examples/compare.ipynb, executed (the notebook with nbclient)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    cp = subprocess.run([sys.executable, str(ROOT / "examples" / "compare.py"), "--out", str(tmp_path / "script"),
+                         "--strategies", "single,horovod", "--epochs", "2"], capture_output=True, text=True,
+                        timeout=600, env=env, cwd=tmp_path)
+    assert cp.returncode == 0, cp.stderr[-3000:]
+    assert "horovod" in cp.stdout and "report:" in cp.stdout
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(ROOT / "examples" / "compare.ipynb", as_version=4)
+    os.environ.update(DISTBENCH_OUT=str(tmp_path / "nb"), EPOCHS="2")
+    try:
+        NotebookClient(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    finally:
+        os.environ.pop("DISTBENCH_OUT")
+        os.environ.pop("EPOCHS")
+    shown = nb.cells[4].outputs[-1]["data"]
+    assert "text/html" in shown and "<table" in shown["text/html"]
+    recs = [json.loads(line) for line in (tmp_path / "nb" / "results.jsonl").read_text().splitlines()]
+    assert sorted(r["strategy"] for r in recs) == ["horovod", "mirrored", "single", "spark_ps:adag"]
+    assert all(r["status"] == "ok" for r in recs), [(r["strategy"], r["reason"]) for r in recs]
