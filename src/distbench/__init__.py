@@ -8,7 +8,7 @@ def __getattr__(name: str) -> object:
     """``distbench.compare`` and ``distbench.Results`` (:mod:`distbench.api`), imported on first use
     so that ``import distbench`` stays light (the CLI and the worker processes import it too)."""
     if name in ("compare", "Results"):
-        from distbench import api
+        import importlib
 
-        return getattr(api, name)
+        return getattr(importlib.import_module("distbench.api"), name)
     raise AttributeError(f"module 'distbench' has no attribute {name!r}")

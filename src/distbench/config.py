@@ -27,12 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal, get_args, get_origin, get_type_hints
 
+from distbench.contracts import ConfigError
 from distbench.scenario import ScenarioConfig, build_scenario, check_scenario
-
-
-class ConfigError(ValueError):
-    """Bad user input (config file, CLI flag, data file): the message says what was
-    received, what was expected, and how to fix it."""
 
 
 def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -9,11 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from distbench.config import ConfigError
-
-
-class DataError(ConfigError):
-    """A data file is missing, corrupt, or holds values outside what was expected."""
+from distbench.contracts import ConfigError, DataError  # noqa: F401 (re-exported: distbench.data.DataError)
 
 
 def check_arrays(x: np.ndarray, y: np.ndarray, num_classes: int, source: str) -> None:

@@ -34,7 +34,7 @@ from distbench.harness.matrix import ConfigPoint, expand, strategy_names
 from distbench.harness.progress import progress_label, result_detail
 from distbench.harness.runner import (artifacts_dir, failure_reason, make_record, ok_record, prepare_run_dir, run_sweep,
                                       time_breakdown)
-from distbench.results.records import Status
+from distbench.contracts import Status
 from distbench.results.store import RESULTS_FILE, read_records, recorded
 from distbench.strategies import registry
 from distbench.strategies.base import LaunchContext

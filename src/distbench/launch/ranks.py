@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from distbench.training.output import TrainingFailed
+from distbench.contracts import TrainingFailed
 from distbench.text import clip
 from distbench.launch import process
 

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any, Sequence
 import jinja2
 
 from distbench.results.notes import engine_starters
-from distbench.results.report import (STARTUP_NOTE, fmt_mean_ci, fmt_spread, fmt_staleness, fmt_ttt,
+from distbench.results.reportdata import (STARTUP_NOTE, fmt_mean_ci, fmt_spread, fmt_staleness, fmt_ttt,
                                       has_scenarios, has_staleness, provenance_lines)
 
 if TYPE_CHECKING:
     from distbench.results.plots import Plot
-    from distbench.results.report import ReportData
+    from distbench.results.reportdata import ReportData
 
 TEMPLATE_DIR = Path(__file__).with_name("templates")
 TEMPLATE = "report.html.j2"

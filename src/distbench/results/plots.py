@@ -21,7 +21,7 @@ from matplotlib.ticker import FuncFormatter
 from distbench.results.stats import ConfigSummary, median_curve
 
 if TYPE_CHECKING:
-    from distbench.results.report import ReportData
+    from distbench.results.reportdata import ReportData
 
 PLOT_DIR = "plots"
 DPI = 100

@@ -7,26 +7,10 @@ shape as an ``ok`` one.
 
 from __future__ import annotations
 
-import enum
 import time
 from typing import Any
 
-
-class Status(str, enum.Enum):
-    """How a configuration ended (a string in JSON: ``"ok"``, ``"failed"``, ...).
-
-    ``ok``: it trained and was evaluated; ``failed``: it crashed, was refused by an engine
-    or its replicas diverged (``reason`` says which); ``timeout``: killed at
-    ``run.timeout_s``; ``unavailable``: it cannot run on this machine (``reason``: why).
-    """
-
-    OK = "ok"
-    FAILED = "failed"
-    TIMEOUT = "timeout"
-    UNAVAILABLE = "unavailable"
-
-    def __str__(self) -> str:
-        return self.value
+from distbench.contracts import Status
 
 
 STATUSES = tuple(s.value for s in Status)

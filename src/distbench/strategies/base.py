@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 
 from distbench.cluster.placement import Placement
 from distbench.config import ExperimentConfig
+from distbench.contracts import StrategyUnavailable  # noqa: F401 (re-exported)
 from distbench.scenario import Scenario
 from distbench.training import TrainOutput
 from distbench.training.loop import threads_per_process
@@ -29,12 +30,6 @@ class Availability:
 
     ok: bool
     reason: str = ""
-
-
-class StrategyUnavailable(RuntimeError):
-    """Raised inside :meth:`Strategy.launch` when a probe there finds the strategy
-    cannot run (e.g. no TPU); the harness records ``status="unavailable"`` with the
-    message as reason."""
 
 
 @dataclass

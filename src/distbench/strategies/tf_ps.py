@@ -43,7 +43,7 @@ from distbench.config import user_errors
 from distbench.launch import commands, process
 from distbench.launch.commands import free_ports, worker_argv
 from distbench.launch.tfconfig import parse_tf_config, tf_config
-from distbench.results.records import Status
+from distbench.contracts import Status
 from distbench.config import ExperimentConfig
 from distbench.strategies.base import Availability, LaunchContext, Strategy, StrategyUnavailable
 from distbench.strategies.registry import register

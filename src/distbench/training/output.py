@@ -23,31 +23,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from distbench.results.records import Status
+from distbench.contracts import Status, TrainingFailed  # noqa: F401 (TrainingFailed: re-exported)
 
 RESULT_FILE = "result.json"
 FINAL_FILE = "final_weights.npz"
 SNAPS_FILE = "snapshots.npz"
-
-
-class TrainingFailed(RuntimeError):
-    """A strategy's training failed; raised by strategies and engines alike.
-
-    Args:
-        message: one line (or more: the first says who failed and how).
-        failed_process: which process failed (``rank 1``, ``worker 0``, ``mpirun``...), or None.
-        details: JSON-able facts kept in the failed record (e.g. the parameter server's
-            accounting at the failure).
-        reason: the one line the record shows (default: the message's first line), when
-            the message goes on with log tails.
-    """
-
-    def __init__(self, message: str, failed_process: str | None = None,
-                 details: dict[str, Any] | None = None, reason: str | None = None) -> None:
-        super().__init__(message)
-        self.failed_process = failed_process
-        self.details = details
-        self.reason = reason if reason is not None else (message.splitlines() or [""])[0]
 
 
 @dataclass
