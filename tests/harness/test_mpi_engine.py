@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import pytest
 
 from distbench import config
-from distbench.harness import shared_engine
+from distbench.harness import engines as shared_engine
 from distbench.harness.matrix import ConfigPoint
 from distbench.harness.mpi_engine import SharedMPIEngine, mpirun_engine_command
 from distbench.results.store import read_records

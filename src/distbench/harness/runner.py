@@ -19,18 +19,17 @@ import functools
 import logging
 import json
 import os
-import re
 import shutil
 import time
-import traceback
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from distbench.text import clip
 from distbench.config import ConfigError, ExperimentConfig, from_dict
 from distbench.harness import progress
+from distbench.harness.child import (  # noqa: F401 (re-exported: the engines' and apps' contract)
+    PHASE_MARKS, artifacts_dir, failure_reason, run_configuration)
 from distbench.harness.evaluate import Evaluator
-from distbench.harness.shared_engine import close_engines, engine_for, stop_unless_reused
+from distbench.harness.engines import close_engines, engine_for, stop_unless_reused
 from distbench.harness.matrix import ConfigPoint, auto_round, expand
 from distbench.results import provenance
 from distbench.results.records import Status, new_record
@@ -39,18 +38,13 @@ from distbench.scenario import Scenario
 from distbench.cluster.placement import CLUSTER_ID_ENV, Placement
 from distbench.launch import commands, process
 from distbench.strategies import registry
-from distbench.strategies.base import LaunchContext, StrategyUnavailable
+from distbench.strategies.base import LaunchContext
 from distbench.training import TrainOutput
-from distbench.training.output import SNAPS_FILE, ChildResult, TrainingFailed, read_child_result, write_child_result
+from distbench.training.output import SNAPS_FILE, ChildResult, read_child_result
 from distbench.workload import CONFIG_FILE, WORKLOAD_DIR, Workload, checked_dataset, remove_dataset_cache
 
 _LOG = logging.getLogger("distbench.harness.runner")
 WORKLOAD_SECTIONS = ("data", "model", "training")
-
-
-def artifacts_dir(run_dir: Path, key: str) -> Path:
-    """Where configuration ``key`` leaves its outputs."""
-    return run_dir / "artifacts" / key
 
 
 def recorded_config(run_dir: Path) -> ExperimentConfig:
@@ -198,10 +192,6 @@ def make_record(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[
                       point.bandwidth, scenario=point.scenario, **{**base, "provenance": prov, **fields})
 
 
-PHASE_MARKS = "phase_marks"
-"""Key of the child's own timestamps in ``TrainOutput.extra`` (moved into ``timings.phases``)."""
-
-
 def phases(out: TrainOutput, spawn_unix: float, total_s: float, eval_s: float) -> dict[str, float]:
     """Where a configuration's wall time went, in seconds, from the child's timestamps.
 
@@ -284,7 +274,7 @@ def _no_timings(total_s: float | None) -> dict[str, float | None]:
 def run_point(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[str, Any],
               evaluator: Callable[[], Evaluator]) -> dict[str, Any]:
     """Run one configuration in a fresh child process, or on the sweep's shared engine
-    (:func:`~distbench.harness.shared_engine.engine_for`), and return its record."""
+    (:func:`~distbench.harness.engines.engine_for`), and return its record."""
     cfg = workload.config
     run_dir = workload.run_dir
     strat = registry.get(point.strategy)
@@ -518,37 +508,6 @@ def run_sweep(cfg: ExperimentConfig, run_dir: Path, resume: bool = False,
     return read_records(run_dir)
 
 
-def failure_reason(e: BaseException) -> str:
-    """One line (about 500 characters, never cut mid-sentence) naming why ``e`` ended a
-    configuration.
-
-    An exception with a ``reason`` attribute (e.g. ``HorovodJobError``, whose message
-    continues with log tails) gives ``ExceptionName: reason``. Otherwise
-    ``ExceptionName: first line``; when the message spans lines (a ``Py4JJavaError`` wraps
-    the JVM's stack trace), the last line naming a JVM or Python exception is added, since
-    the first line only says which call failed (e.g. Spark's
-    ``java.lang.IllegalArgumentException: Executor memory 4 must be at least ...``); a
-    cause line ending with ``:`` is completed by the lines that follow it. The result is
-    :func:`~distbench.text.clip`-ped: the full text stays in the log.
-    """
-    own = getattr(e, "reason", None)
-    if isinstance(own, str) and own.strip():
-        return clip(f"{type(e).__name__}: {' '.join(own.split())}", 500)
-    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
-    head = f"{type(e).__name__}: {lines[0] if lines else ''}"
-    causes = [i for i, ln in enumerate(lines) if i and re.match(r"^:?\s*[\w.$]+(Exception|Error)\b", ln)]
-    if not causes:
-        return clip(head, 500)
-    i = causes[-1]
-    cause = lines[i].lstrip(": ")
-    if cause.endswith(":"):  # "... The first process to do so was:" + the (up to 3) lines it announces
-        for more in lines[i + 1:i + 4]:
-            if more.startswith("---") or re.match(r"^[\w.$]+(Exception|Error)\b", more):
-                break
-            cause += " " + more
-    return clip(f"{head} ({cause})", 500)
-
-
 def child_main(run_dir: Path, key: str, strategy: str, workers: int, window: int | None = None,
                scenario: Scenario | None = None) -> int:
     """Entry of the per-configuration child process (``distbench worker config``).
@@ -570,42 +529,3 @@ def child_main(run_dir: Path, key: str, strategy: str, workers: int, window: int
         return registry.get(strategy).launch(ctx)
 
     return 0 if run_configuration(art, marks, train) else 1
-
-
-def run_configuration(art: Path, marks: dict[str, float], train: Callable[[], TrainOutput],
-                      extra: dict[str, Any] | None = None) -> bool:
-    """Run one configuration's training in this process and leave its result in ``art``
-    (:func:`~distbench.training.output.write_child_result`), as the per-configuration
-    child and the shared engines (:mod:`distbench.harness.shared_engine`) do.
-
-    Args:
-        art: the configuration's artifacts directory (created; the strategy may write there).
-        marks: the phase timestamps so far (``child_start_unix``, ``workload_unix``, which
-            ``train`` may set); ``launch_end_unix`` is added and they go into the output's
-            ``extra`` under :data:`PHASE_MARKS`.
-        train: trains and returns the output.
-        extra: more ``extra`` fields of the output (``{"mpi_engine": "shared"}``).
-
-    Returns:
-        False when it failed: any exception but
-        :class:`~distbench.strategies.base.StrategyUnavailable` (recorded ``unavailable``)
-        is recorded ``failed`` with :func:`failure_reason`, the traceback on stderr.
-    """
-    art.mkdir(parents=True, exist_ok=True)
-    try:
-        out = train()
-        marks["launch_end_unix"] = time.time()
-        out.extra[PHASE_MARKS] = marks
-        out.extra.update(extra or {})
-        write_child_result(art, Status.OK, out)
-        return True
-    except StrategyUnavailable as e:
-        write_child_result(art, Status.UNAVAILABLE, reason=str(e))
-        return True
-    except Exception as e:  # recorded as failed, with the traceback in the log
-        traceback.print_exc()
-        failed = e if isinstance(e, TrainingFailed) else None
-        write_child_result(art, Status.FAILED, reason=failure_reason(e),
-                           failed_process=failed.failed_process if failed else None,
-                           details=failed.details if failed else None)
-        return False

@@ -83,7 +83,7 @@ def engine_main(run_dir: Path, master: str, reply_fd: int) -> int:
     pays for this process's start and the session's).
     """
     from distbench.cluster.placement import Placement
-    from distbench.harness.runner import artifacts_dir, run_configuration
+    from distbench.harness.child import artifacts_dir, run_configuration
     from distbench.ps_async import spark as engine
     from distbench.ps_async.spark_spec import check_planned_slots, parse_master
     from distbench.scenario import Scenario
