@@ -62,7 +62,7 @@ def test_emulated_target_at_a_measured_size_is_the_run_plus_the_link(run_dir):
     h = by_name(preds)["horovod"]
     # compute and framework cost are the run's own at 4 workers on this machine (0.6 s per epoch),
     # plus the ring at 1.25e8 B/s: 2 x 3/4 x 4000 B per step, latency 0 (the emulation shapes the rate only)
-    assert h.epoch_s == pytest.approx(20 * (0.03 + 2 * 3 / 4 * 4000 / 1.25e8))
+    assert h.epoch_s == pytest.approx(20 * (0.03 + 2 * 3 / 4 * 4000 * CM.wire_factor("horovod") / 1.25e8))
     assert h.terms_s["compute"] == pytest.approx(20 * 0.0026 * 2)     # 4 processes of 1 thread on 2 cores
     assert h.epochs_to_target == 2 and h.time_to_target_s == pytest.approx(0.5 + 2 * h.epoch_s)
     assert h.notes == [] and inputs["model_bytes"] == 4000 and inputs["global_batch"] == 64
@@ -70,7 +70,8 @@ def test_emulated_target_at_a_measured_size_is_the_run_plus_the_link(run_dir):
 
 def test_real_target_drops_core_sharing_and_extrapolates_the_framework_cost(run_dir):
     fw2, fw4 = 0.01 - 0.004, (0.03 - 0.0026 * 2) / 2                 # normalised by the sharing they ran with
-    link = 2 * 7 / 8 * 4000 / 1.25e8 + 2 * 7 * 50e-6
+    f = CM.wire_factor("horovod")  # Gloo's time on a link over bytes / rate
+    link = 2 * 7 / 8 * 4000 * f / 1.25e8 + 2 * 7 * 50e-6
     preds, _ = CM.predict_strategies(run_dir, parse_target("8 nodes x 1, 1 Gbit/s").cluster())
     h = by_name(preds)["horovod"]
     # dedicated nodes: a node's 2 threads at batch 8 (the calibration's floor); the 4-worker row
@@ -83,7 +84,7 @@ def test_real_target_drops_core_sharing_and_extrapolates_the_framework_cost(run_
     preds, _ = CM.predict_strategies(run_dir, parse_target("8 nodes x 1, 1 Gbit/s, emulated").cluster())
     h = by_name(preds)["horovod"]
     fw8 = fw4 + (fw4 - fw2) * (8 - 4) / (4 - 2)
-    assert h.epoch_s == pytest.approx(20 * (0.0026 * 4 + fw8 * 4 + 2 * 7 / 8 * 4000 / 1.25e8))
+    assert h.epoch_s == pytest.approx(20 * (0.0026 * 4 + fw8 * 4 + 2 * 7 / 8 * 4000 * f / 1.25e8))
     assert "framework cost extrapolated from 2 and 4 workers" in h.notes
 
 
@@ -91,12 +92,14 @@ def test_parameter_server_windows_and_server_link(run_dir):
     preds, _ = CM.predict_strategies(run_dir, parse_target("4 nodes, 100 Mbit/s").cluster())
     p = by_name(preds)
     m = p["mpi_ps:adag"]
-    own = 10 * (2 * 4000 / 1.25e7 + 2 * 50e-6)                        # 10 windows of 2 steps: commit + pull
+    f = CM.wire_factor("mpi_ps:adag")
+    assert f == CM.WIRE_FACTOR["mpi_ps:"] and CM.wire_factor("nonesuch") == 1.0
+    own = 10 * (2 * 4000 * f / 1.25e7 + 2 * 50e-6)                    # 10 windows of 2 steps: commit + pull
     assert m.epoch_s == pytest.approx(20 * (0.0016 + 0.011) + own)
     assert "framework cost taken as at 2 workers (the only count measured)" in m.notes
     # a 400 KB model would make the server's link (4 workers' exchanges) the bound
     slow, _ = CM.predict_strategies(run_dir, parse_target("4 nodes, 1 Mbit/s").cluster())
-    assert by_name(slow)["mpi_ps:adag"].epoch_s == pytest.approx(10 * 4 * 2 * 4000 / 1.25e5)
+    assert by_name(slow)["mpi_ps:adag"].epoch_s == pytest.approx(10 * 4 * 2 * 4000 * f / 1.25e5)
     # spark_ps never reached 0.9: no time to target, ranked after those that did
     assert p["spark_ps:adag"].time_to_target_s is None and p["spark_ps:adag"].rank == len(preds)
     assert [q.rank for q in preds] == list(range(1, len(preds) + 1))

@@ -18,7 +18,8 @@ What is **measured** (in the run directory):
   warm-up (its time over a steady epoch).
 
 What is **assumed**: the link (the target's rate and latency, which cannot be measured
-from one host); that a target node computes like this machine unless a step time
+from one host), and how much longer than bytes / rate each transport's exchange takes on it
+(:data:`WIRE_FACTOR`, measured once on an emulated link of this machine); that a target node computes like this machine unless a step time
 measured on one is given; that the framework cost at a worker count beyond the run's
 follows the straight line through the two largest measured ones (said in the output).
 
@@ -67,6 +68,17 @@ from distbench.results.store import read_records
 RING = ("multi_worker_mirrored", "horovod", "horovod_mpi")
 PS_FAMILIES = ("spark_ps:", "mpi_ps:")
 SYNC_PS = ("easgd", "averaging")
+
+WIRE_FACTOR = {"horovod": 1.09, "multi_worker_mirrored": 1.12, "horovod_mpi": 1.62, "tf_ps": 1.01,
+               "spark_ps:": 1.00, "mpi_ps:": 0.86}
+"""How much longer a transport's exchange takes on a shaped link than its bytes / rate:
+TCP/IP headers and acknowledgements, and the collective's algorithm and phases (Open MPI's
+allreduce of a 4.5 MB buffer between 2 ranks is not a bandwidth-optimal ring: 1.62; the
+MPI parameter server overlaps part of one worker's pull with the next worker's commit:
+0.86 of its one-at-a-time round). Measured once on this machine's emulated 100 Mbit/s link
+(``benchmarks/predict_validation.py``, calibration cell ``large 2x100mbit``: the measured
+epoch minus the one-host run's, over the link term) and checked on the other cells; a
+property of the transport, not of the model, and assumed for a target."""
 
 VALIDATED = "not validated yet"
 """The error band :mod:`benchmarks.predict_validation` measured (printed with every prediction)."""
@@ -202,7 +214,8 @@ def _framework(rows: dict[int, float], n: int) -> tuple[float, str]:
 def _link(name: str, c: Cluster, model_bytes: float, steps: int, window: int | None) -> tuple[float, float]:
     """(per-step link seconds added to every step, link seconds of the whole epoch that
     bound it from below) for ``name`` on ``c``; see the module docstring."""
-    n, R, L, M = c.workers, c.bandwidth_Bps, c.latency_s, model_bytes
+    n, R, L = c.workers, c.bandwidth_Bps, c.latency_s
+    M = model_bytes * wire_factor(name)
     if c.nodes <= 1:
         return 0.0, 0.0
     if name in RING:
@@ -217,6 +230,12 @@ def _link(name: str, c: Cluster, model_bytes: float, steps: int, window: int | N
         return x * (n * 2 * M / R + 2 * L) / steps, 0.0
     serial = name.startswith("mpi_ps:")
     return x * (c.per_node * 2 * M / R + 2 * L) / steps, (x * n * 2 * M / R if server_shaped or serial else 0.0)
+
+
+def wire_factor(name: str) -> float:
+    """:data:`WIRE_FACTOR` of strategy ``name`` (by name, or by its family's prefix; 1 if unknown)."""
+    return WIRE_FACTOR.get(name) or next((f for k, f in WIRE_FACTOR.items() if name.startswith(k) and
+                                          k.endswith(":")), 1.0)
 
 
 def predict_strategies(run_dir: str | Path, c: Cluster, target_accuracy: float | None = None
@@ -258,7 +277,9 @@ def predict_strategies(run_dir: str | Path, c: Cluster, target_accuracy: float |
         [{**r, "target_accuracy": target} for r in recs], steps)
     single = rows[("single", 1)]
     speed = (c.node_step_s / single.step_s) if c.node_step_s else 1.0
-    assumed = [f"links of {c.bandwidth_Bps * 8 / 1e9:g} Gbit/s and {c.latency_s * 1e6:g} us per message"]
+    assumed = [f"links of {c.bandwidth_Bps * 8 / 1e9:g} Gbit/s and {c.latency_s * 1e6:g} us per message",
+               "each transport's time on a link over bytes / rate as measured on an emulated 100 Mbit/s link "
+               "(docs/predict.md)"]
     if c.emulated:
         assumed.append("the hosts are this machine's emulated hosts (shared cores, servers on the unshaped bridge)")
     elif c.node_step_s:
