@@ -19,8 +19,9 @@ What is **measured** (in the run directory):
 
 What is **assumed**: the link (the target's rate and latency, which cannot be measured
 from one host), and how much longer than bytes / rate each transport's exchange takes on it
-(:data:`WIRE_FACTOR`, measured once on an emulated link of this machine); that a target node computes like this machine unless a step time
-measured on one is given; that the framework cost at a worker count beyond the run's
+(:data:`WIRE_FACTOR`, measured once on an emulated link of this machine); that a target
+node computes like this machine unless a step time measured on one is given; that the
+framework cost at a worker count beyond the run's
 follows the straight line through the two largest measured ones (said in the output).
 
 The model, per strategy ``S`` at ``N = nodes x per_node`` workers, per-worker batch

@@ -612,14 +612,21 @@ def _target_sentences(target: Target, run_dir: str | None, records: list[dict[st
                    f"{best.epoch_s:.3g} s per epoch){nxt}.")
     else:
         out.append(f"No strategy reached {acc:g} in this run, so none is predicted to reach it there; by epoch time:")
+    multi = [p for p in ranked if p.strategy != "single"]
+    notes: dict[str, list[str]] = {}  # a note shared by several strategies is said once, naming them
+    for p in multi:
+        for n in p.notes:
+            notes.setdefault(n, []).append(p.strategy)
+    shared = [(n, who) for n, who in notes.items() if len(who) > 1]
     out.append("Predicted: " + "; ".join(
         f"{p.rank}. {p.strategy} " + (f"{p.time_to_target_s:.3g} s to {acc:g}, " if p.time_to_target_s else "")
-        + f"{p.epoch_s:.3g} s/epoch (link {p.terms_s['link']:.3g} s)" + (f" [{'; '.join(p.notes)}]" if p.notes else "")
-        for p in ranked) + ".")
+        + f"{p.epoch_s:.3g} s/epoch (link {p.terms_s['link']:.3g} s)"
+        + "".join(f" [{n}]" for n in p.notes if len(notes[n]) == 1) for p in ranked) + "."
+        + "".join(f" {n[0].upper() + n[1:]} ({'every distributed strategy' if len(who) == len(multi) else ', '.join(who)})."  # noqa: E501
+                  for n, who in shared))
     out += [f"No prediction for {p.strategy}: {p.missing}." for p in preds if p.missing]
     out.append(f"Measured in this run: {'; '.join(inputs['measured'])}. Assumed: {'; '.join(inputs['assumed'])}. "
                f"Error band: {inputs['validated']} (benchmarks/predict_validation.py).")
-    multi = [p for p in ranked if p.strategy != "single" and p.epoch_s]
     share = {p.strategy: p.terms_s["link"] / p.epoch_s for p in multi}
     if share and max(share.values()) < NETWORK_MATTERS:
         simplest = min(share, key=lambda n: next((i for i, p in enumerate(RUN_COST_ORDER) if n.startswith(p)),
