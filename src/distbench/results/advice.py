@@ -622,8 +622,7 @@ def _target_sentences(target: Target, run_dir: str | None, records: list[dict[st
         f"{p.rank}. {p.strategy} " + (f"{p.time_to_target_s:.3g} s to {acc:g}, " if p.time_to_target_s else "")
         + f"{p.epoch_s:.3g} s/epoch (link {p.terms_s['link']:.3g} s)"
         + "".join(f" [{n}]" for n in p.notes if len(notes[n]) == 1) for p in ranked) + "."
-        + "".join(f" {n[0].upper() + n[1:]} ({'every distributed strategy' if len(who) == len(multi) else ', '.join(who)})."  # noqa: E501
-                  for n, who in shared))
+        + "".join(f" {n[0].upper() + n[1:]} ({_who(who, multi)})." for n, who in shared))
     out += [f"No prediction for {p.strategy}: {p.missing}." for p in preds if p.missing]
     out.append(f"Measured in this run: {'; '.join(inputs['measured'])}. Assumed: {'; '.join(inputs['assumed'])}. "
                f"Error band: {inputs['validated']} (benchmarks/predict_validation.py).")
@@ -652,6 +651,11 @@ def _add_target(adv: Advice, target: Target, rd: str | None, records: list[dict[
     adv.target_recommended = leaders[0] if leaders else None
     if leaders and rd and not adv.next_command:
         adv.next_command = _emulated_next(target, rd, leaders[:3])
+
+
+def _who(names: list[str], multi: Sequence[Any]) -> str:
+    """The strategies a shared note is about: "every distributed strategy" or their names."""
+    return "every distributed strategy" if len(names) == len(multi) else ", ".join(names)
 
 
 def _emulated_next(target: Target, run_dir: str, names: Sequence[str]) -> str | None:
