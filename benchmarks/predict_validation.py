@@ -51,6 +51,8 @@ STRATEGIES = ["multi_worker_mirrored", "horovod", "horovod_mpi", "tf_ps", "spark
               "mpi_ps:easgd"]
 CELLS = ["2x100mbit", "2x1gbit", "2x10gbit", "3x1gbit", "4x100mbit", "4x1gbit"]
 QUICK_STRATEGIES = ["horovod", "mpi_ps:adag"]
+CALIBRATION_CELL = ("large", "2x100mbit")
+"""The cell distbench.costmodel.WIRE_FACTOR was measured on: shown, left out of the summary figures."""
 CONFIG = """\
 [data]
 name = "digits"
@@ -198,7 +200,9 @@ def table(args: argparse.Namespace, root: Path, dirs: dict[str, dict[str, Path]]
              "calibration only. Measured: the same sweep on an emulated cluster of H hosts (one worker each, "
              "`tc tbf` at RATE). Epoch: steady seconds per epoch (median over repeats); to target: seconds to "
              f"test accuracy {args.target}; ratio = predicted / measured. The term column names the predicted "
-             "epoch's largest part (compute, framework, link) where a ratio misses by more than 25%.", "",
+             "epoch's largest part (compute, framework, link) where a ratio misses by more than 25%. The cell "
+             f"{' '.join(CALIBRATION_CELL)} is where each transport's link factor (costmodel.WIRE_FACTOR) was "
+             "measured: shown, left out of the summary figures below.", "",
              "| model | cell | strategy | measured s/epoch [range] | predicted | ratio | measured to target | "
              "predicted | ratio | largest term |", "|---|---|---|---|---|---|---|---|---|---|"]
     eratios: list[float] = []
@@ -213,35 +217,39 @@ def table(args: argparse.Namespace, root: Path, dirs: dict[str, dict[str, Path]]
                 continue
             pred = predicted(runs["onehost"], cell, root / f"{model}-{cell}-predict.log")
             meas = measured(run)
+            calib = (model, cell) == CALIBRATION_CELL
+            where = f"{model} | {cell}{' (calibration)' if calib else ''}"
             for name in sorted(meas):
                 p, m = pred.get(name), meas[name]
                 if not p or not m["epoch_s"] or p.get("epoch_s") is None:
-                    lines.append(f"| {model} | {cell} | `{name}` | {C.spread(m['epoch_s'])} | - | - | - | - | - | "
+                    lines.append(f"| {where} | `{name}` | {C.spread(m['epoch_s'])} | - | - | - | - | - | "
                                  f"{(p or {}).get('missing', 'no prediction')} |")
                     continue
                 me = statistics.median(m["epoch_s"])
                 er = p["epoch_s"] / me
-                eratios.append(er)
                 mt = statistics.median(m["ttt_s"]) if m["ttt_s"] else None
                 pt = p.get("time_to_target_s")
                 tr = pt / mt if (pt and mt) else None
-                if tr:
-                    tratios.append(tr)
+                if not calib:
+                    eratios.append(er)
+                    if tr:
+                        tratios.append(tr)
                 terms = p.get("terms_s") or {}
                 big = max(terms, key=terms.get) if terms else "-"
                 miss = abs(er - 1) > 0.25 or (tr is not None and abs(tr - 1) > 0.25)
-                lines.append(f"| {model} | {cell} | `{name}` | {C.spread(m['epoch_s'])} | {p['epoch_s']:.2f} | "
+                lines.append(f"| {where} | `{name}` | {C.spread(m['epoch_s'])} | {p['epoch_s']:.2f} | "
                              f"{er:.2f} | {f'{mt:.2f}' if mt else '-'} | {f'{pt:.2f}' if pt else '-'} | "
                              f"{f'{tr:.2f}' if tr else '-'} | {big if miss else ''} |")
             leader = lead_agreement(pred, meas)
-            if leader is not None:
+            if leader is not None and (model, cell) != CALIBRATION_CELL:
                 leads.append(leader)
                 if not leader[0]:
                     wrong_leads.append(f"{model} {cell}: predicted {leader[1]}, measured {leader[2]}")
             a, t, w = pair_agreement({n: p["epoch_s"] for n, p in pred.items() if p.get("epoch_s")},
                                      {n: m["epoch_s"] for n, m in meas.items()})
-            agree, total = agree + a, total + t
-            wrongs += [f"{model} {cell}: {x}" for x in w]
+            if (model, cell) != CALIBRATION_CELL:
+                agree, total = agree + a, total + t
+                wrongs += [f"{model} {cell}: {x}" for x in w]
 
     def dev(rs: list[float]) -> str:
         if not rs:
