@@ -161,3 +161,17 @@ def test_run_emulate_flag_sets_the_emulated_cluster():
     assert t.emulated and t.latency_s == 0 and t.workers == 3
     assert parse_target("3 nodes x 1, 1gbit, emulated, 20 us").latency_s == pytest.approx(20e-6)
     assert not parse_target("3 nodes, 1gbit").emulated
+
+
+def test_cli_predict_against_a_cluster_run(run_dir):
+    # the run itself stands in for a cluster run here: its 2-worker rows next to the prediction at 2 workers
+    res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "2 nodes x 1, 1gbit, emulated",
+                                    "--against", str(run_dir), "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    assert doc["measured"]["horovod"]["epoch_s"] == [pytest.approx(0.2)]
+    rows = CM.against_rows([CM.StrategyPrediction("horovod", 2, epoch_s=0.25, time_to_target_s=1.0)],
+                           doc["measured"])
+    assert rows == [["horovod", "0.25 s", "0.2 s", "1.25", "1 s", "0.9 s", "1.11"]]
+    res = CliRunner().invoke(main, ["predict", str(run_dir), "--against", str(run_dir)])
+    assert res.exit_code == 2 and "--against need --target" in res.output

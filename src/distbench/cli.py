@@ -602,6 +602,9 @@ def calibrate(run_dir: str) -> None:
 @click.option("--target", help='Instead: predict each strategy the run measured on this cluster, e.g. "4 nodes x 2, '
                                '10 Gbit/s", "4x8 GPUs @ 25 Gbit/s", "3 nodes x 1, 1gbit, emulated" (per-strategy '
                                "model calibrated from the run; the first-order options do not apply).")
+@click.option("--against", "against", type=click.Path(file_okay=False), default=None,
+              help="With --target: a run made on that cluster (real or emulated): its measured epoch times and times "
+                   "to target next to the prediction.")
 @click.option("--node-step", type=float, default=None,
               help="With --target: seconds of single's step at the run's global batch measured on one target node "
                    "[default: a node computes like this machine].")
@@ -610,7 +613,7 @@ def calibrate(run_dir: str) -> None:
                           "are used).")
 def predict(run_dir: str, bandwidth: float | None, latency: float | None, window: int | None,
             per_worker_batch: int | None, samples: int | None, max_workers: int, plot_path: str | None,
-            as_json: bool, target: str | None, node_step: float | None) -> None:
+            as_json: bool, target: str | None, against: str | None, node_step: float | None) -> None:
     """Predict seconds per epoch for ring-allreduce and single-parameter-server training on N = 1, 2,
     4, ... workers (per-worker batch fixed) from a run's step time and model size; print a table and
     write a plot (distbench/predict.py). With --target: each strategy's epoch time, time to target and
@@ -618,11 +621,10 @@ def predict(run_dir: str, bandwidth: float | None, latency: float | None, window
     import textwrap
 
     print_warnings()  # a bare --latency 50 (seconds): said once the command line parsed
-    if target is not None or node_step is not None:
-        first_order = {"--bandwidth": bandwidth, "--latency": latency, "--window": window, "--samples": samples,
-                       "--per-worker-batch": per_worker_batch, "--plot": plot_path}
-        _predict_target(run_dir, target, node_step, as_json, [f for f, v in first_order.items() if v is not None])
-        return
+    if target is not None or node_step is not None or against is not None:
+        return _predict_target(run_dir, target, node_step, as_json, against, {
+            "--bandwidth": bandwidth, "--latency": latency, "--window": window, "--samples": samples,
+            "--per-worker-batch": per_worker_batch, "--plot": plot_path})
 
     from distbench import predict as model
     from distbench.results.terminal import output_width
@@ -691,19 +693,21 @@ def predict(run_dir: str, bandwidth: float | None, latency: float | None, window
 
 
 def _predict_target(run_dir: str, target_text: str | None, node_step: float | None, as_json: bool,
-                    first_order: list[str]) -> None:
+                    against: str | None, first_order_flags: dict[str, Any]) -> None:
     """``distbench predict RUN_DIR --target TEXT``: the per-strategy table (or JSON).
 
     Raises:
-        ConfigError: ``--node-step`` without ``--target``, or with the first-order table's
-            options (``first_order``: the flags given); a bad target or step; what the model misses.
+        ConfigError: ``--node-step`` or ``--against`` without ``--target``, or with the first-order
+            table's options (``first_order_flags``: each flag's value); a bad target or step; what
+            the model misses.
     """
     from distbench import costmodel
     from distbench.calibrate import ensure as ensure_calibration
     from distbench.results.advice import parse_target
 
+    first_order = [f for f, v in first_order_flags.items() if v is not None]
     if target_text is None:
-        raise ConfigError("predict: --node-step needs --target (the cluster whose node it measured)")
+        raise ConfigError("predict: --node-step and --against need --target (the cluster they are about)")
     if first_order:
         raise ConfigError(f"predict: {' and '.join(first_order)} belongs to the first-order table: give --target "
                           "(per-strategy model, the link in its text) or the first-order options, not both")
@@ -717,11 +721,15 @@ def _predict_target(run_dir: str, target_text: str | None, node_step: float | No
         preds, inputs = costmodel.predict_strategies(run_dir, tgt.cluster(node_step))
     except ValueError as e:
         raise ConfigError(f"predict: {e}") from None
+    if against is not None:
+        _require_results(against)
+    measured = costmodel.measured_on(against, tgt.workers) if against is not None else None
     if as_json:
         click.echo(json.dumps({"target": {"text": tgt.text, "nodes": tgt.nodes, "per_node": tgt.per_node,
                                           "bandwidth_Bps": tgt.bandwidth_Bps, "latency_s": tgt.latency_s,
                                           "emulated": tgt.emulated, "inputs": inputs,
-                                          "strategies": [p.__dict__ for p in preds]}}, indent=2))
+                                          "strategies": [p.__dict__ for p in preds]},
+                               **({"measured": measured} if measured is not None else {})}, indent=2))
         return
     from rich.console import Console
     from rich.markup import escape
@@ -732,6 +740,13 @@ def _predict_target(run_dir: str, target_text: str | None, node_step: float | No
     console.print(escape(costmodel.describe(tgt.text, tgt.cluster(node_step), inputs)))
     print_fitted(costmodel.TABLE_HEADERS, costmodel.table_rows(preds, inputs["target_accuracy"]), console,
                  left=("strategy", "notes"), block_head=2, drop=("compute", "framework", "link"))
+    if measured is not None:
+        rows = costmodel.against_rows(preds, measured)
+        console.print(escape(f"measured in {against} at {tgt.workers} workers (median [min-max] over repeats; "
+                             "ratio = predicted / measured):" if rows else
+                             f"{against} has no ok row at {tgt.workers} workers of a predicted strategy"))
+        if rows:
+            print_fitted(costmodel.AGAINST_HEADERS, rows, console, left=("strategy",), block_head=1)
 
 
 class _WorkerGroup(click.Group):

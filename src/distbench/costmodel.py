@@ -393,3 +393,47 @@ def describe(text: str, c: Cluster, inputs: dict[str, Any]) -> str:
             f"Measured in the run: {'; '.join(inputs['measured'])}.\n"
             f"Assumed: {'; '.join(inputs['assumed'])}.\n"
             f"Error band (benchmarks/predict_validation.py): {inputs['validated']}.")
+
+
+def measured_on(run_dir: str | Path, workers: int) -> dict[str, dict[str, list[float]]]:
+    """A run on a (real or emulated) cluster: per strategy at ``workers`` workers, the steady
+    seconds per epoch and the times to target of its ok records without a slowed worker."""
+    from distbench.results.records import straggler_text
+
+    out: dict[str, dict[str, list[float]]] = {}
+    for r in read_records(run_dir):
+        if (r.get("status") != "ok" or int(r.get("workers") or 0) != workers
+                or straggler_text(r.get("scenario")) not in ("", "1x")):
+            continue
+        m = out.setdefault(r["strategy"], {"epoch_s": [], "ttt_s": []})
+        if epoch_s(r):
+            m["epoch_s"].append(float(epoch_s(r) or 0.0))
+        if r.get("time_to_target_s") is not None:
+            m["ttt_s"].append(float(r["time_to_target_s"]))
+    return out
+
+
+AGAINST_HEADERS = ("strategy", "predicted s/epoch", "measured s/epoch", "ratio", "predicted to target",
+                   "measured to target", "ratio ")
+
+
+def against_rows(preds: Sequence[StrategyPrediction], measured: dict[str, dict[str, list[float]]]) -> list[list[str]]:
+    """Rows matching :data:`AGAINST_HEADERS`: each predicted strategy the cluster run measured,
+    predicted next to measured (median [min-max] over its repeats), ratio = predicted / measured."""
+    def cell(vals: list[float]) -> str:
+        if not vals:
+            return "-"
+        rng = f" [{min(vals):.3g}-{max(vals):.3g}]" if len(vals) > 1 else ""
+        return f"{statistics.median(vals):.3g} s{rng}"
+
+    rows = []
+    for p in preds:
+        m = measured.get(p.strategy)
+        if not m or p.epoch_s is None:
+            continue
+        me = statistics.median(m["epoch_s"]) if m["epoch_s"] else None
+        mt = statistics.median(m["ttt_s"]) if m["ttt_s"] else None
+        rows.append([p.strategy, _s(p.epoch_s), cell(m["epoch_s"]), f"{p.epoch_s / me:.2f}" if me else "-",
+                     _s(p.time_to_target_s), cell(m["ttt_s"]),
+                     f"{p.time_to_target_s / mt:.2f}" if (mt and p.time_to_target_s) else "-"])
+    return rows
