@@ -133,9 +133,13 @@ def collect(args: argparse.Namespace, root: Path) -> dict[str, dict[str, Path]]:
 
 def predicted(one: Path, cell: str, log: Path) -> dict[str, dict[str, Any]]:
     """``distbench predict ONE --target CELL --json``: the per-strategy predictions by name."""
-    proc = C.run_distbench(["predict", str(one), "--target", target_text(cell), "--json"], log, timeout_s=600)
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-m", "distbench", "predict", str(one), "--target", target_text(cell),
+                           "--json"], capture_output=True, text=True, timeout=600, env=C.child_env(), cwd=C.ROOT)
+    log.write_text(proc.stderr)
     if proc.returncode != 0:
-        raise RuntimeError(f"distbench predict {one} --target {target_text(cell)!r} failed; see {log}")
+        raise RuntimeError(f"distbench predict {one} --target {target_text(cell)!r} failed: {proc.stderr[-500:]}")
     doc = json.loads(proc.stdout)
     return {p["strategy"]: p for p in doc["target"]["strategies"]}
 
