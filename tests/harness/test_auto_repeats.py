@@ -135,7 +135,7 @@ def test_a_resumed_auto_run_continues_its_rounds(tmp_path):
 
 
 def test_the_progress_lines_count_and_name_the_extra_rounds(tmp_path, capsys):
-    from distbench.cli import _run_with_progress
+    from distbench.api import run_with_progress as _run_with_progress
 
     cfg = _cfg(run__strategies=["single", "mirrored"])
     workload = prepare_run_dir(cfg, tmp_path / "r", resume=False)

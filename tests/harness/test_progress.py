@@ -49,7 +49,7 @@ def test_progress_lines_name_configurations_as_the_table_does(tmp_path, capsys):
     """The finished-configuration lines use the label of the table and headline
     (``spark_ps:adag (2 workers)``), not a mix of the config id and the strategy name."""
     from distbench import config
-    from distbench.cli import _run_with_progress
+    from distbench.api import run_with_progress as _run_with_progress
     from distbench.harness.matrix import expand
     from distbench.results.records import new_record
     from distbench.scenario import Scenario
@@ -76,7 +76,7 @@ def test_progress_lines_name_configurations_as_the_table_does(tmp_path, capsys):
 
 def test_a_long_reason_is_cut_to_the_width_in_the_progress_line(tmp_path, capsys, monkeypatch):
     from distbench import config
-    from distbench.cli import _run_with_progress
+    from distbench.api import run_with_progress as _run_with_progress
     from distbench.harness.matrix import expand
     from distbench.results.records import new_record
 

@@ -78,16 +78,16 @@ def test_ctrl_c_while_the_report_is_written_says_how_to_write_it_again(tmp_path,
     # the user test: Ctrl-C after the last configuration left no report.md and no hint
     from click.testing import CliRunner
 
-    from distbench import cli
+    from distbench import api, cli
     from distbench.results.records import new_record
 
     recs = [new_record("r", "single", 1, 0, "ok")]
-    monkeypatch.setattr(cli, "_run_with_progress", lambda *a, **k: recs)
+    monkeypatch.setattr(api, "run_with_progress", lambda *a, **k: recs)
 
     def interrupted(*a, **k):  # Ctrl-C while the report is written
         cli._interrupt(signal.SIGINT, None)
 
-    monkeypatch.setattr(cli, "_print_report", interrupted)
+    monkeypatch.setattr(api, "print_report", interrupted)
     out = tmp_path / "run"
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
