@@ -80,6 +80,8 @@ def test_compare_errors_are_the_clis(tmp_path):
         api.compare(local, (x, y), strategies="single", out=tmp_path / "d")
     with pytest.raises(ConfigError, match="expected .x, y. or .x, y, x_test, y_test."):
         api.compare(_model(), (x, y, x), out=tmp_path / "e")
+    with pytest.raises(ConfigError, match=r"compare\(trainig=...\): no such config section; did you mean training\?"):
+        api.compare(_model(), (x, y), trainig={"epochs": 2}, out=tmp_path / "g")
     with pytest.raises(ConfigError, match="workers"):
         api.compare(_model(), (x, y), workers="two", out=tmp_path / "f")
 

@@ -344,7 +344,16 @@ def compare(model: Any = None, data: Any = None, *, strategies: str | list[str] 
                        ("timeout", timeout)):
         if value is not None:
             given[FLAG_KEYS[arg]] = _listed(arg, value)
+    known = cfg.to_dict()
     for section, values in sections.items():
+        if section not in known:
+            import difflib
+
+            near = difflib.get_close_matches(section, list(known), n=1)
+            raise ConfigError(f"compare({section}=...): no such config section"
+                              + (f"; did you mean {near[0]}?" if near else "")
+                              + f" Sections: {', '.join(known)}; keyword arguments: {', '.join(FLAG_KEYS)}, out, "
+                              "config, features, label, resume")
         if not isinstance(values, dict):
             raise ConfigError(f"compare({section}=...): expected a dict of [{section}] keys, e.g. "
                               f"training={{'learning_rate': 0.1}}; got {type(values).__name__}")
