@@ -138,3 +138,29 @@ def test_example_script_and_notebook(tmp_path):
     recs = [json.loads(line) for line in (tmp_path / "nb" / "results.jsonl").read_text().splitlines()]
     assert sorted(r["strategy"] for r in recs) == ["horovod", "mirrored", "single", "spark_ps:adag"]
     assert all(r["status"] == "ok" for r in recs), [(r["strategy"], r["reason"]) for r in recs]
+
+
+def test_user_test_findings(tmp_path):
+    import pandas as pd
+
+    x, y = _digits()
+    df = pd.DataFrame(x[:, :5], columns=list("abcde")).assign(label=y)
+    with pytest.raises(ConfigError, match="the label column 'label' is also a feature"):
+        api._data_keys(df, tmp_path, list(df.columns), "label")
+    with pytest.raises(DataError, match="labels in column 'label' are object, not class indices"):
+        api._data_keys(df.assign(label=["cat"] * len(df)), tmp_path, None, "label")
+    with pytest.raises(DataError, match=r"feature column\(s\) \['e'\] are not numeric"):
+        api._data_keys(df.assign(e="x"), tmp_path, None, "label")
+    with pytest.raises(ConfigError, match="no such directory"):
+        api.Results(tmp_path / "nonexist")
+    (tmp_path / "afile").write_text("")
+    with pytest.raises(ConfigError, match="that is a file, not a directory"):
+        api.compare(_model(), (x, y), out=tmp_path / "afile")
+    with pytest.raises(ConfigError, match="holds no run to continue"):
+        api.compare(_model(), (x, y), out=tmp_path / "new", resume=True)
+    # a refused call leaves nothing behind
+    with pytest.raises(DataError):
+        api.compare(_model(), (x, y[:-1]), strategies="single", out=tmp_path / "bad")
+    assert not (tmp_path / "bad").exists()
+    with pytest.raises(ConfigError, match="target=5: expected the cluster as text"):
+        api._check_target(5)

@@ -27,6 +27,7 @@ from typing import Any, Callable
 import click
 
 from distbench.config import ConfigError, ExperimentConfig
+from distbench.contracts import DataError
 
 
 class Interrupted(Exception):
@@ -336,8 +337,18 @@ def compare(model: Any = None, data: Any = None, *, strategies: str | list[str] 
     from distbench import config as config_mod
     from distbench.harness.runner import check_run_dir
 
+    from distbench.harness.runner import recorded_config
+
     t0 = time.time()
-    cfg = config_mod.load(str(config) if config is not None else None)
+    run_dir = Path(out) if out is not None else Path(f"runs/{time.strftime('%Y%m%d-%H%M%S')}")
+    if run_dir.exists() and not run_dir.is_dir():
+        raise ConfigError(f"compare(out={str(run_dir)!r}): that is a file, not a directory; give a new directory")
+    if resume and config is None and not (run_dir / "config.json").exists():
+        raise ConfigError(f"compare(resume=True): {str(run_dir)!r} holds no run to continue; leave resume out to "
+                          "start one there")
+    # resuming starts from the run's recorded config, as distbench run --resume does
+    cfg = recorded_config(run_dir) if resume and config is None else config_mod.load(
+        str(config) if config is not None else None)
     given: dict[str, Any] = {}
     for arg, value in (("strategies", strategies), ("workers", workers), ("epochs", epochs),
                        ("batch_size", batch_size), ("target_accuracy", target_accuracy), ("repeats", repeats),
@@ -358,14 +369,22 @@ def compare(model: Any = None, data: Any = None, *, strategies: str | list[str] 
             raise ConfigError(f"compare({section}=...): expected a dict of [{section}] keys, e.g. "
                               f"training={{'learning_rate': 0.1}}; got {type(values).__name__}")
         given.update({f"{section}__{k}": v for k, v in values.items()})
-    run_dir = Path(out) if out is not None else Path(f"runs/{time.strftime('%Y%m%d-%H%M%S')}")
     given["run__out"] = str(run_dir)
     cfg = config_mod.override(cfg, **given)
-    check_run_dir(cfg, run_dir, resume)  # a used directory is refused before anything is written into it
-    given.update(_data_keys(data, run_dir, features, label))
-    given.update(_model_keys(model, data, run_dir))
-    cfg = config_mod.override(cfg, **given)
-    run_config(cfg, run_dir, resume, t0=t0)
+    if not resume:
+        check_run_dir(cfg, run_dir, resume)  # a used directory is refused before anything is written into it
+    made = not run_dir.exists()
+    try:
+        given.update(_data_keys(data, run_dir, features, label))
+        given.update(_model_keys(model, data, run_dir))
+        cfg = config_mod.override(cfg, **given)
+        run_config(cfg, run_dir, resume, t0=t0)
+    except ConfigError:
+        if made and not (run_dir / "results.jsonl").exists():  # refused: nothing of it is left behind
+            import shutil
+
+            shutil.rmtree(run_dir, ignore_errors=True)
+        raise
     return Results(run_dir)
 
 
@@ -409,6 +428,17 @@ def _data_keys(data: Any, run_dir: Path, features: Any, label: str) -> dict[str,
         if missing:
             raise ConfigError(f"compare(features=...): no column(s) {missing} in the DataFrame; its columns are "
                               f"{', '.join(map(str, data.columns))}")
+        if label in cols:
+            raise ConfigError(f"compare(features=...): the label column {label!r} is also a feature: the model would "
+                              "read the answer (test accuracy 1.0 by construction); leave it out of features")
+        bad = [c for c in cols if data[c].dtype.kind not in "biuf"]
+        if bad:
+            raise DataError(f"compare(data=DataFrame): feature column(s) {bad} are not numeric "
+                            f"({', '.join(str(data[c].dtype) for c in bad)}); encode them as numbers")
+        if data[label].dtype.kind not in "biuf":
+            raise DataError(f"compare(data=DataFrame): labels in column {label!r} are {data[label].dtype}, not class "
+                            "indices; string labels are not supported: encode them as class indices 0..k-1 "
+                            "(e.g. pandas' factorize)")
         arrays = {"x": data[cols].to_numpy(), "y": data[label].to_numpy()}
     elif isinstance(data, (str, Path)):
         p = Path(data)
@@ -493,6 +523,9 @@ class Results:
 
     def __init__(self, run_dir: str | Path) -> None:
         self.run_dir = Path(run_dir)
+        if not (self.run_dir / "results.jsonl").exists():
+            raise ConfigError(f"Results({str(run_dir)!r}): " + ("no such directory" if not self.run_dir.exists() else
+                              "no results.jsonl there (not a run directory, or a run that finished nothing yet)"))
 
     @property
     def raw(self) -> list[dict[str, Any]]:
@@ -521,6 +554,7 @@ class Results:
         from distbench.results.advice import advise, parse_target
         from distbench.results.records import retarget
 
+        _check_target(target, optional=True)
         recs = self.raw if target_accuracy is None else retarget(self.raw, target_accuracy)
         if target is not None:
             ensure(self.run_dir)
@@ -544,6 +578,7 @@ class Results:
         from distbench.calibrate import ensure
         from distbench.results.advice import parse_target
 
+        _check_target(target)
         ensure(self.run_dir)
         try:
             preds, _ = costmodel.predict_strategies(self.run_dir, parse_target(target).cluster(node_step))
@@ -577,3 +612,10 @@ class Results:
             data = base64.b64encode(png.read_bytes()).decode()
             parts.append(f'<img alt="{html.escape(png.name)}" src="data:image/png;base64,{data}" width="480"/>')
         return "\n".join(parts)
+
+
+def _check_target(target: Any, optional: bool = False) -> None:
+    """Refuse a ``target=`` that is not a text such as ``"4 nodes x 2, 10 Gbit/s"``."""
+    if (target is None and optional) or isinstance(target, str):
+        return
+    raise ConfigError(f"target={target!r}: expected the cluster as text, e.g. target=\"4 nodes x 2, 10 Gbit/s\"")

@@ -327,6 +327,17 @@ MAX_CONTENDERS = 5
 
 def advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, target: Target | None = None,
            min_repeats: int = MIN_REPEATS) -> Advice:
+    """Advise which strategy to use from ``records`` (see the module docstring), and predict
+    every strategy on ``target`` whatever the verdict (:func:`_advise` gives the verdict).
+    Arguments, return value: as :func:`_advise`."""
+    adv = _advise(records, run_dir, target, min_repeats)
+    if target is not None and not adv.target:  # a verdict that returned early (no target reached, ...)
+        _add_target(adv, target, None if run_dir is None else str(run_dir), records)
+    return adv
+
+
+def _advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, target: Target | None = None,
+            min_repeats: int = MIN_REPEATS) -> Advice:
     """Advise which strategy to use from ``records`` (see the module docstring).
 
     Args:
@@ -598,7 +609,8 @@ def _target_sentences(target: Target, run_dir: str | None, records: list[dict[st
     if run_dir is None:
         return [head, "No prediction: the run directory is unknown."], []
     try:
-        preds, inputs = costmodel.predict_strategies(run_dir, target.cluster())
+        acc = next((r.get("target_accuracy") for r in records if r.get("target_accuracy")), None)
+        preds, inputs = costmodel.predict_strategies(run_dir, target.cluster(), acc)  # as the records are scored
     except ValueError as e:
         return [head, f"No prediction: {e}."], []
     acc = inputs["target_accuracy"]
