@@ -144,9 +144,13 @@ def ensure(run_dir: str | Path) -> None:
     cost model to name (its error names ``distbench calibrate``)."""
     from distbench.config import ConfigError
 
+    from distbench.results.store import read_records
+
     rd = Path(run_dir)
     if (rd / CALIBRATION_FILE).exists() or not (rd / "workload").is_dir() or not (rd / "results.jsonl").exists():
         return
+    if not any(r.get("strategy") == "single" and r.get("status") == "ok" for r in read_records(rd)):
+        return  # the cost model refuses such a run at once (naming the command): nothing to calibrate for
     print(f"measuring this machine's compute per step for the cost model (once: {rd / CALIBRATION_FILE}) ...",
           file=sys.stderr, flush=True)
     try:
