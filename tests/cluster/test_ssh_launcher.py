@@ -118,7 +118,8 @@ def test_every_multi_process_strategy_starts_through_sshd(tmp_path):
     assert set(records) == set(names.split(","))
     hosts = ["10.231.251.2", "10.231.251.3"]
     for name, r in records.items():
-        assert r["status"] == "ok", (name, r.get("reason"))
+        assert r["status"] == "ok", (name, r.get("reason"), (r.get("details") or {}).get("failed_process_log_tail"),
+                                     r.get("log_tail", "")[-3000:])
         assert r["details"]["cluster_launcher"] == "ssh", name
         assert set(hosts) <= set(r["hosts"]), (name, r["hosts"])
     cid = records["horovod"]["details"]["cluster_id"]

@@ -166,6 +166,17 @@ def test_last_error_line_is_clipped_not_cut():
     assert len(out) <= 400 and out.endswith("bad value. [...]")
 
 
+def test_last_error_line_skips_the_gpu_probe_and_prefers_a_fatal_line():
+    # a tf_ps worker's reason in CI was TensorFlow's cuInit line, printed by every process
+    # on a machine without a GPU driver, not what ended it
+    probe = "E0000 00:00:1796304036.508584   22920 cuda_platform.cc:52] failed call to cuInit: INTERNAL: CUDA error"
+    assert last_error_line(f"{probe}\ntf-server worker 1 listening on 10.0.0.3:23457") == \
+        "tf-server worker 1 listening on 10.0.0.3:23457"
+    fatal = "F0000 00:00:17.1 1 grpc_server_lib.cc:9] Check failed: ok"
+    assert last_error_line(f"{probe}\n{fatal}\nValueError: later, not the cause") == fatal
+    assert last_error_line(f"{probe}\nRuntimeError: x\nlast words") == "RuntimeError: x"
+
+
 def test_kill_session_reaches_processes_in_other_process_groups(tmp_path):
     """mpirun puts each rank in a process group of its own: killing the session kills them."""
     from distbench.launch.process import kill_session

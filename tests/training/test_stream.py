@@ -156,12 +156,33 @@ def test_shard_batches_cover_the_shard_of_a_block_split(tmp_path):
         steps = (hi - lo) // B
         got = list(shard_batches(split, 2, 4, B, wid, N, steps))
         epochs = [np.concatenate([x[:, 0] for x, _ in got[e * steps:(e + 1) * steps]]) for e in range(2)]
+        mine = stored[wid::N]  # every N-th row in storage order: a share of every block
+        assert len(mine) == hi - lo
         for rows in epochs:
             assert len(set(rows.tolist())) == steps * B  # no row twice in an epoch
-            assert set(rows.tolist()) <= set(stored[lo:hi].tolist())  # only the shard's rows
+            assert set(rows.tolist()) <= set(mine.tolist())  # only the shard's rows
         assert epochs[0].tolist() != epochs[1].tolist()
         full = list(shard_batches(split, 1, 4, 1, wid, N, hi - lo))  # batch 1: the whole shard, each row once
-        assert sorted(np.concatenate([x[:, 0] for x, _ in full]).tolist()) == sorted(stored[lo:hi].tolist())
+        assert sorted(np.concatenate([x[:, 0] for x, _ in full]).tolist()) == sorted(mine.tolist())
     with pytest.raises(ValueError, match=f"shard 0 holds {shard_bounds(len(split), 0, 3)[1]} rows, fewer than 40 "
                                          "batches of 10"):
         next(shard_batches(split, 1, 0, 10, 0, 3, 40))
+
+
+def test_a_replica_of_a_label_sorted_table_sees_every_class(tmp_path):
+    # a table partitioned by its label is stored one class after another: a contiguous
+    # shard gave each parameter-server replica one or two classes (issue 33)
+    n, classes = 800, 4
+    p = tmp_path / "sorted.parquet"
+    y = np.repeat(np.arange(classes), n // classes)
+    pq.write_table(pa.table({"features": pa.array(list(np.ones((n, 2), np.float32))), "label": y}), p,
+                   row_group_size=50)
+    split = load_dataset(DataConfig(name="parquet", path=str(p), features_col="features", label_col="label"),
+                         seed=0).train
+    stored = np.bincount(np.concatenate([split.read_block(b)[1] for b in range(split.num_blocks)]),
+                         minlength=classes)
+    assert (stored > 0).all()
+    for wid in range(2):
+        rows = shard_bounds(len(split), wid, 2)
+        labels = np.concatenate([y for _, y in shard_batches(split, 1, 0, 1, wid, 2, rows[1] - rows[0])])
+        np.testing.assert_allclose(np.bincount(labels, minlength=classes), stored / 2, atol=1)

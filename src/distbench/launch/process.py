@@ -18,6 +18,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import re
 import select
 import shutil
 import signal
@@ -130,12 +131,22 @@ def describe_exit(rc: int | None) -> str:
     return f"exit code {rc}"
 
 
+NOISE = ("failed call to cuInit",)
+"""Error lines every TensorFlow process prints on a machine without a GPU driver: never the cause."""
+
+FATAL = re.compile(r"^F\d{4} |Check failed|Fatal Python error|Segmentation fault|Aborted|Killed")
+"""A C++ abort (absl/glog ``F`` lines, ``CHECK``), a crash or a kill: the cause over any earlier error line."""
+
+
 def last_error_line(text: str) -> str:
-    """The last line of ``text`` that names an error or exception (or its last non-empty
-    line), :func:`clip`-ped to 400 characters."""
+    """The last line of ``text`` that says why a process ended: a fatal line (:data:`FATAL`),
+    else one naming an error or exception (not :data:`NOISE`), else its last non-empty line;
+    :func:`clip`-ped to 400 characters."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    errors = [ln for ln in lines if "Error" in ln or "Exception" in ln or "error:" in ln]
-    return clip((errors or lines or [""])[-1], 400)
+    fatal = [ln for ln in lines if FATAL.search(ln)]
+    errors = [ln for ln in lines if ("Error" in ln or "Exception" in ln or "error:" in ln)
+              and not any(n in ln for n in NOISE)]
+    return clip((fatal or errors or lines or [""])[-1], 400)
 
 
 def _kill_group(pid: int, sig: int) -> None:

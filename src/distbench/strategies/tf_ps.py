@@ -149,10 +149,13 @@ def _watchdog(group: process.ProcessGroup, artifacts_dir: Path, stop: threading.
     while not stop.wait(0.2):
         failed = group.first_failure()
         waited = stalled(epoch_ends, time.monotonic(), floor_s)
+        details = None
         if failed is not None:
-            last = process.last_error_line(process.log_tail(failed.log))
+            tail = process.log_tail(failed.log)
+            last = process.last_error_line(tail)
             name, reason = failed.name, f"{failed.name} failed with {process.describe_exit(failed.returncode)}" + (
                 f" ({last})" if last else "")
+            details = {"failed_process_log_tail": tail[-4000:]}
         elif waited is not None:
             halted = [spec.name for spec, p in zip(group.specs, group.procs) if _process_state(p.pid) in "tT"]
             name = ", ".join(halted) or "a worker or ps task"
@@ -162,7 +165,7 @@ def _watchdog(group: process.ProcessGroup, artifacts_dir: Path, stop: threading.
                          else "every task is alive but one stopped answering"))
         else:
             continue
-        write_child_result(artifacts_dir, Status.FAILED, reason=reason, failed_process=name)
+        write_child_result(artifacts_dir, Status.FAILED, reason=reason, failed_process=name, details=details)
         print(f"tf_ps: {reason}; stopping", file=sys.stderr, flush=True)
         group.terminate(grace_s=2.0)
         os._exit(1)

@@ -264,13 +264,17 @@ def shard_batches(split: Any, epochs: int, seed: int, batch: int, shard: int, nu
                   steps_per_epoch: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """A parameter-server replica's local batches: ``steps_per_epoch`` per epoch from its shard.
 
-    The shard is the contiguous row range :func:`shard_bounds` (as
-    :func:`distbench.data.shard`). Each epoch permutes it with a generator seeded by
-    ``(seed, epoch, shard)``: for an in-memory split the shard's rows, exactly
-    ``default_rng([seed, epoch, shard]).permutation(shard rows)`` as the replica does
-    today; for a block split the shard's pieces of blocks in that generator's
-    permutation, and each piece's rows with ``default_rng([seed, epoch, shard, block])``.
-    Batch ``s`` is positions ``[s*batch, (s+1)*batch)`` of that order. Memory is O(block + batch).
+    An in-memory split's shard is the contiguous row range :func:`shard_bounds` (as
+    :func:`distbench.data.shard`; its rows were shuffled by the stratified split), and each
+    epoch permutes it with ``default_rng([seed, epoch, shard]).permutation(shard rows)``.
+    A block split's rows are in storage order, which is often sorted by label (a Spark
+    table partitioned by its label is one class per file), so a contiguous range would
+    give a replica one class: its shard is the rows whose storage position ``p`` has
+    ``p % num_shards == shard`` (:func:`shard_bounds`'s row count, a share of every block);
+    each epoch visits its pieces of blocks in the permutation of ``default_rng([seed,
+    epoch, shard])``, and each piece's rows in ``default_rng([seed, epoch, shard,
+    block])``'s. Batch ``s`` is positions ``[s*batch, (s+1)*batch)`` of that order.
+    Memory is O(block + batch).
 
     Args:
         split: a :class:`~distbench.data.splits.Split`.
@@ -289,13 +293,17 @@ def shard_batches(split: Any, epochs: int, seed: int, batch: int, shard: int, nu
     lo, hi = shard_bounds(len(split), shard, num_shards)
     if steps_per_epoch * batch > hi - lo or batch < 1:
         raise ValueError(f"shard {shard} holds {hi - lo} rows, fewer than {steps_per_epoch} batches of {batch}")
-    ends = np.cumsum(split.block_sizes())
-    pieces = []  # (block, first row in block, rows) of the blocks the shard overlaps, in storage order
-    for b, end in enumerate(ends):
-        begin = int(end) - int(split.block_sizes()[b])
-        a, z = max(begin, lo), min(int(end), hi)
-        if a < z:
-            pieces.append((b, a - begin, z - a))
+    sizes = [int(s) for s in split.block_sizes()]
+    pieces = []  # (block, the shard's rows in it) in storage order
+    if split.in_memory:
+        pieces.append((0, np.arange(lo, hi)))
+    else:
+        begin = 0
+        for b, size in enumerate(sizes):
+            rows = np.arange((shard - begin) % num_shards, size, num_shards)
+            if len(rows):
+                pieces.append((b, rows))
+            begin += size
     used = steps_per_epoch * batch
     if not used:
         return
@@ -305,17 +313,17 @@ def shard_batches(split: Any, epochs: int, seed: int, batch: int, shard: int, nu
 
     for epoch in range(epochs):
         gen = np.random.default_rng([seed, epoch, shard])
-        if split.in_memory:  # one block: today's permutation of the shard's rows
-            ((b, first, size),) = pieces
-            perm = gen.permutation(size)
-            stream: Iterator[tuple[int, int, int, Any]] = iter([(b, 0, size, lambda f=first, p=perm: f + p)])
+        if split.in_memory:  # one block: the permutation of the shard's rows
+            ((b, rows),) = pieces
+            perm = gen.permutation(len(rows))
+            stream: Iterator[tuple[int, int, int, Any]] = iter([(b, 0, len(rows), lambda r=rows, p=perm: r[p])])
         else:
             def ordered(gen: Any = gen, epoch: int = epoch) -> Iterator[tuple[int, int, int, Any]]:
                 start = 0
                 for k in gen.permutation(len(pieces)):
-                    b, first, size = pieces[k]
-                    yield b, start, size, (lambda b=b, first=first, size=size: first + np.random.default_rng(
-                        [seed, epoch, shard, b]).permutation(size))
-                    start += size
+                    b, rows = pieces[k]
+                    yield b, start, len(rows), (lambda b=b, rows=rows: rows[np.random.default_rng(
+                        [seed, epoch, shard, b]).permutation(len(rows))])
+                    start += len(rows)
             stream = ordered()
         yield from _chunks(split, stream, take, batch)
