@@ -14,7 +14,8 @@ whole: each reads one row group and one batch at a time.
 
 Usage::
 
-    python benchmarks/parquet_memory.py [--quick] [--gb 3] [--data DIR] [--write BENCHMARKS.md]
+    python benchmarks/parquet_memory.py [--quick] [--gb 3] [--rows-per-group N] [--files N] [--data DIR]
+        [--write BENCHMARKS.md]
 """
 
 from __future__ import annotations
@@ -143,15 +144,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="0.05 GB and two strategies: a smoke test")
     ap.add_argument("--gb", type=float, default=3.0, help="size of the training data to write (1e9 bytes)")
     ap.add_argument("--data", help="dataset directory (default: a folder under the temp dir, reused)")
+    ap.add_argument("--rows-per-group", type=int, default=None,
+                    help="rows per row group (default 8192, 512 with --quick); 0: one row group per file, as "
+                         "pandas' and pyarrow's defaults write a file of up to a million rows")
+    ap.add_argument("--files", type=int, default=None, help="files to spread the rows over (default 3, 1 with --quick)")
     ap.add_argument("--write", help="BENCHMARKS.md to update (section parquet_memory)")
     args = ap.parse_args(argv)
     gb = 0.05 if args.quick else args.gb
     strategies = ["single", "spark_ps:adag"] if args.quick else STRATEGIES
-    data = Path(args.data or Path(tempfile.gettempdir()) / f"distbench-parquet-{gb:g}gb")
+    rows_per_group = args.rows_per_group if args.rows_per_group is not None else 512 if args.quick else 8192
+    files = args.files or (1 if args.quick else 3)
+    data = Path(args.data or Path(tempfile.gettempdir()) / f"distbench-parquet-{gb:g}gb-{rows_per_group}x{files}")
     if not any(data.glob("part-*.parquet")):
-        rows_per_group = 512 if args.quick else 8192
-        info = make_parquet.write_synthetic_parquet(data, gb=gb, rows_per_group=rows_per_group,
-                                                    files=1 if args.quick else 3)
+        info = make_parquet.write_synthetic_parquet(data, gb=gb, rows_per_group=rows_per_group or 1 << 62,
+                                                    files=files)
         print(f"wrote {info['rows']} rows, {info['bytes'] / 1e9:.2f} GB in {info['seconds']:.0f} s", flush=True)
     size = sum(p.stat().st_size for p in data.glob("part-*.parquet"))
     tmp = Path(tempfile.mkdtemp(prefix="distbench-pqmem-"))
@@ -172,11 +178,14 @@ def main(argv: list[str] | None = None) -> int:
         raise RuntimeError(f"distbench run exited {rc}:\n" + "\n".join(log.read_text().splitlines()[-20:]))
     recs = {r["strategy"]: r for r in C.read_records(tmp / "run")}
     parent = max((p for p in sampler.peaks.values() if not p[2]), default=(0, "", ""))
-    lines = [f"## Larger than memory: {size / 1e9:.2f} GB of Parquet", "",
+    lines = [f"## Larger than memory: {size / 1e9:.2f} GB of Parquet"
+             + ("" if rows_per_group else ", one row group per file"), "",
              f"`{C.command_line('parquet_memory.py', argv)}` on {C.utc_now()}; {C.machine_info()}; load "
              f"{C.load_average()}; {wall:.0f} s. Data: {size / 1e9:.2f} GB on disk "
-             f"({next(iter(recs.values()))['workload']['sizes']} rows, 32x32x3 float32, row groups of "
-             f"{'512' if args.quick else '8192'} rows), MLP [64], 1 epoch, global batch 256, 2 workers. Peak "
+             f"({next(iter(recs.values()))['workload']['sizes']} rows, 32x32x3 float32, "
+             + (f"row groups of {rows_per_group} rows" if rows_per_group else "one row group per file")
+             + f" in {files} file(s); the test split held out row by row, stratified, while streaming), "
+             "MLP [64], 1 epoch, global batch 256, 2 workers. Peak "
              "resident memory (VmHWM) of every process of each configuration, sampled 4 times a second; the "
              "sweep's own process (it validates every value once and evaluates the test split, both block by "
              f"block) peaked at {parent[0] / 2**20:.0f} MiB.", "",
@@ -196,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     text = "\n".join(lines) + "\n"
     print(text)
     if args.write:
-        C.write_section(args.write, "parquet_memory", text)
+        C.write_section(args.write, "parquet_memory" if rows_per_group else "parquet_memory_one_row_group", text)
     return 0
 
 

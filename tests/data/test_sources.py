@@ -233,3 +233,27 @@ def test_messages_for_negative_labels_object_arrays_and_a_parquet_file_read_as_n
     pq_file = _parquet(tmp_path / "t.parquet", {"features": x[:, 0], "label": y + 1}, 20)
     with pytest.raises(DataError, match=r"not a valid .npz file \(a Parquet file: set data.name = 'parquet'\)"):
         load_dataset(DataConfig(name="npz", path=str(pq_file)), 0)
+
+
+def test_a_row_group_larger_than_a_block_is_read_in_row_ranges(tmp_path, monkeypatch):
+    # pandas and pyarrow write up to a million rows in one row group: a 3 GB file of one
+    # group was one block, read whole into memory by every process (issue 33)
+    import distbench.data.parquet as dp
+
+    rng = np.random.default_rng(4)
+    x = rng.random((1000, 6), dtype=np.float32)
+    y = np.arange(1000) % 3
+    p = _parquet(tmp_path / "one.parquet", {"features": pa.array(list(x)), "label": y}, 1000)
+    whole = load_dataset(_pq_cfg(p, test_fraction=0.2), seed=1)
+    assert whole.train.num_blocks == 1
+    monkeypatch.setattr(dp, "BLOCK_BYTES", 150 * 6 * 4)  # 150 rows of 6 float32 features per block
+    ds = load_dataset(_pq_cfg(p, test_fraction=0.2), seed=1)
+    assert ds.train.num_blocks == ds.test.num_blocks == 7 and ds.train.describe()["row_groups"] == 1
+    assert fingerprint(ds) == fingerprint(whole)  # the same rows: the same dataset
+    for a, b in ((ds.train, whole.train), (ds.test, whole.test)):
+        assert a.block_sizes().sum() == len(b)
+        xa = np.concatenate([a.read_block(i)[0] for i in range(a.num_blocks)])
+        ya = np.concatenate([a.read_block(i)[1] for i in range(a.num_blocks)])
+        np.testing.assert_array_equal(xa, b.read_block(0)[0])
+        np.testing.assert_array_equal(ya, b.read_block(0)[1])
+        assert max(len(a.read_block(i)[1]) for i in range(a.num_blocks)) <= 150

@@ -65,18 +65,41 @@ spark.stop()
 """
 
 
-@pytest.mark.integration
-def test_wisconsin_table_as_a_spark_job_writes_it(tmp_path):
-    """Issue 33: the breast-cancer table written by pyspark's df.write.partitionBy("label").parquet
-    (part files, _SUCCESS, .crc, label=K folders; each file one class) trains under single,
-    horovod and spark_ps:adag, with a stratified held-out split of rows recorded."""
+def write_wisconsin(writer: str, path) -> None:
+    """The standardised Wisconsin table (30 columns f0..f29, an int label) as ``writer`` writes it."""
     import subprocess
     import sys
 
-    data = tmp_path / "bc"
-    cp = subprocess.run([sys.executable, "-c", SPARK_WRITER, str(data)], capture_output=True, text=True, timeout=300)
-    assert cp.returncode == 0, cp.stderr[-2000:]
-    assert (data / "_SUCCESS").exists() and (data / "label=0").is_dir()
+    if writer == "pyspark":
+        cp = subprocess.run([sys.executable, "-c", SPARK_WRITER, str(path)], capture_output=True, text=True,
+                            timeout=300)
+        assert cp.returncode == 0, cp.stderr[-2000:]
+        assert (path / "_SUCCESS").exists() and (path / "label=0").is_dir()
+        return
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from sklearn.datasets import load_breast_cancer
+
+    d = load_breast_cancer()
+    x = (d.data - d.data.mean(0)) / d.data.std(0)
+    df = pd.DataFrame(x, columns=[f"f{i}" for i in range(x.shape[1])]).assign(label=d.target.astype("int64"))
+    if writer == "pandas":
+        df.to_parquet(path)  # pandas' defaults: one row group
+    else:
+        pq.write_table(pa.Table.from_pandas(df), path)  # pyarrow's defaults: one row group
+    assert pq.ParquetFile(path).num_row_groups == 1
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("writer", ["pyspark", "pandas", "pyarrow"])
+def test_wisconsin_table_as_spark_pandas_and_pyarrow_write_it(tmp_path, writer):
+    """Issue 33: the breast-cancer table written by pyspark's df.write.partitionBy("label").parquet
+    (part files, _SUCCESS, .crc, label=K folders; each file one class), by pandas' to_parquet
+    and by pyarrow's write_table with their defaults (one row group) trains under single,
+    horovod and spark_ps:adag, with a stratified held-out split of rows recorded."""
+    data = tmp_path / ("bc" if writer == "pyspark" else "bc.parquet")
+    write_wisconsin(writer, data)
     cols = ", ".join(f'"f{i}"' for i in range(30))
     cfg = tmp_path / "bc.toml"
     cfg.write_text(f'[data]\nname = "parquet"\npath = "{data}"\nfeatures_col = [{cols}]\nlabel_col = "label"\n'
@@ -85,7 +108,9 @@ def test_wisconsin_table_as_a_spark_job_writes_it(tmp_path):
     cp = distbench("run", str(cfg), "--strategies", "single,horovod,spark_ps:adag", "--workers", "2", "--out",
                    str(out), timeout=900)
     assert cp.returncode == 0, cp.stderr[-3000:]
-    for r in read_records(out):
+    recs = read_records(out)
+    assert sorted(r["strategy"] for r in recs) == ["horovod", "single", "spark_ps:adag"]
+    for r in recs:
         assert r["status"] == "ok", (r["strategy"], r["reason"])
         assert r["final_test_accuracy"] >= 0.9, (r["strategy"], r["final_test_accuracy"])
         split = r["workload"]["test_split"]

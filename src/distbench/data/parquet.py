@@ -499,8 +499,17 @@ def _max_label(files: ParquetFiles, label: str, extra: list[ParquetFiles]) -> in
 
 
 # ------------------------------------------------------------------ the split
+BLOCK_BYTES = 256 << 20
+"""The most decoded feature bytes one block holds: a larger row group (pandas and pyarrow
+write up to a million rows in one) is read as consecutive row ranges of at most this size."""
+
+
 class ParquetSplit(Split):
-    """Row groups of Parquet files, read one at a time (a block = one row group).
+    """Row groups of Parquet files, read one block at a time: a block is one row group, or a
+    range of rows of one when the group's features exceed :data:`BLOCK_BYTES` decoded (a
+    range is decoded from the group's start, the rows before it dropped batch by batch: the
+    memory stays one block, the reading grows with the group; row groups of 16-128 MB are
+    read once per epoch).
 
     Args:
         files: the files the row groups belong to.
@@ -517,13 +526,25 @@ class ParquetSplit(Split):
                  masks: list[np.ndarray | None] | None = None) -> None:
         self.files, self.reader, self.groups = files, reader, list(groups)
         self.masks = list(masks) if masks is not None else [None] * len(self.groups)
-        self._sizes = np.array([r for _, _, r in self.groups], dtype=np.int64)
+        cap = max(1, BLOCK_BYTES // (4 * max(1, int(np.prod(reader.sample_shape)))))
+        self.blocks: list[tuple[int, int, int]] = []  # (index into groups, first row, end row) of the group
+        sizes = []
+        for i, (f, g, _) in enumerate(self.groups):
+            total, mask = files.metas[f].row_group(g).num_rows, self.masks[i]
+            for a in range(0, total, cap):
+                b = min(total, a + cap)
+                taken = b - a if mask is None else int(mask[a:b].sum())
+                if taken:
+                    self.blocks.append((i, a, b))
+                    sizes.append(taken)
+        self._sizes = np.array(sizes, dtype=np.int64)
 
     def __len__(self) -> int:
         return int(self._sizes.sum())
 
     def __repr__(self) -> str:
-        return f"ParquetSplit({self.files.spec!r}: {len(self)} rows in {len(self.groups)} row groups)"
+        return f"ParquetSplit({self.files.spec!r}: {len(self)} rows in {len(self.groups)} row groups, " \
+               f"{len(self.blocks)} blocks)"
 
     @property
     def sample_shape(self) -> tuple[int, ...]:
@@ -533,27 +554,32 @@ class ParquetSplit(Split):
         return self._sizes
 
     def read_block(self, i: int) -> tuple[np.ndarray, np.ndarray]:
-        """Row group ``groups[i]``: reads only the feature and label columns, checks every value."""
-        if not 0 <= i < len(self.groups):
-            raise IndexError(f"block {i} of a split with {len(self.groups)} row groups")
-        f, g, _ = self.groups[i]
-        mask = self.masks[i]
-        rows = self.files.metas[f].row_group(g).num_rows
+        """Block ``i`` (its rows of one row group): reads only the feature and label columns,
+        checks every value."""
+        if not 0 <= i < len(self.blocks):
+            raise IndexError(f"block {i} of a split with {len(self.blocks)} blocks")
+        gi, a, b = self.blocks[i]
+        f, g, _ = self.groups[gi]
+        mask = self.masks[gi]
+        total = self.files.metas[f].row_group(g).num_rows
         where = f"{self.files.paths[f]} row group {g}"
         label = _partition_label(self.files, f, self.reader.label) if self.reader.label_in_path else None
-        x = np.empty((rows, *self.reader.sample_shape), np.float32)
-        y = np.empty(rows, np.int32)
-        done = 0
+        x = np.empty((b - a, *self.reader.sample_shape), np.float32)
+        y = np.empty(b - a, np.int32)
+        pos = 0  # rows of the group passed
         for batch in self.files.batches(f, g, self.reader.columns, self.reader.batch_rows):
             k = batch.num_rows
-            if done + k > rows:
+            lo, hi = max(a, pos), min(b, pos + k)
+            if lo < hi:
+                part = batch.slice(lo - pos, hi - lo) if (lo, hi) != (pos, pos + k) else batch
+                x[lo - a:hi - a], y[lo - a:hi - a] = self.reader.convert(part, where, lo, label)
+            pos += k
+            if pos >= b:
                 break
-            x[done:done + k], y[done:done + k] = self.reader.convert(batch, where, done, label)
-            done += k
-        if done != rows:
-            raise DataError(f"{where}: holds other than the {rows} rows its footer says; the file changed "
+        if pos < b or (b == total and pos != total):
+            raise DataError(f"{where}: holds other than the {total} rows its footer says; the file changed "
                             "while being read: start a new run")
-        return (x, y) if mask is None else (x[mask], y[mask])
+        return (x, y) if mask is None else (x[mask[a:b]], y[mask[a:b]])
 
     def hash_into(self, h: Any) -> None:
         """The reader (columns, shape, classes) and each row group's file footer digest, index and rows."""
@@ -565,7 +591,7 @@ class ParquetSplit(Split):
 
     def describe(self) -> dict[str, Any]:
         return {"path": self.files.spec, "files": len(self.files.paths), "rows": len(self),
-                "blocks": len(self.groups), "in_memory": False}
+                "row_groups": len(self.groups), "blocks": len(self.blocks), "in_memory": False}
 
 
 def held_out_rows(files: ParquetFiles, reader: Reader, fraction: float, seed: int
