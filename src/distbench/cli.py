@@ -24,6 +24,7 @@ import click
 from distbench import __version__
 from distbench import api
 from distbench import config as config_mod
+from distbench import values
 from distbench.cluster.cli import cluster_group
 from distbench.config import ConfigError, user_errors
 
@@ -556,10 +557,10 @@ def print_warnings() -> None:
         click.echo(w, err=True)
 
 
-# bytes per second: tc's decimal bit rates (config.RATE_UNITS, as [cluster] emulate reads them) and byte rates
-BANDWIDTH = _Quantity("bytes/s", {**{unit: bits / 8 for unit, bits in sorted(config_mod.RATE_UNITS.items(),
+# bytes per second: tc's decimal bit rates (values.RATE_UNITS, as [cluster] emulate reads them) and byte rates
+BANDWIDTH = _Quantity("bytes/s", {**{unit: bits / 8 for unit, bits in sorted(values.RATE_UNITS.items(),
                                                                   key=lambda u: -u[1])},
-                                  **{f"{unit}/s": bits / 8 for unit, bits in config_mod.RATE_UNITS.items()},
+                                  **{f"{unit}/s": bits / 8 for unit, bits in values.RATE_UNITS.items()},
                                   "gb/s": 1e9, "mb/s": 1e6, "kb/s": 1e3, "b/s": 1.0}, "10gbit or 1.25GB/s",
                       positive=True, plausible=(1e5, 1e12))  # 0.8 Mbit/s .. 8 Tbit/s
 LATENCY = _Quantity("seconds", {"us": 1e-6, "ms": 1e-3, "s": 1.0}, "50us or 0.05ms", plausible=(0.0, 1.0))

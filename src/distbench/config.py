@@ -21,14 +21,14 @@ import os
 import re
 import sys
 import tomllib
-import types
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal, get_args, get_origin, get_type_hints
+from typing import Any, Callable, Literal
 
 from distbench.contracts import ConfigError
+from distbench.cluster.spec import check_cluster, total_slots
 from distbench.scenario import ScenarioConfig, build_scenario, check_scenario
+from distbench.values import build
 
 
 def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -309,32 +309,6 @@ class MPIConfig:
     share_engine: bool = True
 
 
-RATE_FORM = re.compile(r"([0-9]+(?:\.[0-9]+)?)(bit|kbit|mbit|gbit)", re.IGNORECASE)
-RATE_UNITS = {"bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9}
-UNLIMITED = "unlimited"
-
-
-def parse_rate(key: str, rate: str) -> int | None:
-    """A link rate in bits per second, ``None`` for ``"unlimited"``.
-
-    Args:
-        key: the config key or flag, for the message.
-        rate: tc's form, a positive number and ``bit``, ``kbit``, ``mbit`` or ``gbit``
-            (decimal units, as tc reads them: 1mbit = 10^6 bit/s), or ``"unlimited"``.
-
-    Raises:
-        ConfigError: anything else, or a rate below 1 bit/s.
-    """
-    if rate == UNLIMITED:
-        return None
-    m = RATE_FORM.fullmatch(rate.strip())
-    bits = round(float(m.group(1)) * RATE_UNITS[m.group(2).lower()]) if m else 0
-    if bits < 1:
-        raise ConfigError(f"{key} = {rate!r}: expected a link rate in tc's units (a positive number and bit, kbit, "
-                          'mbit or gbit), e.g. "100mbit" or "1gbit", or "unlimited"')
-    return bits
-
-
 @dataclass
 class EmulateConfig:
     """An emulated cluster on this machine (``[cluster] emulate = {...}``): one Linux
@@ -386,7 +360,6 @@ class ClusterConfig:
     def total_slots(self) -> int:
         """Processes the cluster holds: the sum of the hosts' slots, or emulated hosts x
         slots; 0 when no cluster is configured (this machine only)."""
-        from distbench.cluster.spec import total_slots  # it imports this module
 
         return total_slots(self)
 
@@ -409,104 +382,6 @@ class ExperimentConfig:
     def to_dict(self) -> dict[str, Any]:
         """Return the config as plain JSON-able dicts."""
         return dataclasses.asdict(self)
-
-
-_UNIONS = (types.UnionType, typing.Union)  # ``int | str``; ``int | Literal["auto"]`` is a typing.Union
-
-
-_SCALARS = {int: ("an integer", "integers"), float: ("a number", "numbers"), str: ("a string", "strings"),
-            bool: ("true or false", "true or false values")}
-
-
-def _type_name(tp: Any, plural: bool = False) -> str:
-    """``tp`` as a config file's reader says it, with its article: ``an integer``, ``a
-    list of strings``, ``a table with the keys ...``, ``"auto"``."""
-    origin = get_origin(tp)
-    if origin in _UNIONS:
-        return " or ".join(_type_name(a, plural) for a in get_args(tp) if a is not types.NoneType)
-    if origin is Literal:
-        return " or ".join(json.dumps(a) for a in get_args(tp))
-    if dataclasses.is_dataclass(tp):
-        keys = ", ".join(f.name for f in dataclasses.fields(tp))
-        return f"{'tables' if plural else 'a table'} with the keys {keys}"
-    if origin is list:
-        return ("lists" if plural else "a list") + f" of {_type_name(get_args(tp)[0], plural=True)}"
-    if origin is dict:
-        return "tables of strings" if plural else "a table of strings"
-    if tp in _SCALARS:
-        return _SCALARS[tp][plural]
-    return getattr(tp, "__name__", str(tp))
-
-
-def _shown(value: Any) -> str:
-    """``value`` as the config file spells it where Python's repr differs (``true``, not ``True``)."""
-    return ("true" if value else "false") if isinstance(value, bool) else repr(value)
-
-
-def _coerce(key: str, value: Any, tp: Any) -> Any:
-    """Check ``value`` against type ``tp``; ints are accepted where floats are."""
-    origin = get_origin(tp)
-    if dataclasses.is_dataclass(tp):  # a nested table, e.g. cluster.emulate
-        if not isinstance(value, dict):
-            raise ConfigError(f"{key} = {_shown(value)}: expected {_type_name(tp)}")
-        return _build(key, tp, value)
-    if origin is Literal:
-        if isinstance(value, str) and value in get_args(tp):
-            return value
-        raise ConfigError(f"{key} = {_shown(value)}: expected {_type_name(tp)}")
-    if origin in _UNIONS:
-        if value is None and types.NoneType in get_args(tp):  # an unset optional table (JSON null)
-            return None
-        table = next((a for a in get_args(tp) if dataclasses.is_dataclass(a)), None)
-        if table is not None and isinstance(value, dict):
-            return _build(key, table, value)
-        for arm in get_args(tp):
-            try:
-                return _coerce(key, value, arm)
-            except ConfigError:
-                continue
-        raise ConfigError(f"{key} = {_shown(value)}: expected {_type_name(tp)}")
-    if origin is list:
-        (inner,) = get_args(tp)
-        if not isinstance(value, list):
-            example = '["a", "b"]' if inner is str else "[1, 2]"
-            raise ConfigError(f"{key} = {_shown(value)}: expected {_type_name(tp)}, e.g. {example}")
-        return [_coerce(f"{key}[{i}]", v, inner) for i, v in enumerate(value)]
-    if origin is dict:
-        if not isinstance(value, dict):
-            raise ConfigError(f"{key} = {_shown(value)}: expected a table of strings")
-        out = {}
-        for k, v in value.items():
-            if isinstance(v, (dict, list)):
-                raise ConfigError(f"{key}.{k} = {v!r}: expected a string (or a number or true/false), as Spark "
-                                  f"properties are; write it as Spark spells it, e.g. \"{k}\" = \"...\"")
-            out[str(k)] = str(v)  # Spark parses booleans case-insensitively ("False" is false)
-        return out
-    if tp is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    if tp is int and (isinstance(value, bool) or not isinstance(value, int)):
-        raise ConfigError(f"{key} = {_shown(value)}: expected an integer")
-    if not isinstance(value, tp) or (tp is not bool and isinstance(value, bool)):
-        raise ConfigError(f"{key} = {_shown(value)}: expected {_type_name(tp)}")
-    return value
-
-
-def _build(section: str, cls: type, raw: Any) -> Any:
-    if not isinstance(raw, dict):
-        raise ConfigError(f"[{section}] must be a table, got {raw!r}")
-    hints = get_type_hints(cls)
-    names = [f.name for f in dataclasses.fields(cls)]
-    kwargs = {}
-    for k, v in raw.items():
-        if k not in hints:
-            close = difflib.get_close_matches(str(k), names, 1, 0.6)
-            hint = f"did you mean '{section}.{close[0]}'? " if close else ""
-            raise ConfigError(
-                f"unknown key '{section}.{k}' (value {v!r}); {hint}allowed keys in [{section}]: "
-                + ", ".join(names)
-            )
-        kwargs[k] = _coerce(f"{section}.{k}", v, hints[k])
-    return cls(**kwargs)
 
 
 def _choice(key: str, value: str, allowed: tuple[str, ...]) -> None:
@@ -630,11 +505,11 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
     _positive("tf.ps_tasks", cfg.tf.ps_tasks)
     if not 0 <= cfg.ps.port <= 65535:
         raise ConfigError(f"ps.port = {cfg.ps.port!r}: must be in 0..65535 (0 = any free port)")
-    from distbench.ps_async.spark_spec import check_spark_config  # it imports this module
+
+    from distbench.ps_async.spark_spec import check_spark_config  # here: its package imports NumPy
 
     check_spark_config(cfg.spark.master, cfg.spark.conf)
     check_scenario(cfg)
-    from distbench.cluster.spec import check_cluster  # it imports this module
 
     check_cluster(cfg.cluster, r.workers)
     return cfg
@@ -707,7 +582,7 @@ def from_dict(raw: dict[str, Any]) -> ExperimentConfig:
             hint = f"did you mean [{close[0]}]? " if close else ""
             raise ConfigError(f"unknown section [{section}]; {hint}allowed sections: {', '.join(SECTIONS)}")
         parts[section] = (build_scenario(value) if section == "scenario"
-                          else _build(section, SECTIONS[section], value))
+                          else build(section, SECTIONS[section], value))
     return validate(ExperimentConfig(**parts))
 
 

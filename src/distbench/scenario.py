@@ -4,9 +4,8 @@ A scenario slows replicas of a configuration: one replica's every step takes ``s
 x its own measured compute time, and optionally every replica's steps get random delays
 (jitter). The delay itself is applied by the loop core
 (:class:`distbench.training.loop.StepDelay`), the same way in every strategy's loop.
-``config.py`` registers the section; its parsing and checks live here and raise
-:class:`~distbench.config.ConfigError` (imported inside the functions: ``config`` imports
-this module).
+``config.py`` registers the section; its parsing and checks live here (on
+:mod:`distbench.values`) and raise :class:`~distbench.contracts.ConfigError`.
 """
 
 from __future__ import annotations
@@ -16,6 +15,9 @@ import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
+
+from distbench.contracts import ConfigError
+from distbench.values import build, coerce
 
 STRAGGLER_EXAMPLE = "[{ worker = 1, slowdown = 2.0 }]"
 JITTER_EXAMPLE = "{ cv = 0.3, seed = 7 }"
@@ -76,16 +78,15 @@ class Scenario:
         Raises:
             ConfigError: not such a table, or an impossible value.
         """
-        from distbench.config import ConfigError, _coerce
 
         names = [f.name for f in dataclasses.fields(cls)]
         if not isinstance(raw, dict) or set(raw) - set(names):
             raise ConfigError(f"scenario {raw!r}: expected a table with keys {', '.join(names)}")
         w = raw.get("worker")
-        sc = cls(None if w is None else _coerce("scenario.worker", w, int),
-                 _coerce("scenario.slowdown", raw.get("slowdown", 1.0), float),
-                 _coerce("scenario.jitter_cv", raw.get("jitter_cv", 0.0), float),
-                 _coerce("scenario.jitter_seed", raw.get("jitter_seed", 0), int))
+        sc = cls(None if w is None else coerce("scenario.worker", w, int),
+                 coerce("scenario.slowdown", raw.get("slowdown", 1.0), float),
+                 coerce("scenario.jitter_cv", raw.get("jitter_cv", 0.0), float),
+                 coerce("scenario.jitter_seed", raw.get("jitter_seed", 0), int))
         check_delay("scenario", sc.worker or 0, sc.slowdown, sc.jitter_cv)
         return sc
 
@@ -96,7 +97,6 @@ class Scenario:
         Raises:
             ConfigError: not JSON, or see :meth:`from_dict`.
         """
-        from distbench.config import ConfigError
 
         if not text:
             return None
@@ -151,7 +151,6 @@ def check_delay(key: str, worker: int, slowdown: float, cv: float, workers: int 
         ConfigError: a worker index out of ``0..workers-1``, a slowdown < 1 (or not
             finite), a cv outside [0, 1).
     """
-    from distbench.config import ConfigError
 
     if worker < 0 or (workers is not None and worker >= workers):
         top = f"0..{workers - 1}" if workers is not None else ">= 0"
@@ -172,11 +171,10 @@ def build_scenario(raw: Any) -> ScenarioConfig:
     Raises:
         ConfigError: not a table, an unknown key, a value of the wrong type.
     """
-    from distbench.config import ConfigError, _build, _coerce
 
     if not isinstance(raw, dict):
         raise ConfigError(f"[scenario] must be a table, got {raw!r}")
-    sc = _build("scenario", ScenarioConfig, {k: v for k, v in raw.items() if k not in ("stragglers", "jitter")})
+    sc = build("scenario", ScenarioConfig, {k: v for k, v in raw.items() if k not in ("stragglers", "jitter")})
     types_ = {"worker": int, "slowdown": float, "cv": float, "seed": int}
     stragglers = raw.get("stragglers", [])
     if not isinstance(stragglers, list):
@@ -193,7 +191,7 @@ def build_scenario(raw: Any) -> ScenarioConfig:
                               + ", ".join(allowed))
         if allowed[0] == "worker" and "worker" not in item:
             raise ConfigError(f"{where} = {item!r} names no worker: expected a table like {example}")
-        item = {k: _coerce(f"{where}.{k}", v, types_[k]) for k, v in item.items()}
+        item = {k: coerce(f"{where}.{k}", v, types_[k]) for k, v in item.items()}
         if allowed[0] == "worker":
             sc.stragglers.append(item)
         else:
@@ -209,7 +207,6 @@ def check_scenario(cfg: Any) -> None:
     Raises:
         ConfigError: naming the key, the value and what is allowed.
     """
-    from distbench.config import ConfigError
 
     s = cfg.scenario
     if s.stragglers and s.slowdowns:

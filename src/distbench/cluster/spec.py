@@ -10,12 +10,16 @@ from __future__ import annotations
 import ipaddress
 import re
 from dataclasses import dataclass
+from typing import Any
 
-from distbench.config import UNLIMITED, ClusterConfig, ConfigError, parse_rate  # noqa: F401 - rates are parsed with the config
+from distbench.contracts import ConfigError
+from distbench.values import UNLIMITED, parse_rate  # noqa: F401 - rates are parsed with the config
+
+ClusterConfig = Any
+"""A :class:`distbench.config.ClusterConfig` (named, not imported: ``config`` imports this module for its checks)."""
 
 HOST_FORM = re.compile(r"([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?):([0-9]+)")
 """``host:slots``: a host name or IPv4 address, a colon, a slot count."""
-"""A link rate in tc's units (decimal: 1kbit = 1000 bit/s), e.g. ``100mbit``."""
 LAUNCHERS = ("ssh",)
 MAX_EMULATED_HOSTS = 64  # interface names hold two digits of the host index
 

@@ -21,8 +21,7 @@ import shutil
 import socket
 from dataclasses import dataclass
 
-from distbench.training.output import TrainingFailed
-from distbench.config import ConfigError
+from distbench.contracts import ConfigError, TrainingFailed
 
 MASTER_FORMS = ("local, local[N], local[*], local[N,F], local-cluster[W,C,MB], spark://host:port[,host:port...], "
                 "yarn, k8s://https://host:port")
