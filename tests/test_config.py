@@ -155,7 +155,7 @@ def test_every_example_config_loads(path):
 
 def test_the_embedded_default_is_examples_default_toml_and_differs_from_an_empty_file_in_four_keys(tmp_path):
     """``examples/default.toml`` writes out plain ``distbench run``'s experiment; a file
-    without those keys keeps the fields' defaults (README's Configuration section)."""
+    without those keys keeps the fields' defaults (docs/configuration.md)."""
     example = Path(__file__).resolve().parents[1] / "examples" / "default.toml"
     assert config.load(example) == config.load(None)
     empty = tmp_path / "empty.toml"

@@ -688,8 +688,8 @@ def predict(run_dir: str, bandwidth: float | None, latency: float | None, window
                      block_head=3, drop=("measured s/epoch", "predicted s/epoch"))
         console.print(escape(model.MEASURED_LEGEND))
     console.print(escape("first-order model: no contention, stragglers, compute/communication overlap, per-call "
-                         "framework costs or topology; trust the shape of scaling, not absolute times (README, "
-                         "'distbench predict')"))
+                         "framework costs or topology; trust the shape of scaling, not absolute times (docs/predict.md, "
+                         "'Commands')"))
     console.print(escape(f"wrote {png}"), soft_wrap=True)
 
 

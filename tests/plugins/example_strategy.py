@@ -2,7 +2,7 @@
 
 Load it with ``DISTBENCH_PLUGINS=tests.plugins.example_strategy`` (or add the module to
 ``_MODULES`` in ``distbench/strategies/registry.py``) and run
-``distbench run --strategies single,example_keras_fit``. README's "Development" section
+``distbench run --strategies single,example_keras_fit``. docs/development.md
 shows this file; ``tests/strategies/test_registry.py`` checks both agree and that it runs.
 """
 

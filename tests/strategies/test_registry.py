@@ -86,13 +86,13 @@ def test_families_and_all_expand_and_typos_get_suggestions():
 
 
 def test_readme_example_strategy_is_the_plugin_and_it_trains(tmp_path):
-    """README's "Development" section shows tests/plugins/example_strategy.py verbatim, and it runs."""
+    """docs/development.md shows tests/plugins/example_strategy.py verbatim, and it runs."""
     from tests.conftest import ROOT, distbench
 
     plugin = (ROOT / "tests/plugins/example_strategy.py").read_text()
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "development.md").read_text()
     body = plugin[plugin.index("from __future__"):].strip()
-    assert body in readme, "README's Development example differs from tests/plugins/example_strategy.py"
+    assert body in readme, "docs/development.md's example differs from tests/plugins/example_strategy.py"
     out = tmp_path / "run"
     cp = distbench("run", "--strategies", "single,example_keras_fit", "--epochs", "3", "--repeats", "1",
                    "--out", str(out),
