@@ -395,12 +395,27 @@ def _positive(key: str, value: float, minimum: float = 1) -> None:
 
 
 def validate(cfg: ExperimentConfig) -> ExperimentConfig:
-    """Check values and cross-field constraints; return ``cfg`` (``model.path`` made absolute).
+    """Check values and cross-field constraints; return ``cfg`` (``data.path`` and
+    ``model.path`` made absolute). Each section is checked by its own function here, and
+    ``[spark]``, ``[scenario]`` and ``[cluster]`` by the modules that own those rules.
 
     Raises:
         ConfigError: naming the key, the value and what is allowed.
     """
-    d, m, t, r = cfg.data, cfg.model, cfg.training, cfg.run
+    _check_data(cfg.data)
+    _check_model(cfg.model)
+    _check_training_and_run(cfg.training, cfg.run)
+    _check_ps_and_tf(cfg)
+    from distbench.ps_async.spark_spec import check_spark_config  # here: its package imports NumPy
+
+    check_spark_config(cfg.spark.master, cfg.spark.conf)
+    check_scenario(cfg)
+    check_cluster(cfg.cluster, cfg.run.workers)
+    return cfg
+
+
+def _check_data(d: DataConfig) -> None:
+    """``[data]``: the dataset name, its files (made absolute), columns, fractions and shapes."""
     _choice("data.name", d.name, DATASETS)
     if d.name in ("mnist", "fashion_mnist", "npz"):
         if not d.path:
@@ -449,6 +464,10 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         raise ConfigError(f"data.image_shape = {d.image_shape!r}: expected [H, W] or [H, W, C], all >= 1")
     if d.classes != 0:
         _positive("data.classes", d.classes, 2)  # 0 = inferred
+
+
+def _check_model(m: ModelConfig) -> None:
+    """``[model]``: its source, widths, filters, activation and dropout."""
     _check_model_source(m)
     if not m.hidden or any(h < 1 for h in m.hidden):
         raise ConfigError(f"model.hidden = {m.hidden!r}: expected a non-empty list of widths >= 1")
@@ -457,6 +476,11 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
     _choice("model.activation", m.activation, ACTIVATIONS)
     if not 0.0 <= m.dropout < 1.0:
         raise ConfigError(f"model.dropout = {m.dropout!r}: must be in [0, 1)")
+
+
+def _check_training_and_run(t: TrainingConfig, r: RunConfig) -> None:
+    """``[training]`` and ``[run]``: epochs, batch, optimizer, rates, target; strategies,
+    worker counts (each must divide the global batch), repeats, timeout."""
     _positive("training.epochs", t.epochs)
     _positive("training.global_batch_size", t.global_batch_size)
     _choice("training.optimizer", t.optimizer, OPTIMIZERS)
@@ -488,6 +512,10 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         _positive("run.repeats", r.repeats)
     if not 0 < r.timeout_s < math.inf:
         raise ConfigError(f"run.timeout_s = {r.timeout_s!r}: must be a finite number of seconds > 0")
+
+
+def _check_ps_and_tf(cfg: ExperimentConfig) -> None:
+    """``[ps]`` and ``[tf]``: windows, the elastic moving rate, port; collective, ps tasks."""
     _positive("ps.communication_window", cfg.ps.communication_window, 0)
     for i, w in enumerate(cfg.ps.windows):
         _positive(f"ps.windows[{i}]", w)
@@ -505,14 +533,6 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
     _positive("tf.ps_tasks", cfg.tf.ps_tasks)
     if not 0 <= cfg.ps.port <= 65535:
         raise ConfigError(f"ps.port = {cfg.ps.port!r}: must be in 0..65535 (0 = any free port)")
-
-    from distbench.ps_async.spark_spec import check_spark_config  # here: its package imports NumPy
-
-    check_spark_config(cfg.spark.master, cfg.spark.conf)
-    check_scenario(cfg)
-
-    check_cluster(cfg.cluster, r.workers)
-    return cfg
 
 
 def _check_model_source(m: ModelConfig) -> None:
