@@ -360,17 +360,7 @@ def _advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, ta
     unavailable = list(dict((k, v) for k, v in unavailable).items())
     ok = [s for s in rows if s.ok]
     if not ok:
-        kinds = "/".join(sorted({st for s in rows for st in s.statuses}))
-        adv = Advice("unavailable", f"No advice: no configuration ran here (every row is {kinds}).",
-                     unavailable=unavailable, scope=scope)
-        failed = [s for s in rows if set(s.statuses) - {"unavailable"}]
-        adv.reasons = [f"{s.label}: {', '.join(sorted(set(s.statuses)))}: {s.reasons[0] if s.reasons else ''}"
-                       for s in failed]
-        adv.reasons.append("Install what the reasons name (`distbench env` lists what is found), or measure the "
-                           "strategies that need nothing but TensorFlow first.")
-        adv.costs = [(n, _needs(n)) for n in TF_ONLY.split(",")]
-        adv.next_command = run_command(rd, resume=True, strategies=TF_ONLY)
-        return adv
+        return _nothing_ran(rows, unavailable, scope, rd)
     target_acc = next((r.get("target_accuracy") for s in ok for r in s.records if r.get("target_accuracy")), None)
     base = [s for s in ok if _baseline(s) and not {"collapsed", "diverged"} & set(s.flags)]
     reached = sorted((s for s in base if s.ttt.value is not None), key=lambda s: s.ttt.value)  # type: ignore[arg-type]
@@ -378,7 +368,43 @@ def _advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, ta
     for s in reached:
         best.setdefault(s.strategy, s)
     ranked = list(best.values())
-    if not ranked and not [s for s in ok if not {"collapsed", "diverged"} & set(s.flags)]:
+    if not ranked:
+        return _not_ranked(ok, unavailable, scope, rd, target_acc)
+    lead = ranked[0]
+    second = ranked[1] if len(ranked) > 1 else None
+    adv = Advice("clear", "", unavailable=unavailable, scope=scope)
+    names = [lead.strategy] + ([second.strategy] if second else [])
+    single = next((s for s in base if s.strategy == "single"), None)
+    adv.compared = [lead, second] if second else [lead]
+    _evidence(adv, ok, lead, second, single, target_acc, rd)
+    _verdict(adv, ranked, single, target_acc, rd, min_repeats, target is not None)
+    if target is not None:
+        _add_target(adv, target, rd, records)
+    adv.costs = [(n, _needs(n)) for n in dict.fromkeys(names + ["single"])]
+    return adv
+
+
+def _nothing_ran(rows: list[ConfigSummary], unavailable: list[tuple[str, str]], scope: str,
+                 rd: str | None) -> Advice:
+    """The advice when no configuration ran ok: the reasons, and the strategies that need only TensorFlow."""
+    kinds = "/".join(sorted({st for s in rows for st in s.statuses}))
+    adv = Advice("unavailable", f"No advice: no configuration ran here (every row is {kinds}).",
+                 unavailable=unavailable, scope=scope)
+    failed = [s for s in rows if set(s.statuses) - {"unavailable"}]
+    adv.reasons = [f"{s.label}: {', '.join(sorted(set(s.statuses)))}: {s.reasons[0] if s.reasons else ''}"
+                   for s in failed]
+    adv.reasons.append("Install what the reasons name (`distbench env` lists what is found), or measure the "
+                       "strategies that need nothing but TensorFlow first.")
+    adv.costs = [(n, _needs(n)) for n in TF_ONLY.split(",")]
+    adv.next_command = run_command(rd, resume=True, strategies=TF_ONLY)
+    return adv
+
+
+def _not_ranked(ok: list[ConfigSummary], unavailable: list[tuple[str, str]], scope: str, rd: str | None,
+                target_acc: float | None) -> Advice:
+    """The advice when no usable configuration reached the target: every one collapsed or
+    diverged (the settings must change), or none reached it (train longer, or a lower target)."""
+    if not [s for s in ok if not {"collapsed", "diverged"} & set(s.flags)]:
         # more epochs will not help a workload that does not train: its settings must change
         adv = Advice("no_target", "No advice: every configuration that ran collapsed or diverged, so the "
                      "workload's settings do not train this model here.", unavailable=unavailable, scope=scope)
@@ -387,27 +413,26 @@ def _advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, ta
         adv.reasons.append("Lower training.learning_rate (or check the data and the model) and run again; "
                            "comparing strategies needs a workload that trains.")
         return adv
-    if not ranked:
-        epochs = next((r.get("epochs") for s in ok for r in s.records if r.get("epochs")), None)
-        top = most_accurate(ok)  # (its ties: when all tie, none is named most accurate)
-        adv = Advice("no_target", f"No advice: no configuration reached the target test accuracy {target_acc}, so "
-                     "there is no time to accuracy to compare.", unavailable=unavailable, scope=scope)
-        adv.reasons = [accuracy_sentence(top, False)] if top else []
-        reach = math.floor(100 * (top.value if top else 0.0)) / 100 - 0.01
-        if reach > 0:  # more epochs do not help a model that has plateaued below the target
-            adv.reasons.append(f"If that is what this model and data reach (its curve has flattened), compare at a "
-                               f"target the runs reach: distbench advise {shlex.quote(rd or 'RUN_DIR')} "
-                               f"--target-accuracy {reach:.2f}; else train longer (Run next).")
-        more = 2 * epochs if epochs else None
-        adv.next_command = (run_command(rd, out=f"{rd or 'RUN_DIR'}-e{more}", epochs=more) if more else None)
-        return adv
-    lead = ranked[0]
-    second = ranked[1] if len(ranked) > 1 else None
-    adv = Advice("clear", "", unavailable=unavailable, scope=scope)
+    epochs = next((r.get("epochs") for s in ok for r in s.records if r.get("epochs")), None)
+    top = most_accurate(ok)  # (its ties: when all tie, none is named most accurate)
+    adv = Advice("no_target", f"No advice: no configuration reached the target test accuracy {target_acc}, so "
+                 "there is no time to accuracy to compare.", unavailable=unavailable, scope=scope)
+    adv.reasons = [accuracy_sentence(top, False)] if top else []
+    reach = math.floor(100 * (top.value if top else 0.0)) / 100 - 0.01
+    if reach > 0:  # more epochs do not help a model that has plateaued below the target
+        adv.reasons.append(f"If that is what this model and data reach (its curve has flattened), compare at a "
+                           f"target the runs reach: distbench advise {shlex.quote(rd or 'RUN_DIR')} "
+                           f"--target-accuracy {reach:.2f}; else train longer (Run next).")
+    more = 2 * epochs if epochs else None
+    adv.next_command = (run_command(rd, out=f"{rd or 'RUN_DIR'}-e{more}", epochs=more) if more else None)
+    return adv
+
+
+def _evidence(adv: Advice, ok: list[ConfigSummary], lead: ConfigSummary, second: ConfigSummary | None,
+              single: ConfigSummary | None, target_acc: float | None, rd: str | None) -> None:
+    """Append the reasons behind the verdict to ``adv.reasons``: the leader against the
+    runner-up and against ``single``, stragglers, warm-up, rows left out."""
     names = [lead.strategy] + ([second.strategy] if second else [])
-    single = next((s for s in base if s.strategy == "single"), None)
-    adv.compared = [lead, second] if second else [lead]
-    few = adv.short = [s for s in adv.compared if s.ok < min_repeats]
     if second is None:
         adv.reasons.append(f"Only {lead.label} reached the target test accuracy {target_acc} "
                            f"({_range(lead)}, {_runs(lead.ok)}).")
@@ -434,6 +459,15 @@ def _advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, ta
         adv.reasons.append("Left out although they reached the target: " + "; ".join(
             f"{s.label} ({'diverged' if 'diverged' in s.flags else 'collapsed'}, the report's Caution says why)"
             for s in left_out) + ".")
+
+
+def _verdict(adv: Advice, ranked: list[ConfigSummary], single: ConfigSummary | None, target_acc: float | None,
+             rd: str | None, min_repeats: int, has_target: bool) -> None:
+    """Set ``adv``'s verdict, headline, recommendation and next command: too few runs,
+    overlapping leaders, ``single``, or a clear winner."""
+    lead, second = ranked[0], ranked[1] if len(ranked) > 1 else None
+    names = [lead.strategy] + ([second.strategy] if second else [])
+    few = adv.short = [s for s in adv.compared if s.ok < min_repeats]
     if few:
         adv.verdict = "too_few"
         adv.headline = (f"No advice yet: {', '.join(f'{s.label} has {_runs(s.ok)}' for s in few)}; distbench "
@@ -463,7 +497,7 @@ def _advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, ta
             wl = next((r.get("workload") or {} for r in lead.records), {})
             adv.headline = (f"Recommended: single. No distributed strategy beats one device on this workload here; "
                             f"the runner-up is {second.label if second else 'none'}.")
-            predict = ("see Target" if target is not None else  # the Target block exists only with --target
+            predict = ("see Target" if has_target else  # the Target block exists only with --target
                        f"distbench advise {shlex.quote(rd or 'RUN_DIR')} --target '8 nodes x 4 GPUs, 25 Gbit/s' "
                        "predicts one")
             adv.reasons.append(f"The workload ({wl.get('num_parameters', '?')} parameters, "
@@ -472,10 +506,6 @@ def _advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, ta
                                f"more data or faster devices change that ({predict}).")
         else:
             adv.headline = f"Recommended: {lead.label}; runner-up: {second.label if second else 'none'}."
-    if target is not None:
-        _add_target(adv, target, rd, records)
-    adv.costs = [(n, _needs(n)) for n in dict.fromkeys(names + ["single"])]
-    return adv
 
 
 AUTO_MAX_RUNS = MIN_REPEATS
