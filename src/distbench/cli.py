@@ -471,9 +471,10 @@ def list_cmd() -> None:
     click.echo("strategies:")
     for name in strategy_names:
         click.echo(hanging(name, registry.get(name).description, width))
-    for fam, members in registry.families().items():
-        click.echo(hanging(fam, f"the family: all {len(members)} {fam}:<optimizer> strategies above "
-                                f"(also {fam}:all)", width))
+    for fam, members in registry.families().items():  # a small family is named member by member
+        which = f"all {len(members)} {fam}:<optimizer> strategies above" if len(members) > 3 else \
+            f"{', '.join(members)} above"
+        click.echo(hanging(fam, f"the family: {which} (also {fam}:all)", width))
     click.echo("datasets:")
     for d in config_mod.DATASETS:
         click.echo(hanging(d, DATASET_DESCRIPTIONS[d], width))
@@ -688,8 +689,8 @@ def predict(run_dir: str, bandwidth: float | None, latency: float | None, window
                      block_head=3, drop=("measured s/epoch", "predicted s/epoch"))
         console.print(escape(model.MEASURED_LEGEND))
     console.print(escape("first-order model: no contention, stragglers, compute/communication overlap, per-call "
-                         "framework costs or topology; trust the shape of scaling, not absolute times (docs/predict.md, "
-                         "'Commands')"))
+                         "framework costs or topology; trust the shape of scaling, not absolute times "
+                         "(docs/predict.md, 'Commands')"))
     console.print(escape(f"wrote {png}"), soft_wrap=True)
 
 

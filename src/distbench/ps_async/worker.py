@@ -145,6 +145,7 @@ def train_replica(spec: ReplicaSpec, worker_id: int, split: Any = None,
     import tensorflow as tf
 
     from distbench.training.loop import StopTraining, TrainLoop, configure_threads
+    from distbench.training.step import replica_step, while_steps
 
     if spec.threads:
         configure_threads(spec.threads)
@@ -163,20 +164,10 @@ def train_replica(spec: ReplicaSpec, worker_id: int, split: Any = None,
     opt = keras.optimizers.SGD(**local_sgd(spec.params)) if local_sgd else make_optimizer(spec.training, 1)
     opt.build(model.trainable_variables)
     loss_obj = spec.loss.make(reduction="sum_over_batch_size")  # the workload's loss, mean over the batch
-    variables = model.trainable_variables
     loop = TrainLoop(spec.training.epochs, replica=worker_id,
                      label=f"worker {worker_id} (pid {os.getpid()}, attempt {attempt}): ", scenario=spec.scenario)
     delay = loop.step_delay()
-
-    def step(xb: Any, yb: Any, previous: Any) -> Any:
-        xb = delay.start(xb, [previous])  # under a scenario: after the previous step's update
-        with delay.tape() as tape:
-            loss = loss_obj(yb, model(xb, training=True))
-        opt.apply_gradients(zip(tape.gradient(loss, variables), variables))
-        if delay.active:  # the loss handed to the next step waits for this step's update
-            with tf.control_dependencies([variables[-1].value.read_value()]):
-                loss = tf.identity(loss)
-        return loss
+    step = replica_step(model, opt, loss_obj, lambda: delay)
 
     # The steps between two exchanges run inside one graph (a tf.while_loop over the input
     # iterator), as the tf.distribute loop runs its epoch, instead of a Python call and a
@@ -185,12 +176,7 @@ def train_replica(spec: ReplicaSpec, worker_id: int, split: Any = None,
     # benchmarks/profile_step.py). autograph=False: the same tracing mode as Horovod's loop.
     @tf.function(autograph=False)
     def run_steps(iterator: Any, k: Any) -> Any:
-        def body(i: Any, loss: Any) -> Any:
-            xb, yb = iterator.get_next()
-            return i + 1, step(xb, yb, loss)
-
-        _, loss = tf.while_loop(lambda i, _: i < k, body, (tf.constant(0), tf.constant(float("nan"))))
-        return loss
+        return while_steps(step, iterator, k)
 
     data = iter(_pipeline(split, spec, worker_id))  # created before the clock starts
     loop.trace(lambda: run_steps.get_concrete_function(data, tf.TensorSpec((), tf.int32)))

@@ -227,6 +227,7 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload, scenario: Any = Non
     from distbench.launch.ranks import open_progress_board
     from distbench.training import batchnorm
     from distbench.training.loop import TrainLoop
+    from distbench.training.step import replica_step, while_steps
     from distbench.training.tf_loop import input_pipeline
     from distbench.workload import weights_sha256
 
@@ -266,18 +267,9 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload, scenario: Any = Non
     loop = TrainLoop(cfg.epochs, model.get_weights if rank == 0 else None, replica=rank, label=f"rank {rank}: ",
                      sync=sync if stats and size > 1 else None, scenario=scenario)
     delay = loop.step_delay()
-
-    def step(x: Any, y: Any, previous: Any) -> Any:
-        x = delay.start(x, [previous])  # under a scenario: after the previous step's update
-        with delay.tape() as tape:
-            loss = tf.reduce_mean(loss_obj(y, model(x, training=True)))  # mean over the local batch
-        tape_ = tape if plain_tape else hvd.DistributedGradientTape(tape)  # Average over ranks
-        grads = tape_.gradient(loss, tvalues)
-        optimizer.apply_gradients(zip(grads, tvars, strict=True))
-        if delay.active:  # the loss handed to the next step waits for this step's update
-            with tf.control_dependencies([tvalues[-1].read_value()]):
-                loss = tf.identity(loss)
-        return loss
+    step = replica_step(model, optimizer, lambda y, logits: tf.reduce_mean(loss_obj(y, logits)),  # local mean
+                        lambda: delay, sources=tvalues, strict=True,
+                        wrap_tape=None if plain_tape else hvd.DistributedGradientTape)  # Average over ranks
 
     steps_per_epoch = len(ds.train) // G
 
@@ -290,13 +282,7 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload, scenario: Any = Non
     # machine instead of ~0.1 s.
     @tf.function(autograph=False)
     def train_epoch(iterator: Any) -> Any:
-        def body(i: Any, loss: Any) -> Any:
-            x, y = iterator.get_next()
-            return i + 1, step(x, y, loss)
-
-        _, loss = tf.while_loop(lambda i, _: i < steps_per_epoch, body,
-                                (tf.constant(0), tf.constant(float("nan"))))
-        return loss
+        return while_steps(step, iterator, steps_per_epoch)
 
     # One input pipeline over all epochs, its iterator created before the clock starts.
     pipeline = input_pipeline(ds.train, cfg.epochs, cfg.seed, G, [rank], size)

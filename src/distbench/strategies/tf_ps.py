@@ -48,7 +48,8 @@ from distbench.config import ExperimentConfig
 from distbench.strategies.base import Availability, LaunchContext, Strategy, StrategyUnavailable
 from distbench.strategies.registry import register
 from distbench.training import TrainOutput
-from distbench.training.loop import TrainLoop
+from distbench.training.loop import StepDelay, TrainLoop
+from distbench.training.step import replica_step
 from distbench.training.output import write_child_result
 from distbench.procinfo import current_namespace
 
@@ -262,15 +263,12 @@ class TFParameterServer(Strategy):
             return (tf.data.Dataset.from_tensor_slices((x_train, y_train)).shard(n, me)
                     .shuffle(len(y_train) // n + 1, seed=seed).repeat().batch(B, drop_remainder=True).prefetch(2))
 
+        # no step delay: tf_ps is unavailable under a scenario (launch), so the delay is inactive
+        replica_fn = replica_step(model, optimizer, lambda y, logits: tf.reduce_mean(loss_obj(y, logits)),
+                                  StepDelay)
+
         @tf.function
         def step(iterator: Any) -> Any:
-            def replica_fn(x: Any, y: Any) -> Any:
-                with tf.GradientTape() as tape:
-                    loss = tf.reduce_mean(loss_obj(y, model(x, training=True)))
-                grads = tape.gradient(loss, model.trainable_variables)
-                optimizer.apply_gradients(zip(grads, model.trainable_variables))
-                return loss
-
             x, y = next(iterator)
             strategy.run(replica_fn, args=(x, y))
             return tf.distribute.coordinator.experimental_get_current_worker_index()

@@ -20,6 +20,7 @@ from distbench.training import batchnorm
 from distbench.training.loop import TrainLoop
 from distbench.training.output import TrainOutput
 from distbench.training.schedule import replica_batches, replica_indices
+from distbench.training.step import replica_step
 from distbench.workload import Workload
 
 
@@ -188,21 +189,10 @@ def train_with_strategy(strategy: Any, workload: Workload, scenario: Any = None)
         # inside the first tf.function call they break replica context under Mirrored.
         optimizer.build(model.trainable_variables)
     loss_obj = workload.loss_fn()
-    variables = model.trainable_variables
     loop = TrainLoop(cfg.epochs, model.get_weights, label="", scenario=scenario)
-
-    def step_fn(x: Any, y: Any, *previous: Any) -> Any:
-        delay = loop.step_delay(replica_id() if scenario is not None else 0)
-        x = delay.start(x, previous)  # under a scenario: after the previous step's update
-        with delay.tape() as tape:
-            logits = model(x, training=True)
-            loss = tf.nn.compute_average_loss(loss_obj(y, logits), global_batch_size=G)
-        grads = tape.gradient(loss, variables)
-        optimizer.apply_gradients(zip(grads, variables))
-        if delay.active:  # the loss handed to the next step waits for this step's update
-            with tf.control_dependencies([variables[-1].value.read_value()]):
-                loss = tf.identity(loss)
-        return loss
+    step_fn = replica_step(model, optimizer,
+                           lambda y, logits: tf.nn.compute_average_loss(loss_obj(y, logits), global_batch_size=G),
+                           lambda: loop.step_delay(replica_id() if scenario is not None else 0))
 
     n = len(ds.train)
     steps_per_epoch = n // G
