@@ -111,9 +111,10 @@ def train_replica(spec: ReplicaSpec, worker_id: int, split: Any = None,
                   client_factory: Callable[..., Any] | None = None, attempt: int = 0) -> dict[str, Any]:
     """Train one replica on its shard against the parameter server.
 
-    The shard is the ``worker_id``-th contiguous row range of the training split; each
+    The shard is the ``worker_id``-th contiguous row range of an in-memory training split,
+    or every N-th row of one read block by block (Parquet, stored in any order); each
     epoch the replica visits it in a permutation seeded by ``(seed, epoch, worker_id)``
-    (:func:`~distbench.training.schedule.shard_batches`: rows in memory, row groups then
+    (:func:`~distbench.training.schedule.shard_batches`: rows in memory, blocks then
     rows for Parquet), one batch in memory at a time.
 
     Args:
