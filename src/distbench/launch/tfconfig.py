@@ -158,6 +158,24 @@ def parse_tf_config(raw: str | None, entry: str = "worker tf") -> TFTask:
         raise ConfigError(f"TF_CONFIG has unknown key(s) {', '.join(map(repr, unknown))}: expected only "
                           f"{', '.join(TOP_LEVEL_KEYS)}; remove them or fix their spelling")
     cluster = tfc.get("cluster")
+    _check_cluster(cluster, jobs, cmd)
+    task_type, index = _check_task(tfc.get("task"), cluster, task_types, cmd)
+    for key in ("environment", "rpc_layer"):
+        if key in tfc and (not isinstance(tfc[key], str) or not tfc[key]):
+            example = "grpc" if key == "rpc_layer" else "cloud"
+            raise ConfigError(f"TF_CONFIG {key} = {_short(tfc[key])}: expected a non-empty string "
+                              f"(e.g. {example!r}) or no {key} key")
+    return TFTask({job: list(addrs) for job, addrs in cluster.items()}, task_type, index,
+                  tfc.get("rpc_layer", "grpc"))
+
+
+def _check_cluster(cluster: Any, jobs: tuple[str, ...], cmd: str) -> None:
+    """``TF_CONFIG``'s ``cluster``: a non-empty object of allowed jobs -> non-empty lists of
+    distinct ``host:port`` addresses, at most one chief.
+
+    Raises:
+        ConfigError: the first problem, as :func:`parse_tf_config` says.
+    """
     if not isinstance(cluster, dict) or not cluster:
         raise ConfigError(f"TF_CONFIG cluster = {_short(cluster)}: expected an object of job name -> address list, "
                           f"e.g. {{\"worker\": [\"host1:2222\", \"host2:2222\"]}}")
@@ -181,7 +199,18 @@ def parse_tf_config(raw: str | None, entry: str = "worker tf") -> TFTask:
                 raise ConfigError(f"TF_CONFIG cluster lists {addr!r} twice ({seen[addr]} and {job}[{i}]): every "
                                   "task needs its own address; give each a different port or host")
             seen[addr] = f"{job}[{i}]"
-    task = tfc.get("task")
+
+
+def _check_task(task: Any, cluster: dict[str, Any], task_types: tuple[str, ...], cmd: str) -> tuple[str, int]:
+    """``TF_CONFIG``'s ``task``: ``type`` a job of ``cluster`` that the entry point runs,
+    ``index`` an integer position in that job's list.
+
+    Returns:
+        ``(task type, index)``.
+
+    Raises:
+        ConfigError: the first problem, as :func:`parse_tf_config` says.
+    """
     if not isinstance(task, dict):
         raise ConfigError(f"TF_CONFIG task = {_short(task)}: expected an object like {{\"type\": \"worker\", "
                           "\"index\": 0} naming this host's task")
@@ -205,13 +234,7 @@ def parse_tf_config(raw: str | None, entry: str = "worker tf") -> TFTask:
     if not 0 <= index < n:
         raise ConfigError(f"TF_CONFIG task.index = {index}: expected 0..{n - 1} (cluster.{task_type} lists {n} "
                           f"address{'es' if n > 1 else ''}); set it to this host's position in cluster.{task_type}")
-    for key in ("environment", "rpc_layer"):
-        if key in tfc and (not isinstance(tfc[key], str) or not tfc[key]):
-            example = "grpc" if key == "rpc_layer" else "cloud"
-            raise ConfigError(f"TF_CONFIG {key} = {_short(tfc[key])}: expected a non-empty string "
-                              f"(e.g. {example!r}) or no {key} key")
-    return TFTask({job: list(addrs) for job, addrs in cluster.items()}, task_type, index,
-                  tfc.get("rpc_layer", "grpc"))
+    return task_type, index
 
 
 def accepts_connections(address: str, timeout_s: float = 1.0) -> bool:
