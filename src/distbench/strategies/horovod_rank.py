@@ -220,7 +220,6 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload, scenario: Any = Non
         and ``last_train_loss`` (the last step's loss over the whole global batch, as
         for ``single``: the ranks' local means averaged by one allreduce).
     """
-    import horovod
     import keras
     import tensorflow as tf
 
@@ -229,13 +228,11 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload, scenario: Any = Non
     from distbench.training.loop import TrainLoop
     from distbench.training.step import replica_step, while_steps
     from distbench.training.tf_loop import input_pipeline
-    from distbench.workload import weights_sha256
 
     cfg = workload.config.training
     ds = workload.dataset
     rank, size = info.rank, info.size
     G = cfg.global_batch_size
-    local_batch = G // size
     plain_tape = os.environ.get(PLAIN_TAPE_ENV, "") not in ("", "0")
     progress = open_progress_board(rank, size)
 
@@ -301,7 +298,22 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload, scenario: Any = Non
         return state["steps"], None
 
     res = loop.run(run_epoch)
-    steps, loss, train_s = res.steps, state["loss"], res.train_s
+    return _rank_output(hvd, info, model, res, state["loss"], G, steps_per_epoch, plain_tape, scenario)
+
+
+def _rank_output(hvd: Any, info: RankInfo, model: Any, res: Any, loss: Any, G: int, steps_per_epoch: int,
+                 plain_tape: bool, scenario: Any) -> TrainOutput:
+    """The rank's :class:`TrainOutput` after its loop (``res``: the loop core's result,
+    ``loss``: the last step's local loss): the collectives every rank calls once after the
+    clock stopped (the last loss, the weights hashes, the step delays) and ``extra``
+    (see :func:`train_rank`)."""
+    import horovod
+
+    from distbench.training import batchnorm
+    from distbench.workload import weights_sha256
+
+    size, tvars = info.size, model.trainable_variables
+    steps, train_s = res.steps, res.train_s
     # The record's loss means what it means for single: the mean over the last step's global
     # batch, i.e. the mean of the ranks' equal-sized local means. One allreduce, after the
     # clock stopped, so the steps pay nothing for it.
@@ -332,7 +344,7 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload, scenario: Any = Non
         "last_train_loss": last_loss,
         "steps_per_epoch": steps_per_epoch,
         "trace_s": res.trace_s,
-        "per_replica_batch_size": local_batch,
+        "per_replica_batch_size": G // size,
         "batchnorm": batchnorm.describe(model, "Horovod allreduce"),
         **({"step_delays": delays} if delays else {}),
     }
