@@ -18,7 +18,7 @@ from typing import Any, Iterable
 #: 2-core machine with the digits workload (records' ``startup_s``); only a seed: once one
 #: configuration of a family finished, its measured wall time is used instead.
 STARTUP_SEED_S = {"single": 15.0, "mirrored": 15.0, "tpu": 10.0, "multi_worker_mirrored": 30.0, "tf_ps": 20.0,
-                  "horovod": 45.0, "horovod_mpi": 25.0, "spark_ps": 110.0, "mpi_ps": 30.0}
+                  "horovod": 45.0, "horovod_mpi": 25.0, "spark_ps": 110.0, "mpi_ps": 30.0, "keras_jax": 15.0}
 DEFAULT_STARTUP_S = 30.0  # a plugin's family
 SHARED_NEXT_S = 4.0
 """Typical start-up of a configuration that reuses its family's shared engine (spark_ps,
@@ -30,7 +30,7 @@ KEY_STRATEGY = re.compile(r"^(.*?)_w\d+")  # a key's strategy part (``:`` spelt 
 #: What a family starts before its first epoch.
 STARTING = {"spark_ps": "starting Spark", "horovod": "starting horovodrun", "horovod_mpi": "starting mpirun",
             "mpi_ps": "starting mpirun", "multi_worker_mirrored": "starting TensorFlow workers",
-            "tf_ps": "starting TensorFlow workers"}
+            "tf_ps": "starting TensorFlow workers", "keras_jax": "starting JAX"}
 _TAIL_BYTES = 32_768
 
 

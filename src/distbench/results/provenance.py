@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-PACKAGES = ("distbench", "tensorflow", "keras", "numpy", "horovod", "pyspark", "mpi4py", "pyzmq", "scikit-learn")
+PACKAGES = ("distbench", "tensorflow", "keras", "jax", "jaxlib", "numpy", "horovod", "pyspark", "mpi4py", "pyzmq",
+            "scikit-learn")
 
 
 def package_versions() -> dict[str, str | None]:

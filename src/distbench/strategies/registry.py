@@ -24,7 +24,8 @@ from distbench.config import ConfigError
 from distbench.strategies.base import Strategy
 
 # Modules whose import registers strategies, in display order.
-_MODULES = ["single_device", "mirrored", "tpu", "multi_worker_mirrored", "tf_ps", "horovod", "spark_ps", "mpi_ps"]
+_MODULES = ["single_device", "mirrored", "tpu", "keras_jax", "multi_worker_mirrored", "tf_ps", "horovod", "spark_ps",
+            "mpi_ps"]
 
 _BY_MODULE: "OrderedDict[str, list[type[Strategy]]]" = OrderedDict()  # every class each module registered
 _FAMILY_OF: dict[str, str] = {}  # strategy name -> family prefix

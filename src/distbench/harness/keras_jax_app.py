@@ -1,0 +1,71 @@
+"""``distbench worker keras-jax``: the JAX process of ``keras_jax:data_parallel``.
+
+Started by the strategy (:mod:`distbench.strategies.keras_jax`) from a configuration's
+process, with ``KERAS_BACKEND=jax`` and, without accelerators, ``XLA_FLAGS`` giving JAX N
+CPU devices (both must be set before Keras and JAX are first imported, which is why this
+is a process of its own: the configuration's process and the sweep import Keras on its
+TensorFlow backend). It loads the run's workload, trains it
+(:func:`distbench.training.jax_loop.train_data_parallel`) and leaves the result in the
+configuration's artifacts directory as every configuration's process does
+(:func:`~distbench.harness.child.run_configuration`: ``ok`` with the output, ``unavailable``
+with the reason when JAX is missing, ``failed`` with the reason); the strategy reads it back.
+TensorFlow is never imported in this process (the record's ``details.tensorflow_imported``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from distbench.config import user_errors
+from distbench.harness.child import run_configuration
+from distbench.scenario import Scenario
+from distbench.training import TrainOutput
+from distbench.training.loop import threads_per_process
+from distbench.workload import Workload
+
+
+def process_main(run_dir: Path, out: Path, workers: int, scenario: Scenario | None = None) -> int:
+    """Train one ``keras_jax`` configuration in this (JAX) process and write its result to ``out``.
+
+    Args:
+        run_dir: the run directory (its workload is loaded and checked).
+        out: where the result goes (the configuration's artifacts directory).
+        workers: devices of the data-parallel mesh.
+        scenario: the straggler scenario (None: none).
+
+    Returns:
+        The exit code: 0 when the result is ``ok`` or ``unavailable``, 1 when training failed.
+    """
+    marks: dict[str, float] = {}
+
+    def train() -> TrainOutput:
+        from distbench.training import jax_loop
+
+        jax_loop.keep_tensorflow_out()
+        jax_loop.import_jax_keras()  # JAX missing: unavailable, before anything else is read
+        workload = Workload.load(run_dir, cached=True)
+        # before JAX starts its CPU client and thread pools (at the first look at its devices)
+        threads = jax_loop.pin_threads(threads_per_process(workload.config.training.threads, 1))
+        return jax_loop.train_data_parallel(workload, workers, scenario, threads)
+
+    return 0 if run_configuration(out, marks, train) else 1
+
+
+@click.command("keras-jax", hidden=True)
+@click.option("--run-dir", required=True, type=click.Path(file_okay=False))
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Where the result goes.")
+@click.option("--workers", required=True, type=int, help="Devices of the mesh.")
+@click.option("--scenario", help="Straggler scenario as JSON (set by distbench run).")
+@user_errors
+def command(run_dir: str, out: str, workers: int, scenario: str | None) -> None:
+    """Train one keras_jax configuration (started by the keras_jax strategy with KERAS_BACKEND=jax).
+
+    Leaves with ``os._exit`` once the result is on disk, as the configuration's process does."""
+    code = process_main(Path(run_dir), Path(out), workers, Scenario.from_arg(scenario))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
