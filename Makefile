@@ -6,8 +6,13 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.distbench-installed
-EXTRAS ?= test,spark,horovod,mpi
+# Where the NVIDIA driver lists GPUs, TensorFlow's CUDA libraries too (the `gpu` extra:
+# tensorflow[and-cuda], pip packages, no system CUDA needed); its own stamp, so a machine that
+# gains GPUs installs them on the next run. Without them distbench refuses to run there
+# (src/distbench/gpu.py): a GPU machine is never benchmarked on its CPU unasked.
+GPU_EXTRA := $(shell nvidia-smi -L 2>/dev/null | grep -q '^GPU ' && echo ,gpu)
+STAMP  := $(VENV)/.distbench-installed$(GPU_EXTRA:,%=-%)
+EXTRAS ?= test,spark,horovod,mpi$(GPU_EXTRA)
 # Two pytest-xdist workers, a test file each at a time: the engine tests wait on processes
 # more than they compute (about 1.15 of 2 cores busy), so two at once finish the suite
 # sooner even on a 2-core machine. PYTEST_WORKERS=0 runs it in one process. SOLO_TESTS run

@@ -446,7 +446,7 @@ def env_cmd(as_json: bool, workers: int, cluster_config: str | None) -> None:
 
     p, width = info["provenance"], output_width()
     lines = [f"distbench {p['versions'].get('distbench')}  Python {p['python']}  {p['os']}",
-             f"host {p['hostname']}: {p['cpu_count']} x {p['cpu_model']}; GPUs: {', '.join(p['gpus']) or 'none'}",
+             f"host {p['hostname']}: {p['cpu_count']} x {p['cpu_model']}", *info["gpus"],
              "packages: " + ", ".join(f"{k} {v or '-'}" for k, v in p["versions"].items())]
     lines += [f"build: {line}" for line in info["builds"]] + [f"git commit: {p['git_commit']}"]
     for line in lines:  # (wrap_text would keep the first line whole: it starts like a command)

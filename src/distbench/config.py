@@ -214,6 +214,9 @@ class RunConfig:
             (:func:`embedded_default`) uses ``"auto"``; a config file without the key 1.
         timeout_s: wall-clock limit per configuration, seconds.
         out: run directory ("" = ``runs/<timestamp>``).
+        device: ``auto`` (GPUs where TensorFlow can use them; every configuration is
+            ``unavailable`` on a machine whose GPUs it cannot use), ``cpu`` (the CPU, GPUs
+            hidden) or ``gpu`` (refused without one): :mod:`distbench.gpu`.
     """
 
     strategies: list[str] = field(default_factory=lambda: ["all"])
@@ -221,6 +224,7 @@ class RunConfig:
     repeats: int | Literal["auto"] = 1
     timeout_s: float = 900.0
     out: str = ""
+    device: Literal["auto", "cpu", "gpu"] = "auto"
 
     @property
     def auto_repeats(self) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from distbench import gpu
 from distbench.config import ExperimentConfig
 from distbench.results import provenance
 from distbench.strategies import registry
@@ -19,7 +20,9 @@ def strategy_availability(cfg: ExperimentConfig, workers: int = 2) -> list[tuple
     strategies = [registry.get(n) for n in names]
     with ThreadPoolExecutor(max_workers=min(8, len(names) or 1)) as pool:
         found = list(pool.map(lambda s: s.is_available(cfg, workers), strategies))
-    return [(n, a.ok, a.reason, s.description) for n, s, a in zip(names, strategies, found)]
+    why = gpu.problem(cfg.run.device)  # a GPU TensorFlow cannot use: no silent CPU fallback (as the harness)
+    return [(n, False, why, s.description) if why and n != "tpu" else (n, a.ok, a.reason, s.description)
+            for n, s, a in zip(names, strategies, found)]
 
 
 def engine_builds() -> list[str]:
@@ -32,10 +35,11 @@ def engine_builds() -> list[str]:
 
 
 def report(cfg: ExperimentConfig, workers: int = 2) -> dict[str, Any]:
-    """Provenance, compiled-engine builds (:func:`engine_builds`) and strategy
-    availability, as a JSON-able dict."""
+    """Provenance, the GPUs and whether TensorFlow can use them (:func:`distbench.gpu.describe`),
+    compiled-engine builds (:func:`engine_builds`) and strategy availability, as a JSON-able dict."""
     return {
         "provenance": provenance.collect(cfg.training.seed),
+        "gpus": gpu.describe(),
         "builds": engine_builds(),
         "strategies": [{"name": n, "available": ok, "reason": r, "description": d}
                        for n, ok, r, d in strategy_availability(cfg, workers)],

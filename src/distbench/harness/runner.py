@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from distbench.config import ConfigError, ExperimentConfig, from_dict
+from distbench import gpu
 from distbench.harness import progress
 from distbench.harness.child import (  # noqa: F401 (re-exported: the engines' and apps' contract)
     PHASE_MARKS, artifacts_dir, failure_reason, run_configuration)
@@ -38,7 +39,7 @@ from distbench.scenario import Scenario
 from distbench.cluster.placement import CLUSTER_ID_ENV, Placement
 from distbench.launch import commands, process
 from distbench.strategies import registry
-from distbench.strategies.base import LaunchContext
+from distbench.strategies.base import Availability, LaunchContext
 from distbench.training import TrainOutput
 from distbench.training.output import SNAPS_FILE, ChildResult, read_child_result
 from distbench.workload import CONFIG_FILE, WORKLOAD_DIR, Workload, checked_dataset, remove_dataset_cache
@@ -278,7 +279,10 @@ def run_point(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[st
     cfg = workload.config
     run_dir = workload.run_dir
     strat = registry.get(point.strategy)
-    avail = strat.is_available(cfg, point.workers)
+    if cfg.run.device == "cpu":
+        gpu.hide_gpus()
+    why = gpu.problem(cfg.run.device) if point.strategy != "tpu" else None  # no silent CPU fallback
+    avail = Availability(False, why) if why else strat.is_available(cfg, point.workers)
     if not avail.ok:
         return make_record(workload, point, run_id, prov, Status.UNAVAILABLE, reason=avail.reason)
     art = artifacts_dir(run_dir, point.key)

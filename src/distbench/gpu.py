@@ -1,0 +1,104 @@
+"""NVIDIA GPUs: the ones this machine has, whether TensorFlow can use them, and the refusal
+that keeps a GPU machine from being benchmarked on its CPU without saying so.
+
+TensorFlow's Linux wheels use a GPU only with CUDA's libraries beside them: the NVIDIA pip
+packages that ``tensorflow[and-cuda]`` installs (``make setup`` installs it where
+``nvidia-smi -L`` lists GPUs), or a system CUDA. Without them TensorFlow logs one line and
+runs every op on the CPU, so ``mirrored`` would train on logical CPU devices and ``single``
+on the CPU while the record names the GPU machine. :func:`problem` finds that case without
+importing TensorFlow (package metadata and the dynamic linker's search), and the harness
+records every configuration ``unavailable`` with it unless ``[run] device = "cpu"`` asks
+for the CPU.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.metadata
+import os
+from functools import lru_cache
+
+CUDA_PACKAGES = ("nvidia-cuda-runtime-cu12", "nvidia-cublas-cu12", "nvidia-cudnn-cu12")
+"""The pip packages of CUDA's libraries that ``tensorflow[and-cuda]`` installs (CUDA 12)."""
+
+CUDA_RUNTIME = "libcudart.so.12"
+"""The CUDA runtime TensorFlow 2.21 loads (CUDA 12; a system CUDA 13 does not serve it)."""
+
+DEVICES = ("auto", "cpu", "gpu")
+"""``[run] device``: ``auto`` (the GPUs where there are any TensorFlow can use; refused where
+there are GPUs it cannot), ``cpu`` (the CPU, GPUs hidden: ``CUDA_VISIBLE_DEVICES=-1``),
+``gpu`` (refused where no GPU can be used)."""
+
+
+def listed() -> list[str]:
+    """The GPUs ``nvidia-smi -L`` lists, one line each (empty: no driver or no GPU)."""
+    from distbench.results.provenance import gpus
+
+    return gpus()
+
+
+def cuda_libraries() -> list[str]:
+    """Where TensorFlow would find CUDA's libraries: the installed :data:`CUDA_PACKAGES`
+    (``name version``), else a system :data:`CUDA_RUNTIME` the dynamic linker loads; empty: none."""
+    found = []
+    for name in CUDA_PACKAGES:
+        try:
+            found.append(f"{name} {importlib.metadata.version(name)}")
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    if len(found) == len(CUDA_PACKAGES):
+        return found
+    try:
+        ctypes.CDLL(CUDA_RUNTIME)
+    except OSError:
+        return []
+    return [f"system {CUDA_RUNTIME}"]
+
+
+@lru_cache(maxsize=None)
+def _state() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    gpus = tuple(listed())
+    return gpus, tuple(cuda_libraries()) if gpus else ()
+
+
+def problem(device: str = "auto") -> str | None:
+    """Why TensorFlow would not train on the device ``[run] device`` asks for, or ``None``.
+
+    Args:
+        device: one of :data:`DEVICES`.
+
+    Returns:
+        ``None`` when nothing is wrong: ``cpu``; ``auto`` on a machine without NVIDIA GPUs
+        or with GPUs and CUDA's libraries; ``gpu`` with both. Else one line naming what was
+        found, what is missing and the fix.
+    """
+    if device == "cpu":
+        return None
+    gpus, libs = _state()
+    if gpus and not libs:
+        return (f"this machine has {len(gpus)} NVIDIA GPU(s) ({gpus[0]}{', ...' if len(gpus) > 1 else ''}) but "
+                f"TensorFlow cannot use them: CUDA's libraries are missing (none of {', '.join(CUDA_PACKAGES)} is "
+                f"installed and no system {CUDA_RUNTIME} loads), so it would train on the CPU; install them with "
+                "'make setup' (it installs tensorflow[and-cuda] where nvidia-smi lists GPUs) or "
+                "pip install 'tensorflow[and-cuda]', or set [run] device = \"cpu\" to benchmark the CPU")
+    if device == "gpu" and not gpus:
+        return ('run.device = "gpu" but nvidia-smi lists no GPU here (no NVIDIA driver, or no GPU); '
+                'use device = "auto" or "cpu" on this machine')
+    return None
+
+
+def describe() -> list[str]:
+    """Lines for ``distbench env``: the GPUs listed, and whether TensorFlow can use them."""
+    gpus, libs = _state()
+    if not gpus:
+        return ["GPUs: none (nvidia-smi lists none or is not installed): every strategy trains on the CPU"]
+    lines = [f"GPUs: {len(gpus)} listed by nvidia-smi -L"] + [f"  {g}" for g in gpus]
+    why = problem("auto")
+    lines.append(f"  {why}" if why else f"  CUDA libraries: {', '.join(libs)}")
+    return lines
+
+
+def hide_gpus() -> None:
+    """``[run] device = "cpu"``: hide every GPU from this process and its children
+    (``CUDA_VISIBLE_DEVICES=-1``), so that a CUDA TensorFlow trains on the CPU as asked."""
+    os.environ["CUDA_VISIBLE_DEVICES"] = "-1"
