@@ -104,6 +104,7 @@ def test_env_fits_columns_with_reasons_under_their_strategy(monkeypatch):
                                         "numpy": "2.4.6", "horovod": "0.28.1", "pyspark": "4.3.0"},
                            "python": "3.11.7", "os": "Linux-6.1-x86_64-with-glibc2.36", "hostname": "vm",
                            "cpu_count": 2, "cpu_model": "Test CPU", "gpus": [], "git_commit": "0123abcd"},
+            "gpus": ["GPUs: none (nvidia-smi lists none or is not installed): every strategy trains on the CPU"],
             "builds": ["Horovod 0.28.1 built against TensorFlow 2.21.0; installed 2.21.0"],
             "strategies": [{"name": "single", "available": True, "reason": "", "description": ""},
                            {"name": "tpu", "available": False, "reason": tpu_why, "description": ""}]}
