@@ -56,6 +56,8 @@ timeout_s = 3600.0
 [spark]
 # each configuration in its own process tree, so every process's peak memory is its own
 share_session = false
+[mpi]
+share_engine = false
 """
 
 

@@ -499,7 +499,7 @@ def _max_label(files: ParquetFiles, label: str, extra: list[ParquetFiles]) -> in
 
 
 # ------------------------------------------------------------------ the split
-BLOCK_BYTES = 256 << 20
+BLOCK_BYTES = 128 << 20
 """The most decoded feature bytes one block holds: a larger row group (pandas and pyarrow
 write up to a million rows in one) is read as consecutive row ranges of at most this size."""
 
