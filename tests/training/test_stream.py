@@ -10,7 +10,7 @@ import pytest
 
 from distbench.config import DataConfig
 from distbench.data import ArraySplit, load_dataset, shard
-from distbench.training.schedule import (block_rows, epoch_blocks, epoch_permutation, epoch_stream, replica_batches,
+from distbench.training.schedule import (epoch_blocks, epoch_permutation, epoch_stream, replica_batches,
                                          replica_indices, shard_batches, shard_bounds,
                                          shard_indices)
 
@@ -41,8 +41,8 @@ class CountingSplit(ArraySplit):
 def test_in_memory_stream_is_todays_permutation():
     s = _array_split()
     for epoch in range(3):
-        ((block, rows),) = list(epoch_stream(s, epoch, seed=11))
-        assert block == 0 and rows.tolist() == epoch_permutation(len(s), epoch, 11).tolist()
+        ((blocks, rows),) = list(epoch_stream(s, epoch, seed=11))
+        assert blocks == [0] and rows.tolist() == epoch_permutation(len(s), epoch, 11).tolist()
 
 
 @pytest.mark.parametrize("world,ranks", [(1, [0]), (2, [1]), (4, [2, 3]), (4, [3, 1])])
@@ -74,15 +74,27 @@ def test_global_batches_do_not_depend_on_the_replica_count(tmp_path, kind):
     assert len(one) == 2 * (len(split) // 40)
     for world in (2, 4):
         assert all((a == b).all() for a, b in zip(one, _global_batches(split, world)))
-    if kind == "parquet":  # each epoch: blocks in a seeded order, rows permuted inside each block
+    if kind == "parquet":  # each epoch: blocks in a seeded order, rows permuted across each window of blocks
         ends = np.cumsum(split.block_sizes())
         stored = np.concatenate([split.read_block(b)[0][:, 0] for b in range(split.num_blocks)])
-        order = np.concatenate([ends[b] - split.block_sizes()[b] + block_rows(split, 0, 3, b)
-                                for b in epoch_blocks(split, 0, 3)])
+        order = np.concatenate([np.concatenate([np.arange(ends[b] - split.block_sizes()[b], ends[b])
+                                                for b in blocks])[rows] for blocks, rows in epoch_stream(split, 0, 3)])
         steps = len(split) // 40
         assert np.concatenate(one[:steps]).tolist() == stored[order[:steps * 40]].tolist()
         assert epoch_blocks(split, 0, 3).tolist() != epoch_blocks(split, 1, 3).tolist()
         assert sorted(np.concatenate(one[:steps]).tolist()) != np.concatenate(one[:steps]).tolist()
+
+
+def schedule_windows_of(split, blocks_per_window):
+    """epoch_stream with a shuffle budget of ``blocks_per_window`` full blocks."""
+    import distbench.training.schedule as sch
+
+    saved = sch.SHUFFLE_BYTES
+    sch.SHUFFLE_BYTES = blocks_per_window * int(split.block_sizes().max()) * 4 * int(np.prod(split.sample_shape))
+    try:
+        return list(sch.epoch_stream(split, 0, 0))
+    finally:
+        sch.SHUFFLE_BYTES = saved
 
 
 def test_replica_batches_reads_each_block_once_per_epoch(tmp_path):
@@ -91,18 +103,21 @@ def test_replica_batches_reads_each_block_once_per_epoch(tmp_path):
     original = split.read_block
     split.read_block = lambda i: (reads.append(i), original(i))[1]
     list(replica_batches(split, 2, 0, 40, 1, 2))
-    expected = []  # per epoch, in stream order, the blocks holding positions of rank 1 (of 2) in full steps
+    expected = []  # per epoch, in stream order, the blocks of the windows holding positions of rank 1 (of 2)
     used = len(split) // 40 * 40
     for epoch in range(2):
         start, needed = 0, []
-        for b in epoch_blocks(split, epoch, 0):
-            pos = np.arange(start, min(start + split.block_sizes()[b], used))
+        for blocks, rows in epoch_stream(split, epoch, 0):
+            pos = np.arange(start, min(start + len(rows), used))
             if ((pos % 40) // 20 == 1).any():
-                needed.append(int(b))
-            start += split.block_sizes()[b]
-        assert len(set(needed)) == len(needed) >= split.num_blocks - 1  # each block at most once
+                needed += blocks
+            start += len(rows)
+        assert len(set(needed)) == len(needed) == split.num_blocks  # each block once (one window here)
+        assert needed == epoch_blocks(split, epoch, 0).tolist()
         expected += needed
     assert reads == expected
+    monkey = schedule_windows_of(split, 3)  # a budget of 3 blocks: windows of 3 consecutive blocks
+    assert [len(b) for b, _ in monkey] == [3] * (split.num_blocks // 3) + ([split.num_blocks % 3] if split.num_blocks % 3 else [])
     CountingSplit.reads = 0
     s = CountingSplit(*(lambda a: (a.x, a.y))(_array_split()))
     list(replica_batches(s, 3, 0, 32, 0, 2))
@@ -186,3 +201,7 @@ def test_a_replica_of_a_label_sorted_table_sees_every_class(tmp_path):
         rows = shard_bounds(len(split), wid, 2)
         labels = np.concatenate([y for _, y in shard_batches(split, 1, 0, 1, wid, 2, rows[1] - rows[0])])
         np.testing.assert_allclose(np.bincount(labels, minlength=classes), stored / 2, atol=1)
+    # the synchronous strategies' global batches mix the classes too (user test: one class per
+    # file trained single and horovod to chance, 0.109, when rows were shuffled only inside a block)
+    for x, y in list(replica_batches(split, 1, 0, 32, 0, 1))[:5]:
+        assert len(np.unique(y)) == classes, np.bincount(y)

@@ -8,8 +8,13 @@ on exactly the same samples.
 
 The same rule streams over a :class:`~distbench.data.splits.Split` read block by block
 (:func:`replica_batches`, :func:`shard_batches`): an in-memory split's order is the
-permutation above; a block split (Parquet row groups) permutes its blocks and the rows
-inside each block, each with a seeded generator, and holds one block at a time.
+permutation above; a block split (Parquet row groups) permutes its blocks with a seeded
+generator, cuts that order into **shuffle windows** of consecutive blocks holding at most
+:data:`SHUFFLE_BYTES` of features (at least one block each), and permutes the rows of each
+window across all its blocks. A table stored one class per file (Spark's
+``partitionBy("label")``, pandas' ``partition_cols``) thus trains on mixed batches: a
+window holds several classes, and a dataset under the budget is one window, shuffled as
+if in memory. Memory: one window.
 """
 
 from __future__ import annotations
@@ -18,6 +23,9 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
+
+SHUFFLE_BYTES = 256 << 20
+"""The most features (bytes, decoded) one shuffle window of a block split holds."""
 
 
 def epoch_permutation(n: int, epoch: int, seed: int) -> np.ndarray:
@@ -84,14 +92,6 @@ def replica_indices(n: int, global_batch: int, epochs: int, seed: int, replicas:
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
-# ------------------------------------------------------------------ streaming
-# The same rule over a Split (distbench.data.splits) read block by block. A split's epoch
-# order is a *stream* of rows: an in-memory split's stream is exactly epoch_permutation
-# above (rows shuffled); a block split's stream visits its blocks in a seeded permutation
-# and each block's rows in a seeded permutation of their own (row groups shuffled, then
-# rows inside each). Global batch s of an epoch is stream positions [s*G, (s+1)*G).
-
-
 def epoch_blocks(split: Any, epoch: int, seed: int) -> np.ndarray:
     """The order ``epoch`` visits ``split``'s blocks: ``default_rng([seed, epoch]).permutation(blocks)``.
 
@@ -102,70 +102,109 @@ def epoch_blocks(split: Any, epoch: int, seed: int) -> np.ndarray:
     return np.random.default_rng([seed, epoch]).permutation(split.num_blocks)
 
 
-def block_rows(split: Any, epoch: int, seed: int, block: int) -> np.ndarray:
-    """The order ``epoch`` visits the rows of ``block`` (row numbers inside the block, int64).
+def windows(sizes: Sequence[int], row_bytes: int, budget: int = 0) -> list[list[int]]:
+    """Positions ``0..len(sizes)-1`` cut into consecutive groups of at most ``budget`` bytes
+    (``sizes[i] x row_bytes`` each; a group holds at least one; default :data:`SHUFFLE_BYTES`)."""
+    budget = budget or SHUFFLE_BYTES
+    groups: list[list[int]] = []
+    held = budget + 1
+    for i, size in enumerate(sizes):
+        b = int(size) * row_bytes
+        if groups and held + b <= budget:
+            groups[-1].append(i)
+            held += b
+        else:
+            groups.append([i])
+            held = b
+    return groups
 
-    In-memory split: :func:`epoch_permutation` of all its rows (today's order). Block
-    split: ``default_rng([seed, epoch, block]).permutation(rows in block)``.
+
+def _row_bytes(split: Any) -> int:
+    return 4 * max(1, int(np.prod(split.sample_shape)))
+
+
+def epoch_stream(split: Any, epoch: int, seed: int) -> Iterator[tuple[list[int], np.ndarray]]:
+    """``epoch``'s stream as ``(blocks of a window, row order)``, one window at a time: the
+    row order indexes the window's blocks' rows concatenated in the order given.
+
+    In-memory split: one window, :func:`epoch_permutation` of all its rows. Block split: the
+    blocks in :func:`epoch_blocks`' order cut into :func:`windows`; window ``w``'s rows
+    permuted by ``default_rng([seed, epoch, w])``.
     """
-    size = int(split.block_sizes()[block])
     if split.in_memory:
-        return epoch_permutation(size, epoch, seed)
-    return np.random.default_rng([seed, epoch, block]).permutation(size)
+        yield [0], epoch_permutation(len(split), epoch, seed)
+        return
+    order = [int(b) for b in epoch_blocks(split, epoch, seed)]
+    sizes = split.block_sizes()
+    for w, group in enumerate(windows([sizes[b] for b in order], _row_bytes(split))):
+        blocks = [order[i] for i in group]
+        yield blocks, np.random.default_rng([seed, epoch, w]).permutation(int(sum(sizes[b] for b in blocks)))
 
 
-def epoch_stream(split: Any, epoch: int, seed: int) -> Iterator[tuple[int, np.ndarray]]:
-    """``epoch``'s stream as ``(block, rows of that block in stream order)``, one block at a time."""
-    for b in epoch_blocks(split, epoch, seed):
-        yield int(b), block_rows(split, epoch, seed, int(b))
+def _gather(parts: list[tuple[np.ndarray, np.ndarray]], offsets: np.ndarray, idx: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """Rows ``idx`` (positions in the blocks' rows concatenated) of the blocks ``parts``, in that order."""
+    if len(parts) == 1:
+        return parts[0][0][idx], parts[0][1][idx]
+    which = np.searchsorted(offsets, idx, side="right") - 1
+    x = np.empty((len(idx), *parts[0][0].shape[1:]), parts[0][0].dtype)
+    y = np.empty(len(idx), parts[0][1].dtype)
+    for k in np.unique(which):
+        m = which == k
+        x[m], y[m] = parts[k][0][idx[m] - offsets[k]], parts[k][1][idx[m] - offsets[k]]
+    return x, y
 
 
-def _chunks(split: Any, pieces: Iterator[tuple[int, int, int, Any]], take: Any,
-            batch: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+def _chunks(split: Any, pieces: Iterator[tuple[list[int], int, int, Any]], take: Any,
+            batch: int, select: Any = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Cut the rows ``take`` selects from a stream of pieces into batches of ``batch`` rows.
 
     Args:
         split: the split the pieces' blocks belong to.
-        pieces: ``(block, start, size, rows)`` in stream order: ``size`` rows occupying stream
-            positions ``[start, start + size)``; ``rows()`` returns their row numbers inside
-            the block in stream order (called only when the piece has selected positions).
+        pieces: ``(blocks, start, size, rows)`` in stream order: ``size`` rows occupying
+            stream positions ``[start, start + size)``; ``rows()`` returns their positions
+            in the blocks' rows (after ``select``) concatenated, in stream order (called
+            only when the piece has selected positions).
         take: ``take(start, size)`` -> offsets (ascending, in ``[0, size)``) of the positions
             this reader takes.
         batch: rows per yielded batch.
+        select: ``select(block, x, y) -> (x, y)``: the rows of a block the stream uses
+            (default: all).
 
     Yields:
         ``(x, y)`` batches of exactly ``batch`` rows (a trailing partial batch is not yielded),
-        holding at most one block and one batch in memory.
+        holding at most one window and one batch in memory.
     """
     xs: list[np.ndarray] = []
     ys: list[np.ndarray] = []
     have = 0
-    for block, start, size, rows in pieces:
-        offsets = take(start, size)
-        if not len(offsets):
+    for blocks, start, size, rows in pieces:
+        offsets_taken = take(start, size)
+        if not len(offsets_taken):
             continue
-        x, y = split.read_block(block)
-        idx = rows()[offsets]
+        parts = [split.read_block(b) for b in blocks]
+        if select is not None:
+            parts = [select(b, *p) for b, p in zip(blocks, parts)]
+        offsets = np.concatenate([[0], np.cumsum([len(p[1]) for p in parts])[:-1]]).astype(np.int64)
+        idx = rows()[offsets_taken]
         i = 0
         while i < len(idx):
-            part = idx[i:i + batch - have]
-            xs.append(x[part])
-            ys.append(y[part])
-            have += len(part)
-            i += len(part)
+            x, y = _gather(parts, offsets, idx[i:i + batch - have])
+            xs.append(x)
+            ys.append(y)
+            have += len(y)
+            i += len(y)
             if have == batch:
                 yield (xs[0], ys[0]) if len(xs) == 1 else (np.concatenate(xs), np.concatenate(ys))
                 xs, ys, have = [], [], 0
-        del x, y
+        del parts
 
 
-def _epoch_pieces(split: Any, epoch: int, seed: int) -> Iterator[tuple[int, int, int, Any]]:
-    sizes = split.block_sizes()
+def _epoch_pieces(split: Any, epoch: int, seed: int) -> Iterator[tuple[list[int], int, int, Any]]:
     start = 0
-    for b in epoch_blocks(split, epoch, seed):
-        b = int(b)
-        yield b, start, int(sizes[b]), (lambda b=b: block_rows(split, epoch, seed, b))
-        start += int(sizes[b])
+    for blocks, rows in epoch_stream(split, epoch, seed):
+        yield blocks, start, len(rows), (lambda rows=rows: rows)
+        start += len(rows)
 
 
 def replica_batches(split: Any, epochs: int, seed: int, global_batch: int, rank: int | Sequence[int],
@@ -175,8 +214,8 @@ def replica_batches(split: Any, epochs: int, seed: int, global_batch: int, rank:
     Global batch ``s`` of an epoch is rows ``[s*G, (s+1)*G)`` of that epoch's stream
     (:func:`epoch_stream`); the last partial global batch is dropped (``n // G`` steps);
     replica ``r`` of ``N`` takes the ``r``-th ``G/N`` slice. For an in-memory split this is
-    exactly ``gather(replica_indices(n, G, epochs, seed, [rank], N))``. Reads one block at a
-    time: memory is O(block + per-replica batch).
+    exactly ``gather(replica_indices(n, G, epochs, seed, [rank], N))``. Reads one shuffle
+    window at a time: memory is O(window + per-replica batch).
 
     Args:
         split: a :class:`~distbench.data.splits.Split`.
@@ -271,10 +310,10 @@ def shard_batches(split: Any, epochs: int, seed: int, batch: int, shard: int, nu
     table partitioned by its label is one class per file), so a contiguous range would
     give a replica one class: its shard is the rows whose storage position ``p`` has
     ``p % num_shards == shard`` (:func:`shard_bounds`'s row count, a share of every block);
-    each epoch visits its pieces of blocks in the permutation of ``default_rng([seed,
-    epoch, shard])``, and each piece's rows in ``default_rng([seed, epoch, shard,
-    block])``'s. Batch ``s`` is positions ``[s*batch, (s+1)*batch)`` of that order.
-    Memory is O(block + batch).
+    each epoch orders its pieces of blocks by ``default_rng([seed, epoch, shard])``, cuts
+    that order into :func:`windows`, and permutes window ``w``'s rows (across its blocks)
+    with ``default_rng([seed, epoch, shard, w])``. Batch ``s`` is positions
+    ``[s*batch, (s+1)*batch)`` of that order. Memory is O(window + batch).
 
     Args:
         split: a :class:`~distbench.data.splits.Split`.
@@ -311,19 +350,24 @@ def shard_batches(split: Any, epochs: int, seed: int, batch: int, shard: int, nu
     def take(start: int, size: int) -> np.ndarray:
         return np.arange(0, max(0, min(size, used - start)))
 
+    mine = dict(pieces)
+
+    def select(b: int, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return x[mine[b]], y[mine[b]]
+
     for epoch in range(epochs):
         gen = np.random.default_rng([seed, epoch, shard])
         if split.in_memory:  # one block: the permutation of the shard's rows
             ((b, rows),) = pieces
             perm = gen.permutation(len(rows))
-            stream: Iterator[tuple[int, int, int, Any]] = iter([(b, 0, len(rows), lambda r=rows, p=perm: r[p])])
-        else:
-            def ordered(gen: Any = gen, epoch: int = epoch) -> Iterator[tuple[int, int, int, Any]]:
-                start = 0
-                for k in gen.permutation(len(pieces)):
-                    b, rows = pieces[k]
-                    yield b, start, len(rows), (lambda b=b, rows=rows: rows[np.random.default_rng(
-                        [seed, epoch, shard, b]).permutation(len(rows))])
-                    start += len(rows)
-            stream = ordered()
-        yield from _chunks(split, stream, take, batch)
+            yield from _chunks(split, iter([([b], 0, len(rows), lambda r=rows, p=perm: r[p])]), take, batch)
+            continue
+        order = [pieces[k] for k in gen.permutation(len(pieces))]
+        stream, start = [], 0
+        for w, group in enumerate(windows([len(order[i][1]) for i in range(len(order))], _row_bytes(split))):
+            blocks = [order[i][0] for i in group]
+            n = sum(len(mine[b]) for b in blocks)
+            stream.append((blocks, start, n, lambda n=n, w=w, epoch=epoch: np.random.default_rng(
+                [seed, epoch, shard, w]).permutation(n)))
+            start += n
+        yield from _chunks(split, iter(stream), take, batch, select)
