@@ -351,3 +351,24 @@ def test_warm_up_note_says_partly_under_half_and_mostly_above():
             r["curve"][0]["elapsed_s"] = share * r["curve"][1]["elapsed_s"]
         warm = [r for r in advise(records, "runs/x").reasons if r.startswith("Warm-up:")]
         assert len(warm) == 1 and f"compare {word} this one-off cost" in warm[0], warm
+
+
+def test_a_lead_made_of_the_runner_ups_warm_up_is_no_advice():
+    # user test: keras_jax:data_parallel (compiled before the clock) was "Recommended" over
+    # single, whose first epoch held 0.2 s of TensorFlow's first-call warm-up, although in
+    # steady state it trained an epoch in twice single's time
+    records = runs("keras_jax:data_parallel", 2, [0.05, 0.055, 0.06], train_s=0.066) + \
+        runs("single", 1, [0.2, 0.21, 0.22], train_s=0.24)
+    for r in records:
+        first = 0.055 if r["strategy"].startswith("keras_jax") else 0.233
+        r["curve"][0]["elapsed_s"] = first  # keras_jax 0.055 then 0.011; single 0.233 then 0.007
+    adv = advise(records, "runs/x")
+    assert adv.verdict == "warmup" and adv.recommended is None and adv.short == []
+    assert adv.headline.startswith("No advice yet: keras_jax:data_parallel (2 workers) reaches the target first "
+                                   "only because the first epoch of single (1 worker) carries a one-off warm-up")
+    assert "in steady state single (1 worker) trains an epoch in 0.007 s against 0.011 s" in adv.headline
+    assert adv.next_command == "distbench run runs/x/config.json --out runs/x-e8 --epochs 8"
+    assert more_runs(records).rerun == []  # more repeats would not change it
+    for r in records:  # even warm-ups: the lead stands
+        r["curve"][0]["elapsed_s"] = r["curve"][1]["elapsed_s"] / 2
+    assert advise(records, "runs/x").verdict != "warmup"

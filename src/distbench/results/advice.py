@@ -17,6 +17,9 @@ The verdicts (:attr:`Advice.verdict`):
   any distributed strategy to beat one device here;
 - ``overlap``: their ranges overlap: the margin is within run-to-run noise;
 - ``too_few``: the leader or the runner-up has fewer than :data:`MIN_REPEATS` ok runs;
+- ``warmup``: the leader trains slower than the runner-up in steady state and leads only
+  because the runner-up's first epoch carries a one-off warm-up (:data:`WARMUP_SHARE` or
+  more of its training time): more runs would not change that, more epochs would;
 - ``no_target``: no configuration reached the target accuracy;
 - ``unavailable``: no configuration ran (every row unavailable, failed or timed out).
 """
@@ -26,13 +29,14 @@ from __future__ import annotations
 import math
 import re
 import shlex
+import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
 from distbench.results.headline import accuracy_sentence, fewer_passes_note, times_faster
-from distbench.results.notes import warmup_note
+from distbench.results.notes import WARMUP_SHARE, warmup_note, warmup_share
 from distbench.results.stats import ConfigSummary, most_accurate, summarize
 from distbench.results.stragglers import straggler_lines
 
@@ -461,6 +465,28 @@ def _evidence(adv: Advice, ok: list[ConfigSummary], lead: ConfigSummary, second:
             for s in left_out) + ".")
 
 
+def _steady_epoch(c: ConfigSummary) -> tuple[float, float] | None:
+    """``(median later-epoch seconds, median warm-up share)`` of a configuration's ok runs, or None."""
+    found = [w for r in c.records if r.get("status") == "ok" for w in [warmup_share(r)] if w is not None]
+    if not found:
+        return None
+    return statistics.median(w[2] for w in found), statistics.median(w[0] for w in found)
+
+
+def _warmup_lead(lead: ConfigSummary, second: ConfigSummary | None) -> str | None:
+    """The ``warmup`` verdict's headline when ``lead`` is slower than ``second`` per epoch in
+    steady state (by over 10%) and leads only through ``second``'s first-epoch warm-up; else None."""
+    if second is None:
+        return None
+    a, b = _steady_epoch(lead), _steady_epoch(second)
+    if a is None or b is None or not a[0] > 1.1 * b[0] or b[1] < WARMUP_SHARE:
+        return None
+    return (f"No advice yet: {lead.label} reaches the target first only because the first epoch of "
+            f"{second.label} carries a one-off warm-up ({b[1]:.0%} of its training time); in steady state "
+            f"{second.label} trains an epoch in {b[0]:.3g} s against {a[0]:.3g} s. Compare on a run where "
+            "training outweighs start-up costs: more epochs (Run next), a larger model or more data.")
+
+
 def _verdict(adv: Advice, ranked: list[ConfigSummary], single: ConfigSummary | None, target_acc: float | None,
              rd: str | None, min_repeats: int, has_target: bool) -> None:
     """Set ``adv``'s verdict, headline, recommendation and next command: too few runs,
@@ -468,7 +494,14 @@ def _verdict(adv: Advice, ranked: list[ConfigSummary], single: ConfigSummary | N
     lead, second = ranked[0], ranked[1] if len(ranked) > 1 else None
     names = [lead.strategy] + ([second.strategy] if second else [])
     few = adv.short = [s for s in adv.compared if s.ok < min_repeats]
-    if few:
+    warm = _warmup_lead(lead, second)
+    if warm:
+        adv.verdict, adv.short = "warmup", []
+        adv.headline = warm
+        epochs = next((r.get("epochs") for r in lead.records if r.get("epochs")), None)
+        more = 4 * epochs if epochs else None
+        adv.next_command = run_command(rd, out=f"{rd or 'RUN_DIR'}-e{more}", epochs=more) if more else None
+    elif few:
         adv.verdict = "too_few"
         adv.headline = (f"No advice yet: {', '.join(f'{s.label} has {_runs(s.ok)}' for s in few)}; distbench "
                         f"advises from at least {min_repeats} runs of each candidate.")
