@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -175,3 +176,24 @@ def test_two_devices_record_their_mesh_and_all_reduce(sweep):
     assert jx["steps"] == single["steps"]
     assert abs(jx["final_test_accuracy"] - single["final_test_accuracy"]) <= ACCURACY_TOL
     assert json.dumps(d)  # the record's details are plain JSON
+
+
+SEEDING_CHECK = textwrap.dedent("""
+    import sys
+    import keras
+    from distbench.training.jax_loop import skip_tensorflow_seeding
+
+    skip_tensorflow_seeding()
+    keras.utils.set_random_seed(0)
+    seeded_without_tf = "tensorflow" not in sys.modules
+    import tensorflow  # a user's model module may import it (it failed when the import was blocked)
+    keras.utils.set_random_seed(1)
+    print(keras.backend.backend(), seeded_without_tf, "tensorflow" in sys.modules)
+""")
+
+
+def test_seeding_skips_tensorflow_and_a_model_module_may_import_it():
+    cp = subprocess.run([sys.executable, "-c", SEEDING_CHECK], capture_output=True, text=True, timeout=300,
+                        env={**os.environ, "KERAS_BACKEND": "jax"})
+    assert cp.returncode == 0, cp.stderr[-2000:]
+    assert cp.stdout.split()[-3:] == ["jax", "True", "True"], cp.stdout

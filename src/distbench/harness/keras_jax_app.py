@@ -9,7 +9,8 @@ TensorFlow backend). It loads the run's workload, trains it
 configuration's artifacts directory as every configuration's process does
 (:func:`~distbench.harness.child.run_configuration`: ``ok`` with the output, ``unavailable``
 with the reason when JAX is missing, ``failed`` with the reason); the strategy reads it back.
-TensorFlow is never imported in this process (the record's ``details.tensorflow_imported``).
+distbench imports no TensorFlow in this process (a user's model module may: the record's
+``details.tensorflow_imported`` says).
 """
 
 from __future__ import annotations
@@ -45,8 +46,8 @@ def process_main(run_dir: Path, out: Path, workers: int, scenario: Scenario | No
     def train() -> TrainOutput:
         from distbench.training import jax_loop
 
-        jax_loop.keep_tensorflow_out()
         jax_loop.import_jax_keras()  # JAX missing: unavailable, before anything else is read
+        jax_loop.skip_tensorflow_seeding()
         workload = Workload.load(run_dir, cached=True)
         # before JAX starts its CPU client and thread pools (at the first look at its devices)
         threads = jax_loop.pin_threads(threads_per_process(workload.config.training.threads, 1))

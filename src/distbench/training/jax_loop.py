@@ -314,22 +314,26 @@ def step_delayer(loop: TrainLoop, replicas: int) -> Callable[[float], None] | No
     return delay
 
 
-def keep_tensorflow_out() -> bool:
-    """Make ``import tensorflow`` fail in this process from now on (``sys.modules["tensorflow"]
-    = None``, Python's documented way to block an import), before Keras is imported.
+class _NoTensorFlow:
+    """Stands in for Keras' lazy ``tensorflow`` module in its seeding code: not available."""
 
-    Keras' ``set_random_seed`` imports TensorFlow whenever it is installed, to seed it too
-    (``keras/src/utils/rng_utils.py``), which a JAX process does not use: it cost the JAX
-    process a TensorFlow import (seconds of start-up) and broke the rule that TensorFlow and
-    JAX never share a process. Keras sees TensorFlow as unavailable and goes on.
+    available = False
 
-    Returns:
-        False when TensorFlow was imported already (nothing is blocked then).
+
+def skip_tensorflow_seeding() -> None:
+    """Keep Keras' ``set_random_seed`` from importing TensorFlow in this JAX process.
+
+    It imports TensorFlow whenever it is installed, to seed it too (the module-level lazy
+    ``tf`` of ``keras/src/utils/rng_utils.py``, Keras 3.15), which a JAX process does not
+    use: seconds of start-up. Only that seeding is skipped: a user's model module may still
+    ``import tensorflow`` (it did fail when the import was blocked outright: user test), and
+    the record says whether TensorFlow was imported (``details.tensorflow_imported``).
+    Call it after Keras is imported.
     """
-    if sys.modules.get("tensorflow") is not None:
-        return False
-    sys.modules["tensorflow"] = None  # type: ignore[assignment]
-    return True
+    from keras.src.utils import rng_utils
+
+    if getattr(rng_utils, "tf", None) is not None:
+        rng_utils.tf = _NoTensorFlow()
 
 
 def import_jax_keras() -> tuple[Any, Any]:
