@@ -115,7 +115,13 @@ def test_missing_inputs_name_the_command_that_measures_them(run_dir, tmp_path_fa
         CM.predict_strategies(run_dir, parse_target("4 nodes, 10gbit").cluster())
     empty = tmp_path_factory.mktemp("nosingle")
     (empty / "results.jsonl").write_text(json.dumps(rec("horovod", 2, 0.2)) + "\n")
-    with pytest.raises(ValueError, match="no ok 'single' record.*--strategies single"):
+    with pytest.raises(ValueError, match=f"no ok 'single' record.*--strategies single --out {empty} --resume"):
+        CM.predict_strategies(empty, parse_target("4 nodes, 10gbit").cluster())
+    # user test: single recorded unavailable (a GPU machine without CUDA): --resume keeps it, so it is not suggested
+    with (empty / "results.jsonl").open("a") as f:
+        f.write(json.dumps(new_record("run", "single", 1, 0, "unavailable", reason="no CUDA; fix it")) + "\n")
+    with pytest.raises(ValueError, match=(f"no ok 'single' record \\(unavailable: no CUDA\\).*once that is fixed, "
+                                          f"distbench run {empty}/config.json --strategies single --out {empty}-single")):
         CM.predict_strategies(empty, parse_target("4 nodes, 10gbit").cluster())
     (run_dir / K.CALIBRATION_FILE).write_text("{}")
     with pytest.raises(ValueError, match="is not a calibration file"):

@@ -65,7 +65,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from distbench.calibrate import compute_s, read_calibration
-from distbench.predict import epoch_s
+from distbench.predict import epoch_s, no_single
 from distbench.results.store import read_records
 
 RING = ("multi_worker_mirrored", "horovod", "horovod_mpi")
@@ -274,8 +274,7 @@ def predict_strategies(run_dir: str | Path, c: Cluster, target_accuracy: float |
     recs = [r for r in read_records(run_dir)] if (Path(run_dir) / "results.jsonl").exists() else []
     singles = [r for r in recs if r.get("strategy") == "single" and r.get("status") == "ok"]
     if not singles:
-        raise ValueError(f"{rd} has no ok 'single' record: the model needs single's step; "
-                         f"distbench run --strategies single --out {rd} --resume measures it")
+        raise ValueError(no_single(rd, recs, "the model needs single's step"))
     cal = read_calibration(run_dir)
     if cal is None:
         raise ValueError(f"{rd} has no compute calibration: distbench calibrate {rd} measures it")

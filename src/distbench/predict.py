@@ -105,6 +105,26 @@ class Prediction:
         return self.n_train / self.ps_epoch_s
 
 
+
+def no_single(run_dir: str | Path, records: list[dict[str, Any]], needs: str) -> str:
+    """The message for a run without an ok ``single`` record: the command that measures one.
+
+    A ``--resume`` keeps recorded configurations as they are, so it measures ``single`` only
+    when ``single`` was never recorded; a ``single`` recorded ``unavailable`` or ``failed``
+    (e.g. on a GPU machine without CUDA's libraries) is named with its reason and measured
+    into a new run directory once that is fixed.
+    """
+    rd = str(run_dir)
+    bad = [r for r in records if r.get("strategy") == "single" and r.get("status") != "ok"]
+    if not bad:
+        return (f"{rd} has no ok 'single' record: {needs}; distbench run --strategies single --out {rd} --resume "
+                "measures it")
+    why = (bad[-1].get("reason") or "").split("; ")[0]
+    return (f"{rd} has no ok 'single' record ({bad[-1].get('status')}: {why}): {needs}; once that is fixed, "
+            f"distbench run {rd}/config.json --strategies single --out {rd}-single measures it (a --resume keeps "
+            "recorded configurations as they are)")
+
+
 def ring_allreduce_s(workers: int, model_bytes: float, bandwidth_Bps: float, latency_s: float) -> float:
     """Seconds of one ring allreduce of ``model_bytes`` over ``workers`` workers:
     ``2 (N-1)/N x bytes / bandwidth + 2 (N-1) x latency`` (0 for one worker)."""
@@ -251,8 +271,7 @@ def inputs_from_run(run_dir: str | Path) -> RunInputs:
     recs = read_records(run_dir)
     singles = [r for r in recs if r.get("strategy") == "single" and r.get("status") == "ok" and r.get("steps")]
     if not singles:
-        raise ValueError(f"{path} has no ok 'single' record: predict needs single's step time "
-                         "(distbench run --strategies single --out DIR --resume adds one)")
+        raise ValueError(no_single(run_dir, recs, "predict needs single's step time"))
     all_steps = [r["timings"]["train_s"] / r["steps"] for r in singles]
     steady = [s for s in (steady_step_s(r) for r in singles) if s]
     step_s = statistics.median(steady) if steady else statistics.median(all_steps)

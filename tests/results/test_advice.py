@@ -88,6 +88,11 @@ def test_only_unavailable_rows_give_no_advice_and_what_to_run():
     assert adv.next_command == ("distbench run runs/x/config.json --out runs/x --resume "
                                 "--strategies single,mirrored,multi_worker_mirrored")
     assert advise([], None).verdict == "unavailable"
+    # user test: single itself recorded unavailable (GPUs without CUDA): a --resume would keep it
+    adv = advise(records + [rec("single", 1, 0, None, status="unavailable", reason="GPUs without CUDA")], "runs/x")
+    assert adv.next_command == ("distbench run runs/x/config.json --out runs/x-2 "
+                                "--strategies single,mirrored,multi_worker_mirrored")
+    assert "a --resume keeps recorded configurations as they are" in adv.reasons[-1]
 
 
 def test_single_fastest_says_the_workload_is_too_small():

@@ -397,10 +397,15 @@ def _nothing_ran(rows: list[ConfigSummary], unavailable: list[tuple[str, str]], 
     failed = [s for s in rows if set(s.statuses) - {"unavailable"}]
     adv.reasons = [f"{s.label}: {', '.join(sorted(set(s.statuses)))}: {s.reasons[0] if s.reasons else ''}"
                    for s in failed]
-    adv.reasons.append("Install what the reasons name (`distbench env` lists what is found), or measure the "
-                       "strategies that need nothing but TensorFlow first.")
     adv.costs = [(n, _needs(n)) for n in TF_ONLY.split(",")]
-    adv.next_command = run_command(rd, resume=True, strategies=TF_ONLY)
+    if {s.strategy for s in rows} & set(TF_ONLY.split(",")):  # a --resume keeps them as recorded
+        adv.reasons.append("Fix what the reasons name (`distbench env` shows what is found), then measure again "
+                           "in a new run directory (Run next): a --resume keeps recorded configurations as they are.")
+        adv.next_command = run_command(rd, out=f"{rd or 'RUN_DIR'}-2", strategies=TF_ONLY)
+    else:
+        adv.reasons.append("Install what the reasons name (`distbench env` lists what is found), or measure the "
+                           "strategies that need nothing but TensorFlow first.")
+        adv.next_command = run_command(rd, resume=True, strategies=TF_ONLY)
     return adv
 
 
