@@ -63,8 +63,9 @@ def test_compare_errors_are_the_clis(tmp_path):
     import keras
 
     x, y = _digits()
-    with pytest.raises(DataError, match="x has 1797 rows but y has 1796"):
-        api.compare(_model(), (x, y[:-1]), strategies="single", out=tmp_path / "a")
+    with pytest.raises(DataError, match="^compare's data: x has 1797 rows but y has 1796"):  # not our npz's path
+        api.compare(_model(), (x, y[:-1]), strategies="single", out=tmp_path / "runs" / "a")
+    assert not (tmp_path / "runs").exists()  # the folders the refused call made are gone
     with pytest.raises(DataError, match="string"):
         api.compare(_model(), (x, np.array(["a", "b"] * 898 + ["a"])), strategies="single", out=tmp_path / "b")
     two = keras.Model(inputs=(i := keras.Input((64,))), outputs=[keras.layers.Dense(10)(i), keras.layers.Dense(3)(i)])
@@ -80,8 +81,11 @@ def test_compare_errors_are_the_clis(tmp_path):
         api.compare(local, (x, y), strategies="single", out=tmp_path / "d")
     with pytest.raises(ConfigError, match="expected .x, y. or .x, y, x_test, y_test."):
         api.compare(_model(), (x, y, x), out=tmp_path / "e")
-    with pytest.raises(ConfigError, match=r"compare\(trainig=...\): no such config section; did you mean training\?"):
+    with pytest.raises(ConfigError, match=r"compare\(trainig=...\): no such keyword argument or config section; "
+                                          r"did you mean training\?"):
         api.compare(_model(), (x, y), trainig={"epochs": 2}, out=tmp_path / "g")
+    with pytest.raises(ConfigError, match=r"compare\(epoch=...\): .*; did you mean epochs\? \(keyword arguments: "):
+        api.compare(_model(), (x, y), epoch=2, out=tmp_path / "g")
     with pytest.raises(ConfigError, match="workers"):
         api.compare(_model(), (x, y), workers="two", out=tmp_path / "f")
 

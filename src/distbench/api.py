@@ -360,11 +360,12 @@ def compare(model: Any = None, data: Any = None, *, strategies: str | list[str] 
         if section not in known:
             import difflib
 
-            near = difflib.get_close_matches(section, list(known), n=1)
-            raise ConfigError(f"compare({section}=...): no such config section"
+            words = [*FLAG_KEYS, "out", "config", "features", "label", "resume"]
+            near = difflib.get_close_matches(section, [*words, *known], n=1)
+            raise ConfigError(f"compare({section}=...): no such keyword argument or config section"
                               + (f"; did you mean {near[0]}?" if near else "")
-                              + f" Sections: {', '.join(known)}; keyword arguments: {', '.join(FLAG_KEYS)}, out, "
-                              "config, features, label, resume")
+                              + f" (keyword arguments: {', '.join(words)}; config sections, each a dict of its keys: "
+                              f"{', '.join(known)})")
         if not isinstance(values, dict):
             raise ConfigError(f"compare({section}=...): expected a dict of [{section}] keys, e.g. "
                               f"training={{'learning_rate': 0.1}}; got {type(values).__name__}")
@@ -373,17 +374,21 @@ def compare(model: Any = None, data: Any = None, *, strategies: str | list[str] 
     cfg = config_mod.override(cfg, **given)
     if not resume:
         check_run_dir(cfg, run_dir, resume)  # a used directory is refused before anything is written into it
-    made = not run_dir.exists()
+    made = [p for p in (run_dir, *run_dir.parents) if not p.exists()]  # the folders this call creates
     try:
         given.update(_data_keys(data, run_dir, features, label))
         given.update(_model_keys(model, data, run_dir))
         cfg = config_mod.override(cfg, **given)
         run_config(cfg, run_dir, resume, t0=t0)
-    except ConfigError:
+    except ConfigError as e:
         if made and not (run_dir / "results.jsonl").exists():  # refused: nothing of it is left behind
             import shutil
 
-            shutil.rmtree(run_dir, ignore_errors=True)
+            shutil.rmtree(made[-1], ignore_errors=True)
+        saved = run_dir / INPUTS_DIR / "data.npz"
+        text = str(e).replace(str(saved.absolute()), str(saved))
+        if not isinstance(data, (str, os.PathLike)) and str(saved) in text:  # the user's arrays, not our file
+            raise type(e)(text.replace(str(saved), "compare's data")) from None
         raise
     return Results(run_dir)
 
