@@ -50,22 +50,27 @@ def test_env_and_run_refuse_gpus_tensorflow_cannot_use(tmp_path, fake_gpus):
     assert env.returncode == 0, env.stderr[-2000:]
     info = json.loads(env.stdout)
     assert info["gpus"][0] == "GPUs: 2 listed by nvidia-smi -L" and "TensorFlow cannot use them" in info["gpus"][3]
+    assert info["gpus"][4].startswith("  JAX (keras_jax): this machine has 2 NVIDIA GPU(s) but JAX cannot use them: "
+                                      "jax-cuda12-plugin is not installed")
     rows = {s["name"]: s for s in info["strategies"]}
     assert not rows["single"]["available"] and "CUDA's libraries are missing" in rows["single"]["reason"]
     assert not rows["mirrored"]["available"]
+    assert "jax[cuda12]" in rows["keras_jax:data_parallel"]["reason"]  # not TensorFlow's fix (user test)
     text = distbench("env", env=fake_gpus, timeout=300)
     assert "GPU 1: NVIDIA H100 80GB HBM3" in text.stdout and "TensorFlow cannot use them" in text.stdout
+    assert text.stdout.count("CUDA's libraries are missing") == 1  # once, not once per strategy
+    assert "unavailable GPUs its framework cannot use (see GPUs above)" in text.stdout
     out = tmp_path / "run"
     run = distbench("run", "--strategies", "single,mirrored", "--epochs", "1", "--repeats", "1", "--out", str(out),
                     env=fake_gpus, timeout=300)
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert [r["status"] for r in records] == ["unavailable", "unavailable"], run.stderr[-2000:]
     assert all("CUDA's libraries are missing" in r["reason"] for r in records)
-    cfg = tmp_path / "cpu.toml"
-    cfg.write_text('[run]\ndevice = "cpu"\n')
-    out = tmp_path / "cpu"
-    run = distbench("run", str(cfg), "--strategies", "single", "--epochs", "1", "--repeats", "1", "--out", str(out),
-                    env=fake_gpus, timeout=300)
+    assert from_dict({"run": {"device": "cpu"}}).run.device == "cpu"
+    out = tmp_path / "cpu"  # --device cpu: the embedded default otherwise (a config file would change it)
+    run = distbench("run", "--device", "cpu", "--strategies", "single", "--epochs", "1", "--repeats", "1", "--out",
+                    str(out), env=fake_gpus, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     (record,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert record["status"] == "ok"
+    assert json.loads((out / "config.json").read_text())["run"]["device"] == "cpu"

@@ -292,7 +292,7 @@ def reap_dead_clusters() -> None:
 # --------------------------------------------------------------------- compare()
 FLAG_KEYS = {"strategies": "run__strategies", "workers": "run__workers", "epochs": "training__epochs",
              "batch_size": "training__global_batch_size", "target_accuracy": "training__target_accuracy",
-             "repeats": "run__repeats", "timeout": "run__timeout_s"}
+             "repeats": "run__repeats", "timeout": "run__timeout_s", "device": "run__device"}
 """:func:`compare`'s keyword arguments by the config key each sets (as ``distbench run``'s flags)."""
 
 INPUTS_DIR = "inputs"
@@ -302,6 +302,7 @@ INPUTS_DIR = "inputs"
 def compare(model: Any = None, data: Any = None, *, strategies: str | list[str] | None = None,
             workers: int | list[int] | None = None, epochs: int | None = None, batch_size: int | None = None,
             target_accuracy: float | None = None, repeats: int | str | None = None, timeout: float | None = None,
+            device: str | None = None,
             out: str | Path | None = None, config: str | Path | None = None, features: str | list[str] | None = None,
             label: str = "label", resume: bool = False, **sections: dict[str, Any]) -> "Results":
     """Train ``model`` on ``data`` under each strategy and return the comparison: the sweep
@@ -319,7 +320,7 @@ def compare(model: Any = None, data: Any = None, *, strategies: str | list[str] 
             default every column but ``label``); a Parquet file or directory (``features``
             names its feature column(s)); an ``.npz`` path; a dataset name (``"digits"``);
             ``None``: the config's.
-        strategies, workers, epochs, batch_size, target_accuracy, repeats, timeout: as
+        strategies, workers, epochs, batch_size, target_accuracy, repeats, timeout, device: as
             ``distbench run``'s flags (lists or comma-separated strings).
         out: the run directory [default: ``runs/<timestamp>``].
         config: a TOML or JSON config file to start from [default: the embedded default].
@@ -352,7 +353,7 @@ def compare(model: Any = None, data: Any = None, *, strategies: str | list[str] 
     given: dict[str, Any] = {}
     for arg, value in (("strategies", strategies), ("workers", workers), ("epochs", epochs),
                        ("batch_size", batch_size), ("target_accuracy", target_accuracy), ("repeats", repeats),
-                       ("timeout", timeout)):
+                       ("timeout", timeout), ("device", device)):
         if value is not None:
             given[FLAG_KEYS[arg]] = _listed(arg, value)
     known = cfg.to_dict()

@@ -159,12 +159,15 @@ def main() -> None:
 @click.option("--emulate", metavar="HOSTS[xSLOTS][@RATE]",
               help="Run on an emulated cluster of this machine ([cluster] emulate; needs root): e.g. 4x2@10gbit is "
                    "4 hosts of 2 workers each, links shaped at 10 Gbit/s.")
+@click.option("--device", type=click.Choice(["auto", "cpu", "gpu"]),
+              help="[run] device: auto (GPUs where the framework can use them; refused where it cannot), cpu "
+                   "(GPUs hidden) or gpu (refused without one) [default: auto].")
 @click.option("--preset", help="Apply a preset (local-validation, production, max-throughput, elastic) "
                                "before the other flags.")
 @user_errors
 def run(config_file: str | None, strategies: str | None, workers: str | None, epochs: int | None,
         batch_size: int | None, target_accuracy: float | None, repeats: str | None, out: str | None, resume: bool,
-        timeout: float | None, emulate: str | None, preset: str | None) -> None:
+        timeout: float | None, emulate: str | None, device: str | None, preset: str | None) -> None:
     """Run the sweep in CONFIG_FILE (default: the embedded digits experiment), print the
     comparison table, and write report.md, report.html, summary.csv and summary.json
     (and the plots) into the run directory.
@@ -178,7 +181,7 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
              "training__epochs": epochs, "training__global_batch_size": batch_size,
              "training__target_accuracy": target_accuracy, "run__repeats": _repeats("--repeats", repeats),
              "run__timeout_s": timeout, "cluster__emulate": _emulate(emulate),
-             "run__out": out}
+             "run__out": out, "run__device": device}
     # the flags given, by the config key each sets (named in errors instead of only the key)
     flags = {k.replace("__", "."): f for k, f in RUN_FLAGS.items() if given[k] is not None}
     try:
@@ -264,7 +267,7 @@ def _run_config(config_file: str | None, resume: bool, out: str | None, preset: 
 RUN_FLAGS = {"run__strategies": "--strategies", "run__workers": "--workers", "training__epochs": "--epochs",
              "training__global_batch_size": "--batch-size", "training__target_accuracy": "--target-accuracy",
              "run__repeats": "--repeats", "run__timeout_s": "--timeout", "run__out": "--out",
-             "cluster__emulate": "--emulate"}
+             "cluster__emulate": "--emulate", "run__device": "--device"}
 """``distbench run``'s flags by the config key (``section__key``) each overrides."""
 
 
@@ -455,7 +458,9 @@ def env_cmd(as_json: bool, workers: int, cluster_config: str | None) -> None:
     click.echo("\nstrategies:")
     for s in info["strategies"]:
         mark = "available  " if s["available"] else "unavailable"
-        click.echo(hanging(s["name"], f"{mark} {s['reason']}".rstrip(), width))
+        reason = ("GPUs its framework cannot use (see GPUs above)" if s["reason"].startswith("this machine has ")
+                  else s["reason"])  # the GPU line once, not once per strategy
+        click.echo(hanging(s["name"], f"{mark} {reason}".rstrip(), width))
 
 
 @main.command("list")

@@ -20,9 +20,11 @@ def strategy_availability(cfg: ExperimentConfig, workers: int = 2) -> list[tuple
     strategies = [registry.get(n) for n in names]
     with ThreadPoolExecutor(max_workers=min(8, len(names) or 1)) as pool:
         found = list(pool.map(lambda s: s.is_available(cfg, workers), strategies))
-    why = gpu.problem(cfg.run.device)  # a GPU TensorFlow cannot use: no silent CPU fallback (as the harness)
-    return [(n, False, why, s.description) if why and n != "tpu" else (n, a.ok, a.reason, s.description)
-            for n, s, a in zip(names, strategies, found)]
+    out = []
+    for n, s, a in zip(names, strategies, found):
+        why = gpu.for_strategy(n, cfg.run.device)  # GPUs it cannot use: no silent CPU fallback (as the harness)
+        out.append((n, False, why, s.description) if why else (n, a.ok, a.reason, s.description))
+    return out
 
 
 def engine_builds() -> list[str]:

@@ -61,6 +61,27 @@ def _state() -> tuple[tuple[str, ...], tuple[str, ...]]:
     return gpus, tuple(cuda_libraries()) if gpus else ()
 
 
+JAX_CUDA = "jax-cuda12-plugin"
+"""The package of JAX's CUDA 12 backend (``pip install 'jax[cuda12]'``); ``jax[cpu]`` has none."""
+
+
+def jax_problem(device: str = "auto") -> str | None:
+    """As :func:`problem`, for ``keras_jax``: JAX trains on the CPU unless its CUDA plugin is
+    installed (:data:`JAX_CUDA`)."""
+    if device == "cpu":
+        return None
+    gpus, _ = _state()
+    if gpus:
+        try:
+            importlib.metadata.version(JAX_CUDA)
+        except importlib.metadata.PackageNotFoundError:
+            return (f"this machine has {len(gpus)} NVIDIA GPU(s) but JAX cannot use them: {JAX_CUDA} is not "
+                    "installed (jax[cpu] trains on the CPU); pip install 'jax[cuda12]', or set "
+                    '[run] device = "cpu" (--device cpu) to benchmark the CPU')
+        return None
+    return problem(device)
+
+
 def problem(device: str = "auto") -> str | None:
     """Why TensorFlow would not train on the device ``[run] device`` asks for, or ``None``.
 
@@ -80,11 +101,18 @@ def problem(device: str = "auto") -> str | None:
                 f"TensorFlow cannot use them: CUDA's libraries are missing (none of {', '.join(CUDA_PACKAGES)} is "
                 f"installed and no system {CUDA_RUNTIME} loads), so it would train on the CPU; install them with "
                 "'make setup' (it installs tensorflow[and-cuda] where nvidia-smi lists GPUs) or "
-                "pip install 'tensorflow[and-cuda]', or set [run] device = \"cpu\" to benchmark the CPU")
+                "pip install 'tensorflow[and-cuda]', or set [run] device = \"cpu\" (--device cpu) to benchmark the CPU")
     if device == "gpu" and not gpus:
         return ('run.device = "gpu" but nvidia-smi lists no GPU here (no NVIDIA driver, or no GPU); '
                 'use device = "auto" or "cpu" on this machine')
     return None
+
+
+def for_strategy(name: str, device: str = "auto") -> str | None:
+    """:func:`jax_problem` for the ``keras_jax`` strategies, none for ``tpu``, else :func:`problem`."""
+    if name == "tpu":
+        return None
+    return jax_problem(device) if name.startswith("keras_jax") else problem(device)
 
 
 def describe() -> list[str]:
@@ -94,7 +122,9 @@ def describe() -> list[str]:
         return ["GPUs: none (nvidia-smi lists none or is not installed): every strategy trains on the CPU"]
     lines = [f"GPUs: {len(gpus)} listed by nvidia-smi -L"] + [f"  {g}" for g in gpus]
     why = problem("auto")
-    lines.append(f"  {why}" if why else f"  CUDA libraries: {', '.join(libs)}")
+    lines.append(f"  TensorFlow: {why}" if why else f"  TensorFlow: CUDA libraries {', '.join(libs)}")
+    jax_why = jax_problem("auto")
+    lines.append(f"  JAX (keras_jax): {jax_why}" if jax_why else f"  JAX (keras_jax): {JAX_CUDA} installed")
     return lines
 
 

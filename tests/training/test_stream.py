@@ -203,5 +203,5 @@ def test_a_replica_of_a_label_sorted_table_sees_every_class(tmp_path):
         np.testing.assert_allclose(np.bincount(labels, minlength=classes), stored / 2, atol=1)
     # the synchronous strategies' global batches mix the classes too (user test: one class per
     # file trained single and horovod to chance, 0.109, when rows were shuffled only inside a block)
-    for x, y in list(replica_batches(split, 1, 0, 32, 0, 1))[:5]:
+    for _x, y in list(replica_batches(split, 1, 0, 32, 0, 1))[:5]:
         assert len(np.unique(y)) == classes, np.bincount(y)

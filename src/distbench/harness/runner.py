@@ -281,7 +281,7 @@ def run_point(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[st
     strat = registry.get(point.strategy)
     if cfg.run.device == "cpu":
         gpu.hide_gpus()
-    why = gpu.problem(cfg.run.device) if point.strategy != "tpu" else None  # no silent CPU fallback
+    why = gpu.for_strategy(point.strategy, cfg.run.device)  # no silent CPU fallback
     avail = Availability(False, why) if why else strat.is_available(cfg, point.workers)
     if not avail.ok:
         return make_record(workload, point, run_id, prov, Status.UNAVAILABLE, reason=avail.reason)
