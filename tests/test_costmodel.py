@@ -181,3 +181,14 @@ def test_cli_predict_against_a_cluster_run(run_dir):
     assert rows == [["horovod", "0.25 s", "0.2 s", "1.25", "1 s", "0.9 s", "1.11"]]
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--against", str(run_dir)])
     assert res.exit_code == 2 and "--against need --target" in res.output
+
+
+def test_strategies_without_a_cluster_form_are_named_not_dropped(run_dir):
+    # user test: mirrored and keras_jax rows vanished from predict --target without a word
+    with (run_dir / "results.jsonl").open("a") as f:
+        f.write(json.dumps(rec("mirrored", 2, 0.15)) + "\n")
+    c = parse_target("4 nodes x 2, 10gbit").cluster()
+    preds, inputs = CM.predict_strategies(run_dir, c)
+    assert "mirrored" not in by_name(preds) and inputs["not_predicted"] == ["mirrored"]
+    assert "Not predicted (one process on one machine's devices, no form on a cluster of nodes): mirrored." in \
+        CM.describe("4 nodes x 2, 10gbit", c, inputs)

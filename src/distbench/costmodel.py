@@ -308,7 +308,9 @@ def predict_strategies(run_dir: str | Path, c: Cluster, target_accuracy: float |
                     key=lambda p: (p.time_to_target_s is None, p.time_to_target_s or 0.0, p.epoch_s))
     for i, p in enumerate(ranked, 1):
         p.rank = i
-    inputs = {"model_bytes": M, "n_train": n_train, "global_batch": B, "cores": cores, "target_accuracy": target,
+    left = sorted({s for s, _ in rows} - {"single", *names})  # user test: they vanished without a word
+    inputs = {"not_predicted": left,
+              "model_bytes": M, "n_train": n_train, "global_batch": B, "cores": cores, "target_accuracy": target,
               "measured": ["each strategy's step and framework cost at the run's worker counts",
                            f"compute vs per-worker batch at {len({p['batch'] for p in cal['points']})} batches "
                            "(distbench calibrate)", "epochs to target and warm-up from each strategy's curve"],
@@ -397,7 +399,9 @@ def describe(text: str, c: Cluster, inputs: dict[str, Any]) -> str:
             f"{inputs['n_train']:,} samples per epoch, time to {inputs['target_accuracy']:g}.\n"
             f"Measured in the run: {'; '.join(inputs['measured'])}.\n"
             f"Assumed: {'; '.join(inputs['assumed'])}.\n"
-            f"Error band (benchmarks/predict_validation.py): {inputs['validated']}.")
+            + (f"Not predicted (one process on one machine's devices, no form on a cluster of nodes): "
+               f"{', '.join(inputs['not_predicted'])}.\n" if inputs.get("not_predicted") else "")
+            + f"Error band (benchmarks/predict_validation.py): {inputs['validated']}.")
 
 
 def measured_on(run_dir: str | Path, workers: int) -> dict[str, dict[str, list[float]]]:
