@@ -157,6 +157,8 @@ def test_parquet_as_pandas_pyarrow_and_a_partitioned_job_write_it(tmp_path):
     assert len({tuple(v.items()) for v in sizes.values()}) == 1 and sizes["spark"]["test"] == 113
     ds = load_dataset(_pq_cfg(spark, features=cols), seed=0)
     assert ds.details["label_from"] == "Hive partition folders"
+    with pytest.raises(DataError, match="has no such column; its columns are .*, and its partition folders give label"):
+        load_dataset(_pq_cfg(spark, features=cols, label="lbl"), seed=0)  # user test: the folders' column was not named
     ytest = np.concatenate([ds.test.read_block(i)[1] for i in range(ds.test.num_blocks)])
     assert np.bincount(ytest).tolist() == [42, 71]
     (spark / "label=one").mkdir()

@@ -346,8 +346,10 @@ def _stringy(t: Any) -> bool:
 
 def _column(schema: Any, name: str, files: ParquetFiles, key: str) -> Any:
     if name not in schema.names:
+        folders = sorted({k for part in (files.partitions or []) for k in part})
         raise DataError(f"{key} = {name!r}: {files.paths[0]} has no such column; its columns are "
-                        + ", ".join(schema.names))
+                        + ", ".join(schema.names)
+                        + (f", and its partition folders give {', '.join(folders)}" if folders else ""))
     return schema.field(name).type
 
 
