@@ -460,7 +460,8 @@ def env_cmd(as_json: bool, workers: int, cluster_config: str | None) -> None:
         mark = "available  " if s["available"] else "unavailable"
         reason = ("GPUs its framework cannot use (see GPUs above)" if s["reason"].startswith("this machine has ")
                   else s["reason"])  # the GPU line once, not once per strategy
-        click.echo(hanging(s["name"], f"{mark} {reason}".rstrip(), width))
+        click.echo(hanging(s["name"], f"{mark} {reason}".rstrip(), width,
+                           name_width=max(22, *(len(t["name"]) for t in info["strategies"]))))
 
 
 @main.command("list")
@@ -475,7 +476,8 @@ def list_cmd() -> None:
     width = output_width()
     click.echo("strategies:")
     for name in strategy_names:
-        click.echo(hanging(name, registry.get(name).description, width))
+        click.echo(hanging(name, registry.get(name).description, width,
+                           name_width=max(22, *(len(n) for n in strategy_names))))
     for fam, members in registry.families().items():  # a small family is named member by member
         which = f"all {len(members)} {fam}:<optimizer> strategies above" if len(members) > 3 else \
             f"{', '.join(members)} above"

@@ -196,7 +196,7 @@ def hanging(name: str, text: str, width: int | None, indent: int = 2, name_width
     if width is None:
         return lead + text
     pad = " " * len(lead)
-    if len(lead) > len(pad) or width - len(pad) < 20:  # a long name or a tiny width: text below, indented
+    if len(name) > name_width or width - len(pad) < 20:  # a long name or a tiny width: text below, indented
         pad = " " * (indent + 4)
         return lead.rstrip() + "\n" + textwrap.fill(text, width, initial_indent=pad, subsequent_indent=pad)
     return textwrap.fill(text, width, initial_indent=lead, subsequent_indent=pad)
