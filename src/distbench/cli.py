@@ -474,20 +474,20 @@ def list_cmd() -> None:
 
     strategy_names = registry.names()  # loads DISTBENCH_PLUGINS: a bad one is reported before any output
     width = output_width()
+    nw = max(22, *(len(n) for n in strategy_names))  # one name column for every section
     click.echo("strategies:")
     for name in strategy_names:
-        click.echo(hanging(name, registry.get(name).description, width,
-                           name_width=max(22, *(len(n) for n in strategy_names))))
+        click.echo(hanging(name, registry.get(name).description, width, name_width=nw))
     for fam, members in registry.families().items():  # a small family is named member by member
         which = f"all {len(members)} {fam}:<optimizer> strategies above" if len(members) > 3 else \
             f"{', '.join(members)} above"
-        click.echo(hanging(fam, f"the family: {which} (also {fam}:all)", width))
+        click.echo(hanging(fam, f"the family: {which} (also {fam}:all)", width, name_width=nw))
     click.echo("datasets:")
     for d in config_mod.DATASETS:
-        click.echo(hanging(d, DATASET_DESCRIPTIONS[d], width))
+        click.echo(hanging(d, DATASET_DESCRIPTIONS[d], width, name_width=nw))
     click.echo("models:")
     for m, desc in MODEL_DESCRIPTIONS.items():
-        click.echo(hanging(m, desc, width))
+        click.echo(hanging(m, desc, width, name_width=nw))
 
 
 DATASET_DESCRIPTIONS = {
