@@ -153,7 +153,7 @@ def run_with_progress(cfg: ExperimentConfig, run_dir: Path, resume: bool,
 
     from rich.console import Console
     from rich.markup import escape
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import Progress
 
     from distbench.harness import progress as prog
     from distbench.harness.matrix import expand
@@ -164,32 +164,20 @@ def run_with_progress(cfg: ExperimentConfig, run_dir: Path, resume: bool,
     strategy_of = {p.key: p.strategy for p in todo}
     label_of = {p.key: prog.progress_label(p, cfg.run.repeats) for p in todo}  # as the table and headline name it
     finished: list[tuple[str, float, float | None]] = []
-    local = cfg.cluster.emulate is None and not cfg.cluster.hosts  # as Placement decides, before the cluster is up
-    shared = ({"spark_ps"} if cfg.spark.share_session and local else set()) | (
-        {"mpi_ps"} if cfg.mpi.share_engine and local else set())  # one engine per sweep: as the runner decides
+    shared = _shared_engines(cfg)
     state: dict[str, Any] = {"key": None, "start": 0.0, "index": 0}
     stop = threading.Event()
 
     console = Console(stderr=True)
     console.print(f"distbench: run directory [bold]{run_dir}[/]")
-    narrow = console.width < 110  # an 80-column terminal: no bar, no "configuration" word, so the times stay whole
-    columns = ([TextColumn("{task.fields[counter]}")] if narrow else
-               [TextColumn("configuration {task.fields[counter]}")]) + \
-        [TextColumn("[bold]{task.description}"), TextColumn("{task.fields[phase]}")] + \
-        ([] if narrow else [BarColumn(bar_width=20)]) + [TimeElapsedColumn(), TextColumn("ETA {task.fields[eta]}")]
-    with Progress(*columns, console=console, transient=False) as progress:
+    with Progress(*_progress_columns(console.width), console=console, transient=False) as progress:
         task = progress.add_task("preparing workload", total=None, counter="", phase="", eta="-")
 
         def refresh() -> None:
             key = state["key"]
             if key is None:
                 return
-            keys = list(strategy_of)
-            todo = [strategy_of[k] for k in keys[state["index"]:]]
-            ahead = prog.eta_s(todo, finished, shared)
-            ran = time.monotonic() - state["start"]
-            current = prog.eta_s(todo[:1], finished, shared)
-            eta = ahead - min(ran, current)
+            eta = _eta(list(strategy_of.values())[state["index"]:], finished, shared, time.monotonic() - state["start"])
             progress.update(task, phase=prog.phase(run_dir / "logs", key),
                             eta=("~" if not finished else "") + time.strftime("%H:%M:%S", time.gmtime(max(0.0, eta))))
 
@@ -217,10 +205,8 @@ def run_with_progress(cfg: ExperimentConfig, run_dir: Path, resume: bool,
             finished.append((rec.get("strategy", ""), time.monotonic() - state["start"], timings.get("startup_s")))
             progress.update(task, completed=i, counter=f"{i}/{n}",
                             **({"phase": "done", "eta": "00:00:00"} if i == n else {}))
-            detail = prog.result_detail(rec)
-            room = progress.console.width - len(f"[{i}/{n}] {name}: {rec['status']} ")
-            if len(detail) > room:  # the whole reason is printed under the table and kept in the record
-                detail = detail[:max(20, room - 1)].rstrip() + "…"
+            head = f"[{i}/{n}] {name}: {rec['status']} "
+            detail = _fit(prog.result_detail(rec), progress.console.width - len(head))
             progress.console.print(f"[{i}/{n}] {escape(name)}: [bold]{rec['status']}[/] {escape(detail)}",
                                    soft_wrap=True)  # one line per configuration
 
@@ -234,6 +220,38 @@ def run_with_progress(cfg: ExperimentConfig, run_dir: Path, resume: bool,
         finally:
             stop.set()
             poller.join(timeout=2.0)
+
+
+def _eta(todo: list[str], finished: list[tuple[str, float, float | None]], shared: set[str], ran: float) -> float:
+    """Seconds left for the strategies ``todo`` (the running one first, ``ran`` seconds in)."""
+    from distbench.harness import progress as prog
+
+    return prog.eta_s(todo, finished, shared) - min(ran, prog.eta_s(todo[:1], finished, shared))
+
+
+def _shared_engines(cfg: ExperimentConfig) -> set[str]:
+    """The families that run on one engine per sweep, as the runner decides (only on this machine)."""
+    local = cfg.cluster.emulate is None and not cfg.cluster.hosts  # as Placement decides, before the cluster is up
+    return ({"spark_ps"} if cfg.spark.share_session and local else set()) | (
+        {"mpi_ps"} if cfg.mpi.share_engine and local else set())
+
+
+def _progress_columns(width: int) -> list[Any]:
+    """The progress line's columns; an 80-column terminal gets no bar and no "configuration"
+    word, so the times stay whole."""
+    from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
+
+    narrow = width < 110
+    return ([TextColumn("{task.fields[counter]}")] if narrow else
+            [TextColumn("configuration {task.fields[counter]}")]) + \
+        [TextColumn("[bold]{task.description}"), TextColumn("{task.fields[phase]}")] + \
+        ([] if narrow else [BarColumn(bar_width=20)]) + [TimeElapsedColumn(), TextColumn("ETA {task.fields[eta]}")]
+
+
+def _fit(detail: str, room: int) -> str:
+    """``detail`` cut to ``room`` columns (at least 20) with an ellipsis: the whole reason is
+    printed under the table and kept in the record."""
+    return detail if len(detail) <= room else detail[:max(20, room - 1)].rstrip() + "…"
 
 
 def print_report(records: list[dict[str, Any]], run_dir: Path, formats: tuple[str, ...] | None = None,
@@ -356,21 +374,7 @@ def compare(model: Any = None, data: Any = None, *, strategies: str | list[str] 
                        ("timeout", timeout), ("device", device)):
         if value is not None:
             given[FLAG_KEYS[arg]] = _listed(arg, value)
-    known = cfg.to_dict()
-    for section, values in sections.items():
-        if section not in known:
-            import difflib
-
-            words = [*FLAG_KEYS, "out", "config", "features", "label", "resume"]
-            near = difflib.get_close_matches(section, [*words, *known], n=1)
-            raise ConfigError(f"compare({section}=...): no such keyword argument or config section"
-                              + (f"; did you mean {near[0]}?" if near else "")
-                              + f" (keyword arguments: {', '.join(words)}; config sections, each a dict of its keys: "
-                              f"{', '.join(known)})")
-        if not isinstance(values, dict):
-            raise ConfigError(f"compare({section}=...): expected a dict of [{section}] keys, e.g. "
-                              f"training={{'learning_rate': 0.1}}; got {type(values).__name__}")
-        given.update({f"{section}__{k}": v for k, v in values.items()})
+    given.update(_section_keys(sections, list(cfg.to_dict())))
     given["run__out"] = str(run_dir)
     cfg = config_mod.override(cfg, **given)
     if not resume:
@@ -386,12 +390,42 @@ def compare(model: Any = None, data: Any = None, *, strategies: str | list[str] 
             import shutil
 
             shutil.rmtree(made[-1], ignore_errors=True)
-        saved = run_dir / INPUTS_DIR / "data.npz"
-        text = str(e).replace(str(saved.absolute()), str(saved))
-        if not isinstance(data, (str, os.PathLike)) and str(saved) in text:  # the user's arrays, not our file
-            raise type(e)(text.replace(str(saved), "compare's data")) from None
-        raise
+        raise _as_given(e, run_dir, data) from None
     return Results(run_dir)
+
+
+def _section_keys(sections: dict[str, Any], known: list[str]) -> dict[str, Any]:
+    """``compare``'s ``**sections`` (one dict per config section) as ``section__key`` overrides.
+
+    Raises:
+        ConfigError: a name that is neither a keyword argument nor a section (with a
+            did-you-mean), or a section given as something other than a dict.
+    """
+    given: dict[str, Any] = {}
+    for section, values in sections.items():
+        if section not in known:
+            import difflib
+
+            words = [*FLAG_KEYS, "out", "config", "features", "label", "resume"]
+            near = difflib.get_close_matches(section, [*words, *known], n=1)
+            raise ConfigError(f"compare({section}=...): no such keyword argument or config section"
+                              + (f"; did you mean {near[0]}?" if near else "")
+                              + f" (keyword arguments: {', '.join(words)}; config sections, each a dict of its keys: "
+                              f"{', '.join(known)})")
+        if not isinstance(values, dict):
+            raise ConfigError(f"compare({section}=...): expected a dict of [{section}] keys, e.g. "
+                              f"training={{'learning_rate': 0.1}}; got {type(values).__name__}")
+        given.update({f"{section}__{k}": v for k, v in values.items()})
+    return given
+
+
+def _as_given(e: ConfigError, run_dir: Path, data: Any) -> ConfigError:
+    """``e``, naming the user's arrays where it named the ``.npz`` :func:`compare` made of them."""
+    saved = run_dir / INPUTS_DIR / "data.npz"
+    text = str(e).replace(str(saved.absolute()), str(saved))
+    if not isinstance(data, (str, os.PathLike)) and str(saved) in text:
+        return type(e)(text.replace(str(saved), "compare's data"))
+    return e
 
 
 def _listed(arg: str, value: Any) -> Any:

@@ -145,40 +145,20 @@ def train_replica(spec: ReplicaSpec, worker_id: int, split: Any = None,
     """
     import tensorflow as tf
 
-    from distbench.training.loop import StopTraining, TrainLoop, configure_threads
-    from distbench.training.step import replica_step, while_steps
+    from distbench.training.loop import TrainLoop, configure_threads
+    from distbench.training.step import replica_step
 
     if spec.threads:
         configure_threads(spec.threads)
-    import keras
-
-    from distbench.models import build_model
-    from distbench.ps_async.client import PSClient, PSError, WorkerSession
-    from distbench.ps_async.protocol import all_finite
-    from distbench.ps_async.rules import get_optimizer
-    from distbench.workload import make_optimizer
+    from distbench.ps_async.client import PSClient, WorkerSession
 
     split = split if split is not None else load_shard_split(spec)
-    keras.utils.set_random_seed(spec.training.seed + worker_id)  # as Workload.build_model: reproducible Dropout
-    model = build_model(spec.model, spec.input_shape, spec.num_classes)
-    local_sgd = get_optimizer(spec.optimizer).local_sgd
-    opt = keras.optimizers.SGD(**local_sgd(spec.params)) if local_sgd else make_optimizer(spec.training, 1)
-    opt.build(model.trainable_variables)
+    model, opt = _replica_model(spec, worker_id)
     loss_obj = spec.loss.make(reduction="sum_over_batch_size")  # the workload's loss, mean over the batch
     loop = TrainLoop(spec.training.epochs, replica=worker_id,
                      label=f"worker {worker_id} (pid {os.getpid()}, attempt {attempt}): ", scenario=spec.scenario)
     delay = loop.step_delay()
-    step = replica_step(model, opt, loss_obj, lambda: delay)
-
-    # The steps between two exchanges run inside one graph (a tf.while_loop over the input
-    # iterator), as the tf.distribute loop runs its epoch, instead of a Python call and a
-    # Python batch per step (with them and Keras' get/set_weights, one-worker spark_ps:adag
-    # reached 0.79 of single's steady samples/s, benchmarks/step_time.py; the profile is
-    # benchmarks/profile_step.py). autograph=False: the same tracing mode as Horovod's loop.
-    @tf.function(autograph=False)
-    def run_steps(iterator: Any, k: Any) -> Any:
-        return while_steps(step, iterator, k)
-
+    run_steps = _steps_graph(replica_step(model, opt, loss_obj, lambda: delay))
     data = iter(_pipeline(split, spec, worker_id))  # created before the clock starts
     loop.trace(lambda: run_steps.get_concrete_function(data, tf.TensorSpec((), tf.int32)))
     if ready is not None:
@@ -190,6 +170,100 @@ def train_replica(spec: ReplicaSpec, worker_id: int, split: Any = None,
     window = session.window
     count = {"steps": 0, "since": 0, "exchanges": 0}
     state: dict[str, str] = {}
+    load, exchange = _exchanger(model, session, worker_id, count, state)
+    run_epoch, finish = _windowed_epochs(run_steps, data, spec.steps_per_epoch, window, count, exchange)
+    try:
+        load(session.start())
+        res = loop.run(run_epoch, finish)
+        session.finish()
+    finally:
+        client.close()
+    return {"worker": worker_id, "steps": count["steps"], "exchanges": count["exchanges"],
+            "start_unix": res.start_unix, "end_unix": res.end_unix, "staleness": list(session.staleness),
+            "attempt": attempt, "trace_s": loop.trace_s, "netns": current_namespace(),
+            "host": socket.gethostname(), **({"step_delay": delay.summary()} if delay.delays else {}),
+            **({"diverged": state["diverged"]} if "diverged" in state else
+               {"stopped": res.stopped} if res.stopped else {})}
+
+
+def _steps_graph(step: Callable[..., Any]) -> Any:
+    """``run_steps(iterator, k)``: ``k`` steps in one graph.
+
+    The steps between two exchanges run inside one graph (a tf.while_loop over the input
+    iterator), as the tf.distribute loop runs its epoch, instead of a Python call and a
+    Python batch per step (with them and Keras' get/set_weights, one-worker spark_ps:adag
+    reached 0.79 of single's steady samples/s, benchmarks/step_time.py; the profile is
+    benchmarks/profile_step.py). autograph=False: the same tracing mode as Horovod's loop.
+    """
+    import tensorflow as tf
+
+    from distbench.training.step import while_steps
+
+    @tf.function(autograph=False)
+    def run_steps(iterator: Any, k: Any) -> Any:
+        return while_steps(step, iterator, k)
+
+    return run_steps
+
+
+def _windowed_epochs(run_steps: Any, data: Any, steps_per_epoch: int, window: int | None, count: dict[str, int],
+                     exchange: Callable[[], None]) -> tuple[Callable[[int], tuple[int, float | None]],
+                                                            Callable[[], None]]:
+    """The loop core's ``(run_epoch, finish)`` for a replica: each epoch runs its steps in
+    chunks up to the next exchange every ``window`` local steps (``None``: model averaging,
+    one exchange per epoch); ``finish`` commits the last partial window instead of dropping it."""
+    import tensorflow as tf
+
+    def run_epoch(epoch: int) -> tuple[int, float | None]:
+        loss, left = None, steps_per_epoch
+        while left:  # chunks of steps up to the next exchange (or the epoch's end)
+            k = left if window is None else min(left, window - count["since"])
+            loss = run_steps(data, tf.constant(k, tf.int32))
+            left -= k
+            count["steps"] += k
+            count["since"] += k
+            if window is not None and count["since"] == window:
+                exchange()
+        if window is None:  # model averaging: once per epoch
+            exchange()
+        return count["steps"], None if loss is None else float(loss)
+
+    def finish() -> None:
+        if count["since"]:
+            exchange()
+
+    return run_epoch, finish
+
+
+def _replica_model(spec: ReplicaSpec, worker_id: int) -> tuple[Any, Any]:
+    """The replica's model (seeded as ``Workload.build_model`` seeds it: reproducible
+    Dropout) and its local optimizer, built (the optimizer's own local SGD where it has one)."""
+    import keras
+
+    from distbench.models import build_model
+    from distbench.ps_async.rules import get_optimizer
+    from distbench.workload import make_optimizer
+
+    keras.utils.set_random_seed(spec.training.seed + worker_id)
+    model = build_model(spec.model, spec.input_shape, spec.num_classes)
+    local_sgd = get_optimizer(spec.optimizer).local_sgd
+    opt = keras.optimizers.SGD(**local_sgd(spec.params)) if local_sgd else make_optimizer(spec.training, 1)
+    opt.build(model.trainable_variables)
+    return model, opt
+
+
+def _exchanger(model: Any, session: Any, worker_id: int, count: dict[str, int],
+               state: dict[str, str]) -> tuple[Callable[[list], None], Callable[[], None]]:
+    """``(load, exchange)`` for a replica: ``load(arrays)`` sets the model's weights;
+    ``exchange()`` commits them (``count["since"]`` local steps) and loads the server's reply.
+
+    ``exchange`` raises :class:`~distbench.training.loop.StopTraining` when the weights became
+    non-finite (``state["diverged"]`` says so: the server accepts only finite updates) or a
+    synchronous peer left; other :class:`~distbench.ps_async.client.PSError` s propagate.
+    """
+    from distbench.ps_async.client import PSError
+    from distbench.ps_async.protocol import all_finite
+    from distbench.training.loop import StopTraining
 
     # The model's weights in get_weights() order, as their backing tf.Variables: Keras'
     # get_weights/set_weights walk the layers and check every shape on each call (about 3x
@@ -216,36 +290,7 @@ def train_replica(spec: ReplicaSpec, worker_id: int, split: Any = None,
             raise StopTraining(str(e)) from None
         count["since"], count["exchanges"] = 0, count["exchanges"] + 1
 
-    def run_epoch(epoch: int) -> tuple[int, float | None]:
-        loss, left = None, spec.steps_per_epoch
-        while left:  # chunks of steps up to the next exchange (or the epoch's end)
-            k = left if window is None else min(left, window - count["since"])
-            loss = run_steps(data, tf.constant(k, tf.int32))
-            left -= k
-            count["steps"] += k
-            count["since"] += k
-            if window is not None and count["since"] == window:
-                exchange()
-        if window is None:  # model averaging: once per epoch
-            exchange()
-        return count["steps"], None if loss is None else float(loss)
-
-    def finish() -> None:
-        if count["since"]:  # the last partial window is committed, not dropped
-            exchange()
-
-    try:
-        load(session.start())
-        res = loop.run(run_epoch, finish)
-        session.finish()
-    finally:
-        client.close()
-    return {"worker": worker_id, "steps": count["steps"], "exchanges": count["exchanges"],
-            "start_unix": res.start_unix, "end_unix": res.end_unix, "staleness": list(session.staleness),
-            "attempt": attempt, "trace_s": loop.trace_s, "netns": current_namespace(),
-            "host": socket.gethostname(), **({"step_delay": delay.summary()} if delay.delays else {}),
-            **({"diverged": state["diverged"]} if "diverged" in state else
-               {"stopped": res.stopped} if res.stopped else {})}
+    return load, exchange
 
 
 def params_from_config(cfg: Any, optimizer: str, window: int | None = None) -> dict[str, Any]:

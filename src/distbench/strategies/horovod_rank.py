@@ -220,11 +220,9 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload, scenario: Any = Non
         and ``last_train_loss`` (the last step's loss over the whole global batch, as
         for ``single``: the ranks' local means averaged by one allreduce).
     """
-    import keras
     import tensorflow as tf
 
     from distbench.launch.ranks import open_progress_board
-    from distbench.training import batchnorm
     from distbench.training.loop import TrainLoop
     from distbench.training.step import replica_step, while_steps
     from distbench.training.tf_loop import input_pipeline
@@ -236,33 +234,11 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload, scenario: Any = Non
     plain_tape = os.environ.get(PLAIN_TAPE_ENV, "") not in ("", "0")
     progress = open_progress_board(rank, size)
 
-    # Horovod matches collectives across ranks by tensor name, and Keras names layers
-    # and variables with a per-process counter ("dense", "dense_1"...). A rank that built
-    # a model before (rank 0 creating the workload) would use other names and every
-    # rank would wait forever: start every rank from fresh name counters. (free_memory=False:
-    # the counters are all this needs, and the full garbage collection it would run over a
-    # process with TensorFlow loaded took 0.2-0.4 s of every rank's start on 2 cores.)
-    keras.backend.clear_session(free_memory=False)
-    model = workload.build_model(rank)
-    if size > 1:  # BatchNormalization(synchronized=True): the moments over the global batch, as under Mirrored
-        batchnorm.synchronize_with_horovod(hvd, model)
-    optimizer = workload.make_optimizer(size)
-    optimizer.build(model.trainable_variables)  # slots exist before the tf.function traces
-    # Keras 3 variables are not tf.Variables: Horovod needs the backing ones (.value).
-    # inplace=True: one eager in-place broadcast per device; the default wraps the broadcasts
-    # in a tf.function traced with AutoGraph on first use (0.15-0.2 s of every rank's start).
-    hvd.broadcast_variables([v.value for v in model.variables], root_rank=0, inplace=True)
+    model, optimizer, sync = _rank_model(hvd, workload, rank, size)
     loss_obj = workload.loss_fn()
-    tvars = model.trainable_variables
-    tvalues = [v.value for v in tvars]
-    stats = [v.value for v in model.non_trainable_variables if v.value.dtype.is_floating]  # not seed states
-
-    def sync() -> None:  # the synchronous rule for non-trainable state: the mean over the ranks, on every rank
-        for i, v in enumerate(stats):
-            v.assign(hvd.allreduce(v, op=hvd.Average, name=f"distbench_stats_{i}"))
-
+    tvalues = [v.value for v in model.trainable_variables]
     loop = TrainLoop(cfg.epochs, model.get_weights if rank == 0 else None, replica=rank, label=f"rank {rank}: ",
-                     sync=sync if stats and size > 1 else None, scenario=scenario)
+                     sync=sync, scenario=scenario)
     delay = loop.step_delay()
     step = replica_step(model, optimizer, lambda y, logits: tf.reduce_mean(loss_obj(y, logits)),  # local mean
                         lambda: delay, sources=tvalues, strict=True,
@@ -299,6 +275,39 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload, scenario: Any = Non
 
     res = loop.run(run_epoch)
     return _rank_output(hvd, info, model, res, state["loss"], G, steps_per_epoch, plain_tape, scenario)
+
+
+def _rank_model(hvd: Any, workload: Workload, rank: int, size: int) -> tuple[Any, Any, Any]:
+    """This rank's model (rank 0's initial weights broadcast), its built optimizer, and the
+    synchronous rule for its non-trainable state (the mean over the ranks; ``None`` on one
+    rank or without such state), as :class:`~distbench.training.loop.TrainLoop`'s ``sync``."""
+    import keras
+
+    from distbench.training import batchnorm
+
+    # Horovod matches collectives across ranks by tensor name, and Keras names layers
+    # and variables with a per-process counter ("dense", "dense_1"...). A rank that built
+    # a model before (rank 0 creating the workload) would use other names and every
+    # rank would wait forever: start every rank from fresh name counters. (free_memory=False:
+    # the counters are all this needs, and the full garbage collection it would run over a
+    # process with TensorFlow loaded took 0.2-0.4 s of every rank's start on 2 cores.)
+    keras.backend.clear_session(free_memory=False)
+    model = workload.build_model(rank)
+    if size > 1:  # BatchNormalization(synchronized=True): the moments over the global batch, as under Mirrored
+        batchnorm.synchronize_with_horovod(hvd, model)
+    optimizer = workload.make_optimizer(size)
+    optimizer.build(model.trainable_variables)  # slots exist before the tf.function traces
+    # Keras 3 variables are not tf.Variables: Horovod needs the backing ones (.value).
+    # inplace=True: one eager in-place broadcast per device; the default wraps the broadcasts
+    # in a tf.function traced with AutoGraph on first use (0.15-0.2 s of every rank's start).
+    hvd.broadcast_variables([v.value for v in model.variables], root_rank=0, inplace=True)
+    stats = [v.value for v in model.non_trainable_variables if v.value.dtype.is_floating]  # not seed states
+
+    def sync() -> None:  # the synchronous rule for non-trainable state: the mean over the ranks, on every rank
+        for i, v in enumerate(stats):
+            v.assign(hvd.allreduce(v, op=hvd.Average, name=f"distbench_stats_{i}"))
+
+    return model, optimizer, sync if stats and size > 1 else None
 
 
 def _rank_output(hvd: Any, info: RankInfo, model: Any, res: Any, loss: Any, G: int, steps_per_epoch: int,
