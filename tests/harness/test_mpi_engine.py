@@ -27,7 +27,7 @@ def test_mpirun_engine_command_exact():
     argv, env = mpirun_engine_command(3, Path("/r"), Path("/t/requests"), Path("/t/replies"), Path("/r/logs/e"),
                                       "/v/bin/python", base_env={"PATH": "/usr/bin"})
     assert argv == ["mpirun", "--allow-run-as-root", "-np", "3", "-H", "localhost:3", "--oversubscribe",
-                    "-bind-to", "none", "-map-by", "slot", "--tag-output", "--output-filename", "/r/logs/e",
+                    "-bind-to", "none", "-map-by", "slot", "--tag-output", "--output-filename", "/r/logs/e", "--mca", "mpi_yield_when_idle", "1",
                     "-x", "PATH", "-x", "TF_CPP_MIN_LOG_LEVEL", "-x", "PYTHONUNBUFFERED",
                     "/v/bin/python", "-m", "distbench", "worker", "mpi-ps-engine", "--run-dir", "/r",
                     "--requests", "/t/requests", "--replies", "/t/replies"]

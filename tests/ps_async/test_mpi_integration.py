@@ -22,7 +22,7 @@ def test_mpirun_command_exact():
     argv, env = mpi_ps_command(2, Path("/r"), "mpi_ps-adag_w2_r0", "adag", Path("/r/logs/x/ranks"), "/v/bin/python",
                                window=7, base_env={"PATH": "/usr/bin", "DISTBENCH_X": "1"})
     assert argv == ["mpirun", "--allow-run-as-root", "-np", "3", "-H", "localhost:3", "--oversubscribe",
-                    "-bind-to", "none", "-map-by", "slot", "--tag-output", "--output-filename", "/r/logs/x/ranks",
+                    "-bind-to", "none", "-map-by", "slot", "--tag-output", "--output-filename", "/r/logs/x/ranks", "--mca", "mpi_yield_when_idle", "1",
                     "-x", "PATH", "-x", "TF_CPP_MIN_LOG_LEVEL", "-x", "PYTHONUNBUFFERED", "-x", "DISTBENCH_X",
                     "/v/bin/python", "-m", "distbench", "worker", "mpi-ps", "--run-dir", "/r", "--optimizer", "adag",
                     "--key", "mpi_ps-adag_w2_r0", "--window", "7"]

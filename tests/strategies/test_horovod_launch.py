@@ -47,10 +47,16 @@ def test_mpirun_command_exact():
     argv, env = C.mpirun_command(2, "localhost:2", prog, Path("/runs/x/logs/k"), PY, base_env=base,
                                  mpirun="/usr/bin/mpirun")
     assert argv == ["/usr/bin/mpirun", "--allow-run-as-root", "-np", "2", "-H", "localhost:2", "--oversubscribe",
-                    "-bind-to", "none", "-map-by", "slot", "--tag-output", "--output-filename", "/runs/x/logs/k",
+                    "-bind-to", "none", "-map-by", "slot", "--tag-output", "--output-filename", "/runs/x/logs/k", "--mca", "mpi_yield_when_idle", "1",
                     "-x", "PATH", "-x", "PYTHONPATH", "-x", "TF_CPP_MIN_LOG_LEVEL", "-x", "PYTHONUNBUFFERED",
                     "-x", "DISTBENCH_HOROVOD_PLAIN_TAPE", "-x", "HOROVOD_CYCLE_TIME", *prog]
     assert env == {**base, "PATH": "/venv/bin:/usr/bin:/bin", "PYTHONUNBUFFERED": "1"}
+
+
+def test_mpirun_command_leaves_a_users_yield_setting_to_open_mpi():
+    argv, env = C.mpirun_command(2, "localhost:2", ["p"], Path("/o"), PY,
+                                 base_env={**BASE, "OMPI_MCA_mpi_yield_when_idle": "0"})
+    assert "mpi_yield_when_idle" not in argv and env["OMPI_MCA_mpi_yield_when_idle"] == "0"
 
 
 def test_launcher_env_keeps_venv_first_once():

@@ -136,6 +136,17 @@ def mpi_exports(env: dict[str, str]) -> list[str]:
     return fixed + sorted(k for k in env if k.startswith(EXPORT_PREFIXES) and k not in fixed)
 
 
+YIELD_MCA = "OMPI_MCA_mpi_yield_when_idle"
+"""Open MPI's switch between spinning and yielding the core while a rank waits in a
+blocking call. ``mpirun`` decides by its slot count (``-H host:N`` says N cores, so it
+spins), but every distbench rank also runs TensorFlow's thread pool sized to fill the
+machine's cores (:func:`distbench.training.loop.threads_per_process`): a spinning wait
+takes a core from it. Measured on 2 cores (digits, MLP of 19 KB, global batch 120): with
+spinning, ``mpi_ps:adag`` took 0.12 / 0.29 / 0.61 s per epoch at 2 / 3 / 4 workers and
+``horovod_mpi`` 0.38 s at 3; yielding, 0.02 / 0.04 / 0.07 and 0.02 (docs/engines.md).
+Set ``OMPI_MCA_mpi_yield_when_idle=0`` in the environment to keep Open MPI's choice."""
+
+
 def mpirun_command(ranks: int, hosts: str, program: list[str], output_dir: Path, python: str,
                    base_env: dict[str, str] | None = None,
                    mpirun: str = "mpirun") -> tuple[list[str], dict[str, str]]:
@@ -145,8 +156,8 @@ def mpirun_command(ranks: int, hosts: str, program: list[str], output_dir: Path,
     ranks than cores is allowed, as with horovodrun), ``-bind-to none -map-by slot``
     (Horovod's documented settings: no pinning of a rank's threads to one core),
     ``--tag-output`` (each line labelled with its rank), ``--output-filename`` (per-rank
-    ``<output_dir>/1/rank.<r>/stdout|stderr`` files) and ``-x NAME`` for every variable of
-    :func:`mpi_exports`.
+    ``<output_dir>/1/rank.<r>/stdout|stderr`` files), ``--mca mpi_yield_when_idle 1``
+    (:data:`YIELD_MCA`) and ``-x NAME`` for every variable of :func:`mpi_exports`.
 
     Args:
         ranks, hosts, program, output_dir, python, base_env: as :func:`horovodrun_command`.
@@ -158,6 +169,8 @@ def mpirun_command(ranks: int, hosts: str, program: list[str], output_dir: Path,
     env = launcher_env(python, base_env)
     argv = [mpirun, "--allow-run-as-root", "-np", str(ranks), "-H", hosts, "--oversubscribe",
             "-bind-to", "none", "-map-by", "slot", "--tag-output", "--output-filename", str(output_dir)]
+    if YIELD_MCA not in env:  # the user's own OMPI_MCA_mpi_yield_when_idle wins
+        argv += ["--mca", "mpi_yield_when_idle", "1"]
     for name in mpi_exports(env):
         argv += ["-x", name]
     return argv + list(program), env
