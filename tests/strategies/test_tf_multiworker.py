@@ -11,12 +11,14 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from distbench.results.store import read_records
 from distbench.strategies.multi_worker_mirrored import free_ports, tf_config, worker_commands
 from distbench.launch.tfconfig import accepts_connections
-from distbench.strategies.tf_ps import STALL_FLOOR_S, cluster_spec, server_commands, stall_floor, stalled
+from distbench.strategies.tf_ps import STALL_FLOOR_S, cluster_spec, server_commands, shard_orders, stall_floor, stalled
+from distbench.training.schedule import shard_bounds, shard_indices
 from tests.conftest import pids_with, distbench
 
 
@@ -130,6 +132,17 @@ def test_tf_server_validates_tf_config_and_ends_on_sigint(tmp_path):
     p.send_signal(signal.SIGINT)  # Ctrl-C: server.join() blocks in C++, where KeyboardInterrupt never comes
     out, _ = p.communicate(timeout=30)
     assert p.returncode == -signal.SIGINT and time.monotonic() - t0 < 5, out[-2000:]
+
+
+def test_tf_ps_workers_read_the_ps_replicas_shards_in_their_order():
+    order = shard_orders(1437, 3, 7, 40, 3, 11)  # digits' training split, global batch 120, 3 workers
+    assert order.shape == (3, 3 * 11 * 40) and order.dtype == np.int32
+    for i in range(3):
+        assert (order[i] == shard_indices(1437, 3, 7, 40, i, 3, 11)).all()  # what mpi_ps/spark_ps replica i reads
+        lo, hi = shard_bounds(1437, i, 3)
+        epoch = order[i, :440]
+        assert lo <= epoch.min() and epoch.max() < hi and len(set(epoch.tolist())) == 440  # no row twice in an epoch
+    assert not (order[0, :440] == order[0, 440:880]).all()  # each epoch its own permutation
 
 
 def test_tf_ps_cluster_and_servers_exact():

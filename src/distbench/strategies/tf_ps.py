@@ -7,9 +7,12 @@ and ``tf.ps_tasks`` parameter-server tasks run as separate local processes, each
 tasks; the coordinator schedules step functions, and whichever worker is free runs one:
 each step is one optimizer update of the shared variables with a per-worker batch of
 ``G/N`` samples, and ``N * (n_train // G)`` steps make an epoch, as for the other
-parameter-server strategies. Worker i reads the i-th strided shard of the training split
-(``Dataset.shard``), shuffled with the run's seed. The coordinator joins at each epoch end
-to take a snapshot (the join is part of the training time: it is how this strategy
+parameter-server strategies. Worker i reads shard i of the training split in the order
+replica i of ``spark_ps`` and ``mpi_ps`` reads it (:func:`shard_orders`); since the
+coordinator hands each step to whichever worker is free, a worker that runs more than its
+share of steps goes on into its next epoch's order (the steps' samples are the other PS
+strategies', their assignment to steps is the coordinator's). The coordinator joins at
+each epoch end to take a snapshot (the join is part of the training time: it is how this strategy
 observes progress). Steps run by each worker are recorded.
 
 On 2 cores an in-process cluster hangs with default thread pools: the
@@ -39,6 +42,7 @@ from typing import Any
 import click
 import numpy as np
 
+from distbench import gpu
 from distbench.config import user_errors
 from distbench.launch import commands, process
 from distbench.launch.commands import free_ports, worker_argv
@@ -79,13 +83,16 @@ def server_commands(cluster: dict[str, list[str]], threads: int, run_dir: Path,
                     python: str | None = None) -> list[tuple[str, list[str], dict[str, str]]]:
     """``(task name, argv, env)`` of each worker and ps server process of ``cluster``
     (``run_dir`` is in the argv so the processes of a run can be found in the process table;
-    ``python``: the workers' interpreter)."""
+    ``python``: the workers' interpreter). Where this machine has GPUs, each worker task's
+    ``CUDA_VISIBLE_DEVICES`` names one and the ps tasks get none
+    (:func:`distbench.gpu.process_envs`)."""
+    gpus = gpu.process_envs([a.rsplit(":", 1)[0] for a in cluster["worker"]], len(cluster["ps"]), base_env)
     out = []
     for job in ("worker", "ps"):
         for i in range(len(cluster[job])):
             argv = worker_argv("tf-server", run_dir, python=python if job == "worker" else None)
-            env = commands.child_env({"TF_CONFIG": tf_config(cluster, job, i), "DISTBENCH_THREADS": str(threads)},
-                                      base_env)
+            env = commands.child_env({"TF_CONFIG": tf_config(cluster, job, i), "DISTBENCH_THREADS": str(threads),
+                                      **gpus[i + (len(cluster["worker"]) if job == "ps" else 0)]}, base_env)
             out.append((f"{job} {i}", argv, env))
     return out
 
@@ -101,6 +108,7 @@ def serve_forever() -> None:
     task = parse_tf_config(os.environ.get("TF_CONFIG"), "worker tf-server")
     import tensorflow as tf
 
+    gpu.place(0)  # a worker task's one GPU (CUDA_VISIBLE_DEVICES), with memory growth; ps tasks see none
     threads = int(os.environ.get("DISTBENCH_THREADS", "0"))
     proto = tf.compat.v1.ConfigProto(inter_op_parallelism_threads=SERVER_INTER_OP,
                                      intra_op_parallelism_threads=threads)
@@ -172,6 +180,27 @@ def _watchdog(group: process.ProcessGroup, artifacts_dir: Path, stop: threading.
         os._exit(1)
 
 
+def shard_orders(rows: int, epochs: int, seed: int, batch: int, workers: int, steps_per_epoch: int) -> np.ndarray:
+    """Every worker's row numbers over the run, one row per worker: worker ``i``'s is
+    :func:`~distbench.training.schedule.shard_indices` of shard ``i`` (the rows and order
+    replica ``i`` of the other parameter-server strategies trains on).
+
+    Args:
+        rows: rows of the in-memory training split; epochs, seed: the run's.
+        batch: the per-worker batch; workers: N; steps_per_epoch: local steps per epoch.
+
+    Returns:
+        int32 array, shape ``(workers, epochs * steps_per_epoch * batch)``.
+
+    Raises:
+        ValueError: a shard holds fewer rows than one epoch's batches.
+    """
+    from distbench.training.schedule import shard_indices
+
+    return np.stack([shard_indices(rows, epochs, seed, batch, i, workers, steps_per_epoch)
+                     for i in range(workers)]).astype(np.int32)
+
+
 @register
 class TFParameterServer(Strategy):
     """ParameterServerStrategy: N worker and P ps server processes, coordinator in this process."""
@@ -223,6 +252,8 @@ class TFParameterServer(Strategy):
             specs.append(process.ProcSpec(name, argv, env, ctx.log_dir / f"{name.replace(' ', '')}.log"))
         placed = pl.describe({f"worker {i}": i for i in range(n)},
                              driver=["chief"] + [f"ps {i}" for i in range(cfg.tf.ps_tasks)])
+        gpus = [s.env.get("CUDA_VISIBLE_DEVICES") for s in specs[:n]]  # what each worker task was given
+        placed["per_worker_devices"] = [f"GPU {g}" if g and not g.startswith("-") else "CPU" for g in gpus]
         ctx.artifacts_dir.mkdir(parents=True, exist_ok=True)
         group = process.ProcessGroup(specs).start()
         if not pl.is_local:  # the wrapper execs the server: its pid is the server's
@@ -256,12 +287,14 @@ class TFParameterServer(Strategy):
         B = cfg.training.global_batch_size // n
         x_train, y_train = wl.dataset.x_train, wl.dataset.y_train
 
-        seed = cfg.training.seed
+        order = tf.constant(shard_orders(len(y_train), cfg.training.epochs, cfg.training.seed, B, n,
+                                         wl.steps_per_epoch()))
+        xt, yt = tf.constant(x_train), tf.constant(y_train)
 
-        def dataset_fn() -> Any:  # runs on each worker: its shard, its own seeded shuffle
+        def dataset_fn() -> Any:  # runs on each worker: its row of the PS replicas' shard orders
             me = tf.distribute.coordinator.experimental_get_current_worker_index()
-            return (tf.data.Dataset.from_tensor_slices((x_train, y_train)).shard(n, me)
-                    .shuffle(len(y_train) // n + 1, seed=seed).repeat().batch(B, drop_remainder=True).prefetch(2))
+            return (tf.data.Dataset.from_tensor_slices(tf.gather(order, me)).batch(B, drop_remainder=True).repeat()
+                    .map(lambda i: (tf.gather(xt, i), tf.gather(yt, i))).prefetch(2))
 
         # no step delay: tf_ps is unavailable under a scenario (launch), so the delay is inactive
         replica_fn = replica_step(model, optimizer, lambda y, logits: tf.reduce_mean(loss_obj(y, logits)),
