@@ -63,6 +63,16 @@ def test_pipe_respects_columns(monkeypatch):
     assert "temporal" in buf.getvalue()  # piped without COLUMNS: the whole table, as wide as it needs
 
 
+def test_a_pipe_never_cuts_cells_of_a_table_wider_than_its_widest_console(monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    buf = io.StringIO()  # a log: not a terminal, no COLUMNS (user test: predict's notes cut names to 'mp…')
+    note = "framework cost taken as at 2 workers (the only count measured); " * 5
+    print_fitted(("rank", "strategy", "s/epoch", "notes"), [["1", "mpi_ps:adag", "1.26 s", note]],
+                 Console(file=buf, force_terminal=False), left=("strategy", "notes"), block_head=2)
+    out = buf.getvalue()
+    assert "mpi_ps:adag" in out and "…" not in out and note.strip() in " ".join(out.split())
+
+
 def test_list_fits_80_columns_and_names_the_families():
     from click.testing import CliRunner
 

@@ -25,7 +25,12 @@ def _columns_env() -> int | None:
     return n if n > 0 else None
 
 
-def console_for(table: Any = None, console: Any = None, max_width: int = 260) -> Any:
+PIPE_MAX_WIDTH = 260
+"""The widest console made for a pipe or a file (a wider table is laid out by :func:`fit_table`
+within it: columns dropped, then blocks; rich would otherwise cut its cells)."""
+
+
+def console_for(table: Any = None, console: Any = None, max_width: int = PIPE_MAX_WIDTH) -> Any:
     """The :class:`rich.console.Console` to print ``table`` on.
 
     Args:
@@ -155,8 +160,8 @@ def print_fitted(headers: Sequence[str], rows: Sequence[Sequence[str]], console:
     if console.is_terminal or _columns_env() is not None:
         console = console_for(None, console)
         renderable, dropped = fit_table(headers, rows, console.width, **kw)
-    else:
-        renderable, dropped = fit_table(headers, rows, 10_000, **kw)
+    else:  # a pipe or a file: as wide as needed up to console_for's widest, never squeezed past it
+        renderable, dropped = fit_table(headers, rows, PIPE_MAX_WIDTH, **kw)
         console = console_for(renderable, console)
     console.print(renderable)
     return console, dropped
