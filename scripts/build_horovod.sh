@@ -17,7 +17,8 @@
 # Up to date means: the installed horovod is $HOROVOD_VERSION, the TensorFlow it was built
 # against (horovod/metadata.json, which Horovod's build writes) is the installed one, and
 # the stamp VENV_DIR/.horovod-build-stamp matches (Horovod version, TensorFlow version,
-# Python version, MPI built yes/no). Then it does nothing. The check reads package
+# Python version, MPI built yes/no, and on a machine with NVIDIA GPUs the GPU operations:
+# NCCL or none). Then it does nothing. The check reads package
 # metadata only (no TensorFlow import: well under a second), so `make setup` runs it
 # every time and rebuilds Horovod after any change of TensorFlow (`pip install -U
 # tensorflow`), Python or MPI.
@@ -91,6 +92,38 @@ else
     WITH_MPI=0
 fi
 WANT_STAMP="horovod=$HOROVOD_VERSION tensorflow=$TF_VERSION python=$PY_VERSION mpi=$WITH_MPI"
+
+# GPU operations (NCCL allreduce of GPU tensors) only where nvidia-smi lists GPUs. The build
+# needs a CUDA toolkit (nvcc, and its include and lib dirs under one CUDA home: a system
+# install, e.g. /usr/local/cuda; the split pip packages are not one) and NCCL (the pip
+# package nvidia-nccl-cu12 that tensorflow[and-cuda] installs, or a system one). Missing
+# either: say which, and build the CPU operations (Gloo, MPI) as everywhere else.
+GPU_OPS=none
+if nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+    NVCC=$(command -v nvcc 2>/dev/null || true)
+    [[ -n $NVCC || ! -x /usr/local/cuda/bin/nvcc ]] || NVCC=/usr/local/cuda/bin/nvcc
+    CUDA_HOME_FOUND=${NVCC:+$(dirname "$(dirname "$(readlink -f "$NVCC")")")}
+    NVCC_RELEASE=$([[ -n $NVCC ]] && "$NVCC" --version 2>/dev/null | sed -n 's/.*release \([0-9][0-9]*\)\..*/\1/p' | head -n 1)
+    NCCL_HOME_FOUND=$("$PY" -c "import importlib.util, os
+s = importlib.util.find_spec('nvidia.nccl')
+d = list(s.submodule_search_locations)[0] if s and s.submodule_search_locations else ''
+print(d if d and os.path.exists(os.path.join(d, 'include', 'nccl.h')) else '')" 2>/dev/null || true)
+    if [[ -z $NCCL_HOME_FOUND && -e /usr/include/nccl.h ]]; then NCCL_HOME_FOUND=/usr; fi
+    MISSING=()
+    if [[ -z $CUDA_HOME_FOUND ]]; then
+        MISSING+=("a CUDA 12 toolkit (no nvcc on PATH or in /usr/local/cuda/bin: install NVIDIA's CUDA 12 toolkit)")
+    elif [[ $NVCC_RELEASE != 12 ]]; then
+        MISSING+=("a CUDA 12 toolkit ($NVCC is CUDA ${NVCC_RELEASE:-of unknown release}; TensorFlow $TF_VERSION's CUDA build is CUDA 12: put a CUDA 12 nvcc first on PATH)")
+        CUDA_HOME_FOUND=""
+    fi
+    [[ -n $NCCL_HOME_FOUND ]] || MISSING+=("NCCL (no nccl.h from the pip package nvidia-nccl-cu12 or in /usr/include: pip install nvidia-nccl-cu12)")
+    if [[ ${#MISSING[@]} -eq 0 ]]; then
+        GPU_OPS=NCCL
+    else
+        say "this machine has NVIDIA GPUs but Horovod's NCCL build needs $(printf '%s and ' "${MISSING[@]}" | sed 's/ and $//'); building the CPU operations (Gloo/MPI: GPU tensors go through host memory)"
+    fi
+    WANT_STAMP="$WANT_STAMP gpu_ops=$GPU_OPS"
+fi
 HAVE_STAMP=$(cat "$STAMP" 2>/dev/null || echo none)
 
 WHY=""
@@ -164,6 +197,12 @@ if [[ $WITH_MPI == 1 ]]; then
 else
     export HOROVOD_WITHOUT_MPI=1; unset HOROVOD_WITH_MPI
 fi
+if [[ $GPU_OPS == NCCL ]]; then
+    export HOROVOD_GPU_OPERATIONS=NCCL HOROVOD_CUDA_HOME=$CUDA_HOME_FOUND HOROVOD_NCCL_HOME=$NCCL_HOME_FOUND
+    say "GPU operations: NCCL ($NCCL_HOME_FOUND), CUDA toolkit $CUDA_HOME_FOUND"
+else
+    unset HOROVOD_GPU_OPERATIONS
+fi
 export MAKEFLAGS="-j$JOBS"
 # Horovod's setup.py runs `cmake` from PATH: the pinned one in the venv comes first.
 export PATH="$VENV/bin:$PATH"
@@ -184,7 +223,8 @@ fi
 # One import that also reports the controllers (horovodrun --check-build would spawn one
 # TensorFlow import per framework and flag: ~30 s on 2 cores).
 if ! BUILT=$(TF_CPP_MIN_LOG_LEVEL=3 "$PY" -c "import horovod.tensorflow as hvd; print(
-    'controllers:', *[n for n, b in (('MPI', hvd.mpi_built()), ('Gloo', hvd.gloo_built())) if b])" 2>>"$LOG"); then
+    'controllers:', *[n for n, b in (('MPI', hvd.mpi_built()), ('Gloo', hvd.gloo_built())) if b],
+    '; GPU operations:', 'NCCL' if hvd.nccl_built() else 'none')" 2>>"$LOG"); then
     tail -n 30 "$LOG" >&2
     die "horovod installed but 'import horovod.tensorflow' fails (log: $LOG)"
 fi

@@ -144,3 +144,14 @@ def test_startup_floor_quick(tmp_path, request):
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert float(cells[1].split()[0]) > 0 and float(cells[3].split()[0]) > 0, row  # engine start, floor
     assert float(cells[4].split()[0]) > 0 and "importing tensorflow and keras" in cells[7], row
+
+
+def test_gpu_check_refuses_without_a_gpu_and_runs_its_cpu_half(tmp_path):
+    script = str(BENCH / "gpu_check.py")
+    cp = subprocess.run([sys.executable, script, "--dir", str(tmp_path / "r")], capture_output=True, text=True,
+                        timeout=120, cwd=ROOT)
+    assert cp.returncode == 2 and "lists no GPU here" in cp.stderr  # this machine has none (a GPU one writes)
+    cp = subprocess.run([sys.executable, script, "--allow-cpu", "--strategies", "single", "--epochs", "1",
+                         "--dir", str(tmp_path / "r")], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    assert "| `single` | ok | CPU |" in cp.stdout and "GPUs: none" in cp.stdout  # the record's device; env's line

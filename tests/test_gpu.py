@@ -74,3 +74,75 @@ def test_env_and_run_refuse_gpus_tensorflow_cannot_use(tmp_path, fake_gpus):
     (record,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert record["status"] == "ok"
     assert json.loads((out / "config.json").read_text())["run"]["device"] == "cpu"
+
+
+def _two_listed(monkeypatch):
+    gpu._state.cache_clear()
+    monkeypatch.setattr(gpu, "_state", lambda: (TWO_GPUS, ("nvidia-cuda-runtime-cu12 12.5",)))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+
+
+def test_each_worker_process_gets_one_gpu_per_host_and_servers_none(monkeypatch):
+    _two_listed(monkeypatch)
+    assert gpu.process_envs(["127.0.0.1"] * 3, servers=1) == [
+        {"CUDA_VISIBLE_DEVICES": "0"}, {"CUDA_VISIBLE_DEVICES": "1"}, {"CUDA_VISIBLE_DEVICES": "0"},  # round robin
+        {"CUDA_VISIBLE_DEVICES": "-1"}]
+    # two hosts: each host's workers count from its first GPU
+    assert [e["CUDA_VISIBLE_DEVICES"] for e in gpu.process_envs(["10.0.0.2", "10.0.0.3", "10.0.0.2"])] == ["0", "0", "1"]
+    # the user's own CUDA_VISIBLE_DEVICES is the list handed out; -1 means none
+    assert [e["CUDA_VISIBLE_DEVICES"] for e in gpu.process_envs(["h", "h"], env={"CUDA_VISIBLE_DEVICES": "2,3"})] \
+        == ["2", "3"]
+    assert gpu.process_envs(["h", "h"], servers=1, env={"CUDA_VISIBLE_DEVICES": "-1"}) == [{}, {}, {}]
+
+
+def test_without_gpus_no_launcher_touches_the_environment(monkeypatch):
+    gpu._state.cache_clear()
+    monkeypatch.setattr(gpu, "_state", lambda: ((), ()))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert gpu.process_envs(["127.0.0.1"] * 2, servers=1) == [{}, {}, {}]
+
+
+def test_multi_worker_mirrored_and_tf_ps_launchers_give_each_worker_its_gpu(monkeypatch, tmp_path):
+    from distbench.strategies.multi_worker_mirrored import worker_commands
+    from distbench.strategies.tf_ps import cluster_spec, server_commands
+
+    _two_listed(monkeypatch)
+    base = {"PATH": "/usr/bin"}
+    mw = worker_commands(tmp_path, "k", [1001, 1002, 1003], 1, base_env=base)
+    assert [env["CUDA_VISIBLE_DEVICES"] for _, env in mw] == ["0", "1", "0"]
+    servers = server_commands(cluster_spec([2001, 2002, 2003, 2004], 2, 1), 1, tmp_path, base_env=base)
+    assert [(name, env["CUDA_VISIBLE_DEVICES"]) for name, _, env in servers] == [
+        ("worker 0", "0"), ("worker 1", "1"), ("ps 0", "-1")]
+
+
+class _Dev:
+    def __init__(self, i):
+        self.name, self.device_type = f"/physical_device:GPU:{i}", "GPU"
+
+
+def test_place_pins_one_gpu_with_memory_growth_and_hides_them_from_a_server(monkeypatch):
+    import tensorflow as tf
+
+    devs, calls = [_Dev(0), _Dev(1)], []
+    monkeypatch.setattr(tf.config, "list_physical_devices", lambda kind=None: devs if kind == "GPU" else [])
+    monkeypatch.setattr(tf.config, "set_visible_devices", lambda d, kind: calls.append(("visible", [x.name for x in d])))
+    monkeypatch.setattr(tf.config.experimental, "set_memory_growth", lambda d, on: calls.append(("growth", d.name, on)))
+    monkeypatch.setattr(tf.config.experimental, "get_device_details", lambda d: {"device_name": "NVIDIA H100"})
+    monkeypatch.setattr(gpu, "_PLACED", [])
+    assert gpu.place(3) == ["GPU 1: NVIDIA H100"]  # local rank 3 of 2 GPUs: round robin
+    assert calls == [("visible", ["/physical_device:GPU:1"]), ("growth", "/physical_device:GPU:1", True)]
+    assert gpu.place(0) == ["GPU 1: NVIDIA H100"]  # placed once per process (a shared engine's rank)
+    monkeypatch.setattr(gpu, "_PLACED", [])
+    calls.clear()
+    assert gpu.place(0, count=4) == ["GPU 0: NVIDIA H100", "GPU 1: NVIDIA H100"]  # mirrored: min(workers, GPUs)
+    monkeypatch.setattr(gpu, "_PLACED", [])
+    calls.clear()
+    assert gpu.place(None) == ["CPU"] and calls == [("visible", [])]  # a parameter server
+
+
+def test_place_on_a_machine_without_gpus_is_the_cpu(monkeypatch):
+    import tensorflow as tf
+
+    monkeypatch.setattr(tf.config, "list_physical_devices", lambda kind=None: [])
+    monkeypatch.setattr(gpu, "_PLACED", [])
+    assert gpu.place(0) == ["CPU"]

@@ -132,3 +132,86 @@ def hide_gpus() -> None:
     """``[run] device = "cpu"``: hide every GPU from this process and its children
     (``CUDA_VISIBLE_DEVICES=-1``), so that a CUDA TensorFlow trains on the CPU as asked."""
     os.environ["CUDA_VISIBLE_DEVICES"] = "-1"
+
+
+def visible_ids(env: dict[str, str] | None = None) -> list[str]:
+    """The GPU ids processes started from ``env`` (default ``os.environ``) may use: the
+    user's ``CUDA_VISIBLE_DEVICES`` list where set (``-1`` or empty: none), else one per
+    GPU ``nvidia-smi -L`` lists (``0``, ``1``, ...); empty without GPUs."""
+    env = os.environ if env is None else env
+    given = env.get("CUDA_VISIBLE_DEVICES")
+    if given is not None:
+        ids = [s.strip() for s in given.split(",") if s.strip()]
+        return [] if not ids or ids[0].startswith("-") else ids
+    return [str(i) for i in range(len(_state()[0]))]
+
+
+def process_envs(hosts: list[str], servers: int = 0, env: dict[str, str] | None = None) -> list[dict[str, str]]:
+    """``CUDA_VISIBLE_DEVICES`` of each process a launcher starts as its own process (the
+    ``multi_worker_mirrored`` workers, the ``tf_ps`` worker and ps tasks): worker ``i``
+    gets one GPU, the ``k``-th of :func:`visible_ids` for the ``k``-th worker on its host
+    (round robin when a host has more workers than GPUs: they share one, with TensorFlow's
+    memory growth); the ``servers`` processes after the workers get none (the CPU).
+    Without GPUs every entry is empty (the environment is left as it is).
+
+    Args:
+        hosts: the host of each worker, in worker order.
+        servers: processes after the workers that hold variables, not steps.
+        env: the environment the processes start from (default ``os.environ``).
+
+    Returns:
+        One ``{"CUDA_VISIBLE_DEVICES": ...}`` (or ``{}``) per worker, then per server.
+    """
+    ids = visible_ids(env)
+    if not ids:
+        return [{} for _ in range(len(hosts) + servers)]
+    seen: dict[str, int] = {}
+    out = []
+    for h in hosts:
+        k = seen.get(h, 0)
+        seen[h] = k + 1
+        out.append({"CUDA_VISIBLE_DEVICES": ids[k % len(ids)]})
+    return out + [{"CUDA_VISIBLE_DEVICES": "-1"} for _ in range(servers)]
+
+
+_PLACED: list[str] = []
+
+
+def place(slot: int | None, count: int = 1) -> list[str]:
+    """Put this process on its GPU(s) before TensorFlow initialises its devices: ``count``
+    of the GPUs TensorFlow lists from the ``slot``-th on (round robin), the others hidden
+    from it, each with memory growth (processes sharing a GPU do not each reserve all of
+    its memory); ``slot=None`` hides every GPU (a parameter server: the CPU). The
+    in-process form of :func:`process_envs` for ranks that one launcher starts together
+    (Horovod's ranks by local rank, as Horovod documents; the parameter servers' replicas
+    by replica index).
+
+    Args:
+        slot: this process's index among the GPU users on its host, or ``None``.
+        count: GPUs for this process (``mirrored``: ``min(workers, GPUs)``).
+
+    Returns:
+        What it trains on, for the record: ``["GPU 0: <name>", ...]`` or ``["CPU"]``. A
+        process whose TensorFlow had already set up its devices keeps them (a shared
+        engine's rank from its first configuration): the same answer again.
+    """
+    if _PLACED:
+        return list(_PLACED)
+    import tensorflow as tf
+
+    gpus = tf.config.list_physical_devices("GPU")
+    chosen = [] if slot is None or not gpus else [gpus[(slot + i) % len(gpus)] for i in range(min(count, len(gpus)))]
+    chosen = list(dict.fromkeys(chosen))
+    try:
+        if gpus:
+            tf.config.set_visible_devices(chosen, "GPU")
+        for g in chosen:
+            tf.config.experimental.set_memory_growth(g, True)
+    except RuntimeError:  # devices already initialised in this process: they stay as they are
+        chosen = tf.config.get_visible_devices("GPU")
+    labels = []
+    for g in chosen:
+        name = (tf.config.experimental.get_device_details(g) or {}).get("device_name", "GPU")
+        labels.append(f"GPU {g.name.rsplit(':', 1)[-1]}: {name}")
+    _PLACED[:] = labels or ["CPU"]
+    return list(_PLACED)

@@ -6,6 +6,7 @@ Horovod was built against (``horovod/metadata.json``), for ``scripts/build_horov
 from __future__ import annotations
 
 import json
+import os
 import platform
 import shutil
 import subprocess
@@ -65,6 +66,26 @@ def stamp(venv: Path, tensorflow: str) -> None:
 
 def check(venv: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["bash", str(SCRIPT), "--check", str(venv)], capture_output=True, text=True, timeout=60)
+
+
+def test_on_a_gpu_machine_the_check_names_what_the_nccl_build_lacks(venv, tmp_path):
+    site = venv / "site"
+    fake_site(site, "2.21.0", "2.21.0")
+    stamp(venv, "2.21.0")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, body in (("nvidia-smi", '[ "$1" = -L ] && echo "GPU 0: NVIDIA H100 (UUID: GPU-a)"'),
+                       ("nvcc", 'echo "Cuda compilation tools, release 13.0, V13.0.88"')):
+        (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    cp = subprocess.run(["bash", str(SCRIPT), "--check", str(venv)], capture_output=True, text=True, timeout=60,
+                        env=env)
+    # a CUDA 13 nvcc cannot build for TensorFlow's CUDA 12; no nvidia-nccl-cu12 in this venv: both named, and
+    # the CPU-operations build is what the stamp then asks for (a CPU Horovod built before must be rebuilt once)
+    assert cp.returncode == 3, cp.stdout + cp.stderr
+    assert f"{bin_dir / 'nvcc'} is CUDA 13" in cp.stdout and "pip install nvidia-nccl-cu12" in cp.stdout
+    assert "building the CPU operations" in cp.stdout and "gpu_ops=none'" in cp.stdout
 
 
 def test_build_script_check_sees_a_tensorflow_change(venv):

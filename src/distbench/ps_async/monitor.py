@@ -112,6 +112,7 @@ def centre_output(spec: Any, results: list[dict[str, Any]], snapshots: list[tupl
         **({"step_delays": {r["worker"]: r["step_delay"] for r in results if r.get("step_delay")}}
            if any(r.get("step_delay") for r in results) else {}),
         "per_worker_netns": [r.get("netns") for r in results],
+        "per_worker_devices": [r.get("device") for r in results],
         "per_worker_hosts": [r.get("host") for r in results],
         "applied_commit_keys": stats.get("applied_commit_keys"),
         **({"diverged": "; ".join(diverged)} if diverged else {}),

@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from distbench import gpu
 from distbench.config import DataConfig, ModelConfig, TrainingConfig
 from distbench.models.output import LossSpec
 from distbench.procinfo import current_namespace
@@ -150,6 +151,7 @@ def train_replica(spec: ReplicaSpec, worker_id: int, split: Any = None,
 
     if spec.threads:
         configure_threads(spec.threads)
+    device = gpu.place(worker_id)[0]  # one GPU per replica, round robin (before any op); else the CPU
     from distbench.ps_async.client import PSClient, WorkerSession
 
     split = split if split is not None else load_shard_split(spec)
@@ -181,6 +183,7 @@ def train_replica(spec: ReplicaSpec, worker_id: int, split: Any = None,
     return {"worker": worker_id, "steps": count["steps"], "exchanges": count["exchanges"],
             "start_unix": res.start_unix, "end_unix": res.end_unix, "staleness": list(session.staleness),
             "attempt": attempt, "trace_s": loop.trace_s, "netns": current_namespace(),
+            "device": device,
             "host": socket.gethostname(), **({"step_delay": delay.summary()} if delay.delays else {}),
             **({"diverged": state["diverged"]} if "diverged" in state else
                {"stopped": res.stopped} if res.stopped else {})}

@@ -27,6 +27,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from distbench import gpu
 from distbench.config import ConfigError
 from distbench.training import TrainOutput
 from distbench.workload import Workload, cached_dataset
@@ -47,6 +48,8 @@ class RankInfo:
         start_unix: Unix time this rank's process started.
         netns: every rank's network namespace (:func:`~distbench.cluster.netns.current_namespace`),
             in rank order: on an emulated cluster each host is its own namespace.
+        devices: what every rank trains on, in rank order (``GPU 0: <name>`` by local rank,
+            :func:`distbench.gpu.place`; ``CPU`` without GPUs).
     """
 
     rank: int
@@ -58,6 +61,7 @@ class RankInfo:
     hostnames: list[str]
     start_unix: float
     netns: list[str] = field(default_factory=list)
+    devices: list[str] = field(default_factory=list)
 
     @property
     def strategy(self) -> str:
@@ -81,6 +85,7 @@ def init_rank(threads: int = 0) -> tuple[Any, RankInfo]:
     hvd.init()
     n = threads_per_process(threads, hvd.local_size())
     configure_threads(n)
+    device = gpu.place(hvd.local_rank())[0]  # one GPU per rank by local rank, before any op
     controller = "mpi" if hvd.mpi_enabled() else "gloo"
     try:
         import psutil
@@ -90,8 +95,9 @@ def init_rank(threads: int = 0) -> tuple[Any, RankInfo]:
         start = time.time()
     hosts = allgather_text(hvd, socket.gethostname(), "distbench_hostnames")
     netns = allgather_text(hvd, current_namespace(), "distbench_netns")
+    devices = allgather_text(hvd, device, "distbench_devices")
     return hvd, RankInfo(hvd.rank(), hvd.size(), hvd.local_rank(), hvd.local_size(), controller, n,
-                         list(hosts), start, netns)
+                         list(hosts), start, netns, list(devices))
 
 
 
@@ -340,6 +346,8 @@ def _rank_output(hvd: Any, info: RankInfo, model: Any, res: Any, loss: Any, G: i
         "ranks": size,
         "hosts": info.hostnames,
         "rank_netns": info.netns,
+        "rank_devices": info.devices,
+        "gpu_operations": "NCCL" if hvd.nccl_built() else "none",  # none: GPU tensors via host memory
         "local_size": info.local_size,
         "intra_op_threads": info.threads,
         "inter_op_threads": 0,

@@ -9,10 +9,21 @@ cross-device all-reduce is real. The record lists the devices used.
 
 from __future__ import annotations
 
+import os
+
+from distbench import gpu
 from distbench.strategies.base import LaunchContext, Strategy, StrategyUnavailable
 from distbench.strategies.registry import register
 from distbench.training import TrainOutput
 
+
+LOGICAL_GPUS_ENV = "DISTBENCH_LOGICAL_GPUS"
+"""``DISTBENCH_LOGICAL_GPUS=K`` (K >= 2) on a machine with exactly one GPU: ``mirrored``
+splits it into K logical GPUs of :data:`LOGICAL_GPU_MB` each, so its multi-device path
+(per-device replicas, the cross-device all-reduce) runs on one GPU
+(``benchmarks/gpu_check.py``)."""
+LOGICAL_GPU_MB = 2048
+"""Memory of each logical GPU, MiB."""
 
 @register
 class Mirrored(Strategy):
@@ -32,10 +43,17 @@ class Mirrored(Strategy):
 
         # One process; its intra-op pool is shared by all replicas.
         threads = configure_threads(ctx.threads_per_process(1))
+        logical = int(os.environ.get(LOGICAL_GPUS_ENV) or 0)
+        names = gpu.place(0, 1 if logical > 1 else ctx.workers)  # min(workers, GPUs) GPUs, with memory growth
         import tensorflow as tf
 
         gpus = tf.config.list_physical_devices("GPU")
-        if gpus:
+        if logical > 1 and len(gpus) == 1:  # gpu_check on one GPU: the multi-device path over logical GPUs
+            tf.config.set_logical_device_configuration(
+                gpus[0], [tf.config.LogicalDeviceConfiguration(memory_limit=LOGICAL_GPU_MB)] * logical)
+            devices = [f"/gpu:{i}" for i in range(min(ctx.workers, logical))]
+            kind = f"logical GPU ({logical} on one)"
+        elif gpus:
             devices = [f"/gpu:{i}" for i in range(min(ctx.workers, len(gpus)))]
             kind = "GPU"
         else:
@@ -49,6 +67,6 @@ class Mirrored(Strategy):
                                       f"{len(devices)} replicas here (one per GPU): lower scenario's worker index")
         strategy = tf.distribute.MirroredStrategy(devices)
         out = train_with_strategy(strategy, ctx.workload, ctx.scenario)
-        out.extra.update(threads, devices=devices, device_kind=kind,
+        out.extra.update(threads, devices=devices, device_kind=kind, device_names=names,
                          cross_device_ops=type(strategy.extended._cross_device_ops).__name__)
         return out

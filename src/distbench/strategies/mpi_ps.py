@@ -25,6 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any, ClassVar
 
+from distbench import gpu
 from distbench.config import ConfigError, ExperimentConfig
 from distbench.ps_async.rules import OPTIMIZERS
 from distbench.launch import process
@@ -90,7 +91,9 @@ def rank_main(workload: Workload, optimizer: str, window: int | None, timeout_s:
     threads = threads_per_process(cfg.training.threads, n)
     spec = replica_spec(workload, n, optimizer, params, mpi.ADDRESS, secret, threads, exchange_timeout(timeout_s),
                         scenario)
-    if rank != 0:
+    if rank == 0:
+        gpu.place(None)  # the server folds on the CPU: no GPU memory reserved for it
+    else:
         wid = rank - 1
         res = train_replica(spec, wid, workload.dataset.train, ready=replicas.Barrier, client_factory=mpi.MPIClient)
         replicas.Free()  # a shared engine's ranks run many configurations (a failure ends the job anyway)

@@ -30,6 +30,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable
 
+from distbench import gpu
 from distbench.launch import commands, process
 from distbench.launch.commands import free_ports, worker_argv
 from distbench.strategies.base import LaunchContext, Strategy
@@ -63,16 +64,20 @@ def worker_commands(run_dir: Path, key: str, ports: list[int], threads: int, col
         join_timeout_s: seconds each worker may wait for the cluster to form
             (``DISTBENCH_JOIN_TIMEOUT_S``; None: the ``worker tf`` default).
         scenario: the straggler :class:`~distbench.scenario.Scenario` (``--scenario``), or None.
+
+    Where this machine has GPUs, each worker's ``CUDA_VISIBLE_DEVICES`` names one
+    (:func:`distbench.gpu.process_envs`).
     """
     hosts = [host] * len(ports) if isinstance(host, str) else list(host)
     cluster = {"worker": [f"{h}:{p}" for h, p in zip(hosts, ports)]}
     extra = {} if join_timeout_s is None else {JOIN_TIMEOUT_ENV: f"{join_timeout_s:g}"}
+    gpus = gpu.process_envs(hosts, env=base_env)  # one GPU per worker process where there are GPUs
     out = []
     for i in range(len(ports)):
         argv = worker_argv("tf", run_dir, ("--key", key), ("--scenario", commands.scenario_arg(scenario)),
                            python=python)
         env = commands.child_env({"TF_CONFIG": tf_config(cluster, "worker", i), "DISTBENCH_THREADS": str(threads),
-                                   "DISTBENCH_COLLECTIVE": collective, **extra}, base_env)
+                                   "DISTBENCH_COLLECTIVE": collective, **extra, **gpus[i]}, base_env)
         out.append((argv, env))
     return out
 
@@ -112,6 +117,7 @@ def train_worker(task: TFTask, load_workload: Callable[[], Workload], artifacts_
     from distbench.training.tf_loop import train_with_strategy
 
     threads = configure_threads(threads_for(n))
+    names = gpu.place(0)  # the GPU CUDA_VISIBLE_DEVICES gave this worker, with memory growth
     import tensorflow as tf
 
     collective = os.environ.get("DISTBENCH_COLLECTIVE", "ring")
@@ -128,7 +134,7 @@ def train_worker(task: TFTask, load_workload: Callable[[], Workload], artifacts_
     out = train_with_strategy(strategy, workload, scenario)
     sha = weights_sha256(out.final_weights)
     out.extra.update(threads, collective=collective, workers=n, cluster=task.cluster,
-                     devices=[d.name for d in tf.config.list_logical_devices("CPU")])
+                     devices=[d.name for d in tf.config.list_logical_devices("CPU")], device_names=names)
     if artifacts_dir is not None:
         artifacts_dir.mkdir(parents=True, exist_ok=True)
         (artifacts_dir / HASH_FILE.format(task.rank)).write_text(sha)

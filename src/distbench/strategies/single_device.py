@@ -7,6 +7,7 @@ are exactly those of the distributed strategies: one replica, the whole global b
 
 from __future__ import annotations
 
+from distbench import gpu
 from distbench.strategies.base import LaunchContext, Strategy
 from distbench.strategies.registry import register
 from distbench.training import TrainOutput
@@ -32,10 +33,11 @@ class SingleDevice(Strategy):
         from distbench.training.tf_loop import train_with_strategy
 
         threads = configure_threads(ctx.threads_per_process(1))
+        names = gpu.place(0)  # GPU 0 alone, with memory growth; the CPU without GPUs
         import tensorflow as tf
 
         gpus = tf.config.list_physical_devices("GPU")
         device = "/gpu:0" if gpus else "/cpu:0"
         out = train_with_strategy(tf.distribute.OneDeviceStrategy(device), ctx.workload, ctx.scenario)
-        out.extra.update(threads, devices=[device])
+        out.extra.update(threads, devices=[device], device_names=names)
         return out
