@@ -161,7 +161,7 @@ def engine_start_notes(summaries: Sequence[ConfigSummary]) -> list[str]:
                         for cid, r in mine.items())
         lo, hi = (min(reused), max(reused)) if reused else (0.0, 0.0)
         rest = (f"; the {family} configurations that reused it started in {lo:.1f}"
-                + (f"-{hi:.1f}" if hi > lo else "") + " s" if reused else "")
+                + (f"-{hi:.1f}" if f"{hi:.1f}" != f"{lo:.1f}" else "") + " s" if reused else "")
         if reused:
             notes.append(f"Shared {kind} engine: the start-up marked * ({who}) includes starting the engine ({what}) "
                          f"that the sweep's {family} configurations share{rest}. {switch} gives each configuration "

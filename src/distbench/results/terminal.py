@@ -64,7 +64,8 @@ def _table(title: str | None, headers: Sequence[str], rows: Sequence[Sequence[st
     from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=escape(title) if title else None, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    table = Table(title=escape(title) if title else None, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+                  collapse_padding=True)
     for i in keep:
         table.add_column(escape(headers[i]), justify="left" if headers[i] in left else "right", no_wrap=True)
     for row in rows:
