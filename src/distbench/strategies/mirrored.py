@@ -44,7 +44,8 @@ class Mirrored(Strategy):
         # One process; its intra-op pool is shared by all replicas.
         threads = configure_threads(ctx.threads_per_process(1))
         logical = int(os.environ.get(LOGICAL_GPUS_ENV) or 0)
-        names = gpu.place(0, 1 if logical > 1 else ctx.workers)  # min(workers, GPUs) GPUs, with memory growth
+        # min(workers, GPUs) GPUs with memory growth; logical GPUs take a fixed memory limit instead
+        names = gpu.place(0, ctx.workers) if logical < 2 else []
         import tensorflow as tf
 
         gpus = tf.config.list_physical_devices("GPU")
@@ -53,7 +54,9 @@ class Mirrored(Strategy):
                 gpus[0], [tf.config.LogicalDeviceConfiguration(memory_limit=LOGICAL_GPU_MB)] * logical)
             devices = [f"/gpu:{i}" for i in range(min(ctx.workers, logical))]
             kind = f"logical GPU ({logical} on one)"
+            names = [f"logical GPU {i} of GPU 0" for i in range(len(devices))]
         elif gpus:
+            names = names or gpu.place(0, ctx.workers)  # DISTBENCH_LOGICAL_GPUS needs exactly one GPU
             devices = [f"/gpu:{i}" for i in range(min(ctx.workers, len(gpus)))]
             kind = "GPU"
         else:
@@ -67,6 +70,6 @@ class Mirrored(Strategy):
                                       f"{len(devices)} replicas here (one per GPU): lower scenario's worker index")
         strategy = tf.distribute.MirroredStrategy(devices)
         out = train_with_strategy(strategy, ctx.workload, ctx.scenario)
-        out.extra.update(threads, devices=devices, device_kind=kind, device_names=names,
+        out.extra.update(threads, devices=devices, device_kind=kind, device_names=names or ["CPU"],
                          cross_device_ops=type(strategy.extended._cross_device_ops).__name__)
         return out
