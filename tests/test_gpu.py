@@ -146,3 +146,19 @@ def test_place_on_a_machine_without_gpus_is_the_cpu(monkeypatch):
     monkeypatch.setattr(tf.config, "list_physical_devices", lambda kind=None: [])
     monkeypatch.setattr(gpu, "_PLACED", [])
     assert gpu.place(0) == ["CPU"]
+
+
+def test_mirrored_all_reduces_by_nccl_on_gpus_else_by_hierarchical_copy(monkeypatch):
+    import tensorflow as tf
+    from tensorflow.python.framework import kernels
+
+    from distbench.strategies.mirrored import cross_device_ops
+
+    assert cross_device_ops(tf, "logical CPU") is None and cross_device_ops(tf, "logical GPU (2 on one)") is None
+    assert isinstance(cross_device_ops(tf, "GPU"), tf.distribute.NcclAllReduce)  # this wheel has the kernel
+
+    class NoKernels:
+        kernel = []
+
+    monkeypatch.setattr(kernels, "get_registered_kernels_for_op", lambda op: NoKernels())
+    assert isinstance(cross_device_ops(tf, "GPU"), tf.distribute.HierarchicalCopyAllReduce)

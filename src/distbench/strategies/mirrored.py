@@ -10,6 +10,7 @@ cross-device all-reduce is real. The record lists the devices used.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from distbench import gpu
 from distbench.strategies.base import LaunchContext, Strategy, StrategyUnavailable
@@ -24,6 +25,21 @@ splits it into K logical GPUs of :data:`LOGICAL_GPU_MB` each, so its multi-devic
 (``benchmarks/gpu_check.py``)."""
 LOGICAL_GPU_MB = 2048
 """Memory of each logical GPU, MiB."""
+
+
+def cross_device_ops(tf: Any, kind: str) -> Any:
+    """The all-reduce of ``mirrored``'s replicas: on GPUs NCCL where TensorFlow has its
+    kernel (``NcclAllReduce``), else ``HierarchicalCopyAllReduce`` (copies through one
+    GPU), which the record's ``cross_device_ops`` then names; on CPU devices and logical
+    GPUs (NCCL does not run on virtual GPUs) TensorFlow's own choice (``None``:
+    ``ReductionToOneDevice``)."""
+    if kind != "GPU":
+        return None
+    from tensorflow.python.framework import kernels
+
+    if kernels.get_registered_kernels_for_op("NcclAllReduce").kernel:
+        return tf.distribute.NcclAllReduce()
+    return tf.distribute.HierarchicalCopyAllReduce()
 
 @register
 class Mirrored(Strategy):
@@ -68,7 +84,7 @@ class Mirrored(Strategy):
         if ctx.scenario is not None and ctx.scenario.worker is not None and ctx.scenario.worker >= len(devices):
             raise StrategyUnavailable(f"the straggler scenario slows worker {ctx.scenario.worker}, but mirrored runs "
                                       f"{len(devices)} replicas here (one per GPU): lower scenario's worker index")
-        strategy = tf.distribute.MirroredStrategy(devices)
+        strategy = tf.distribute.MirroredStrategy(devices, cross_device_ops=cross_device_ops(tf, kind))
         out = train_with_strategy(strategy, ctx.workload, ctx.scenario)
         out.extra.update(threads, devices=devices, device_kind=kind, device_names=names or ["CPU"],
                          cross_device_ops=type(strategy.extended._cross_device_ops).__name__)

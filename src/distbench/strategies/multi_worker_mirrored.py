@@ -45,6 +45,7 @@ from distbench.procinfo import current_namespace
 HASH_FILE = "weights_sha256_worker{}.txt"
 DELAY_FILE = "step_delay_worker{}.json"  # a straggler scenario's step delays of one delayed worker
 NETNS_FILE = "netns_worker{}.txt"
+DEVICE_FILE = "device_worker{}.txt"
 REMOTE_PORT = 23456  # worker k listens on REMOTE_PORT + k on another host (each host has its own ports)
 
 
@@ -141,6 +142,7 @@ def train_worker(task: TFTask, load_workload: Callable[[], Workload], artifacts_
         if out.extra.get("step_delays"):  # this worker's replica only: the launcher merges them
             (artifacts_dir / DELAY_FILE.format(task.rank)).write_text(json.dumps(out.extra["step_delays"]))
         (artifacts_dir / NETNS_FILE.format(task.rank)).write_text(current_namespace())
+        (artifacts_dir / DEVICE_FILE.format(task.rank)).write_text(", ".join(names))
         if task.rank == 0:
             out.save(artifacts_dir)
     return out
@@ -182,5 +184,6 @@ class MultiWorkerMirrored(Strategy):
         if ctx.scenario is not None and delays:  # the delayed workers' step delays
             out.extra["step_delays"] = {k: v for p in delays for k, v in json.loads(p.read_text()).items()}
         out.extra["worker_netns"] = [(ctx.artifacts_dir / NETNS_FILE.format(i)).read_text() for i in range(n)]
+        out.extra["per_worker_devices"] = [(ctx.artifacts_dir / DEVICE_FILE.format(i)).read_text() for i in range(n)]
         out.extra.update(pl.describe({f"worker {i}": i for i in range(n)}))
         return out
