@@ -1,6 +1,8 @@
-"""The GPU check, in one command on a machine with NVIDIA GPUs: ``distbench env``, then
-every strategy on the CNN workload on the GPUs and on the CPU, each record's devices and
-samples/s side by side, and ``nvidia-smi`` utilisation sampled while the GPU sweep trains.
+"""The GPU check, one command on a machine with NVIDIA GPUs: every strategy on the GPUs and the CPU.
+
+``distbench env``, then every strategy on the CNN workload on the GPUs and on the CPU,
+each record's devices and samples/s side by side, and ``nvidia-smi`` utilisation sampled
+while the GPU sweep trains.
 
 Steps:
 
@@ -74,11 +76,11 @@ class Sampler(threading.Thread):
     def __init__(self) -> None:
         super().__init__(daemon=True)
         self.samples: dict[str, list[tuple[float, float]]] = {}
-        self._stop = threading.Event()
+        self._halt = threading.Event()  # not _stop: Thread.join calls a method of that name
 
     def run(self) -> None:
         """Sample until stopped (a failed ``nvidia-smi`` call is skipped)."""
-        while not self._stop.wait(1.0):
+        while not self._halt.wait(1.0):
             try:
                 out = subprocess.run(["nvidia-smi", "--query-gpu=index,utilization.gpu,memory.used",
                                       "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=10)
@@ -91,7 +93,7 @@ class Sampler(threading.Thread):
 
     def stop(self) -> None:
         """End the sampling and wait for the thread."""
-        self._stop.set()
+        self._halt.set()
         self.join(timeout=15)
 
 
@@ -117,6 +119,10 @@ def devices_of(rec: dict[str, Any]) -> str:
     return ", ".join(str(x) for x in d.get("devices") or []) or "-"
 
 
+def _sps(v: float | None) -> str:
+    return f"{v:,.0f}" if v else "-"
+
+
 def _status(r: dict[str, Any]) -> str:
     return r.get("status", "?") + (f": {r['reason']}" if r.get("reason") else "")
 
@@ -127,7 +133,7 @@ def table(gpu_recs: list[dict[str, Any]], cpu_recs: list[dict[str, Any]], extra:
     if not gpu_recs:
         return "\n".join(["| strategy | on the CPU | devices | samples/s |", "|---|---|---|---|"]
                          + [f"| `{r['strategy']}` | {_status(r)}"
-                            f" | {devices_of(r)} | {r.get('samples_per_s') or '-'} |"
+                            f" | {devices_of(r)} | {_sps(r.get('samples_per_s'))} |"
                             for r in cpu_recs])
     cpu = {r["strategy"]: r for r in cpu_recs}
     rows = ["| strategy | on the GPU(s) | devices | samples/s GPU | samples/s CPU | GPU / CPU |",
@@ -137,7 +143,7 @@ def table(gpu_recs: list[dict[str, Any]], cpu_recs: list[dict[str, Any]], extra:
         g_sps, c_sps = r.get("samples_per_s"), c.get("samples_per_s")
         status = _status(r)
         label = r["strategy"] + (" (2 logical GPUs)" if r in extra else "")
-        rows.append(f"| `{label}` | {status} | {devices_of(r)} | {g_sps or '-'} | {c_sps or '-'} | "
+        rows.append(f"| `{label}` | {status} | {devices_of(r)} | {_sps(g_sps)} | {_sps(c_sps)} | "
                     + (f"{g_sps / c_sps:.2f} |" if g_sps and c_sps else "- |"))
     return "\n".join(rows)
 
@@ -186,7 +192,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{time.monotonic() - started:.0f} s. CNN on digits (8x8x1), global batch 128, 2 workers, "
           f"{args.epochs} epochs, 1 repeat; the CPU rows with --device cpu in the same invocation.\n\n"
           + table(gpu_recs, cpu_recs, extra)
-          + "\n\nnvidia-smi while the GPU sweep trained:\n\n" + utilisation(sampler)
+          + ("\n\nnvidia-smi while the GPU sweep trained:\n\n" + utilisation(sampler) if gpus else
+             "\n\nNo GPU sweep: nvidia-smi -L lists no GPU here (--allow-cpu).")
           + "\n\n`distbench env`:\n\n```\n" + env_out.strip() + "\n```\n")
     print(md)
     if args.write and gpus:

@@ -155,3 +155,23 @@ def test_gpu_check_refuses_without_a_gpu_and_runs_its_cpu_half(tmp_path):
                          "--dir", str(tmp_path / "r")], capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert cp.returncode == 0, cp.stdout + cp.stderr
     assert "| `single` | ok | CPU |" in cp.stdout and "GPUs: none" in cp.stdout  # the record's device; env's line
+
+
+def test_gpu_check_gpu_path_with_a_fake_nvidia_smi(tmp_path):
+    """The path a GPU machine takes (user test: it crashed in the sampler's stop): here the
+    listed GPUs cannot be used (no CUDA libraries), so the GPU rows are unavailable with the
+    reason, the CPU rows ok, the utilisation sampled from the fake, the section written."""
+    import os
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "nvidia-smi").write_text('#!/bin/sh\ncase "$1" in -L) echo "GPU 0: NVIDIA A100 (UUID: GPU-a)";;\n'
+                                        '*) echo "0, 37, 1024";; esac\n')
+    (bin_dir / "nvidia-smi").chmod(0o755)
+    out = tmp_path / "B.md"
+    cp = subprocess.run([sys.executable, str(BENCH / "gpu_check.py"), "--strategies", "single", "--epochs", "1",
+                         "--dir", str(tmp_path / "r"), "--write", str(out)], capture_output=True, text=True,
+                        timeout=600, cwd=ROOT, env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    s = section(out, "gpu_check")
+    assert "| `single` | unavailable: this machine has 1 NVIDIA GPU(s)" in s and "GPU 0: utilisation median 37%" in s

@@ -72,8 +72,10 @@ def test_env_and_run_refuse_gpus_tensorflow_cannot_use(tmp_path, fake_gpus):
                     str(out), env=fake_gpus, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     (record,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
-    assert record["status"] == "ok"
+    assert record["status"] == "ok" and record["details"]["device_names"] == ["CPU"]
     assert json.loads((out / "config.json").read_text())["run"]["device"] == "cpu"
+    # user test: the report named the GPUs and nowhere said the numbers are the CPU's
+    assert "hidden (CUDA_VISIBLE_DEVICES='-1'): trained on the CPU" in (out / "report.md").read_text()
 
 
 def _two_listed(monkeypatch):
@@ -162,3 +164,20 @@ def test_mirrored_all_reduces_by_nccl_on_gpus_else_by_hierarchical_copy(monkeypa
 
     monkeypatch.setattr(kernels, "get_registered_kernels_for_op", lambda op: NoKernels())
     assert isinstance(cross_device_ops(tf, "GPU"), tf.distribute.HierarchicalCopyAllReduce)
+
+
+def test_gpus_hidden_by_the_user_ask_for_the_cpu_and_the_report_says_so(monkeypatch):
+    from distbench.results.reportdata import describe_hardware
+
+    monkeypatch.setattr(gpu, "_state", lambda: (TWO_GPUS, ()))  # listed, no CUDA libraries
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert "CUDA's libraries are missing" in gpu.problem("auto")
+    for hidden in ("-1", ""):
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", hidden)  # user test: the standard way was refused
+        assert gpu.problem("auto") is None and gpu.jax_problem("auto") is None
+        assert "hides every GPU" in gpu.problem("gpu")
+        assert "hidden by CUDA_VISIBLE_DEVICES" in gpu.describe()[-1]
+    prov = {"hostname": "h", "cpu_count": 2, "cpu_model": "EPYC", "gpus": list(TWO_GPUS),
+            "kernel_env": {"CUDA_VISIBLE_DEVICES": "-1"}}
+    assert "hidden (CUDA_VISIBLE_DEVICES='-1'): trained on the CPU" in describe_hardware(prov)
+    assert "hidden" not in describe_hardware({**prov, "kernel_env": {"CUDA_VISIBLE_DEVICES": None}})

@@ -68,10 +68,10 @@ JAX_CUDA = "jax-cuda12-plugin"
 def jax_problem(device: str = "auto") -> str | None:
     """As :func:`problem`, for ``keras_jax``: JAX trains on the CPU unless its CUDA plugin is
     installed (:data:`JAX_CUDA`)."""
-    if device == "cpu":
+    if device == "cpu" or (device == "auto" and hidden_by_user()):
         return None
     gpus, _ = _state()
-    if gpus:
+    if gpus and not hidden_by_user():
         try:
             importlib.metadata.version(JAX_CUDA)
         except importlib.metadata.PackageNotFoundError:
@@ -82,6 +82,12 @@ def jax_problem(device: str = "auto") -> str | None:
     return problem(device)
 
 
+def hidden_by_user() -> bool:
+    """``CUDA_VISIBLE_DEVICES`` is set and hides every GPU (``-1`` or empty): the CPU is
+    asked for, as with ``[run] device = "cpu"`` (which sets it so)."""
+    return "CUDA_VISIBLE_DEVICES" in os.environ and not visible_ids()
+
+
 def problem(device: str = "auto") -> str | None:
     """Why TensorFlow would not train on the device ``[run] device`` asks for, or ``None``.
 
@@ -89,13 +95,17 @@ def problem(device: str = "auto") -> str | None:
         device: one of :data:`DEVICES`.
 
     Returns:
-        ``None`` when nothing is wrong: ``cpu``; ``auto`` on a machine without NVIDIA GPUs
-        or with GPUs and CUDA's libraries; ``gpu`` with both. Else one line naming what was
-        found, what is missing and the fix.
+        ``None`` when nothing is wrong: ``cpu``; ``auto`` on a machine without NVIDIA GPUs,
+        with GPUs and CUDA's libraries, or with every GPU hidden by the user's
+        ``CUDA_VISIBLE_DEVICES`` (:func:`hidden_by_user`); ``gpu`` with both. Else one line
+        naming what was found, what is missing and the fix.
     """
-    if device == "cpu":
+    if device == "cpu" or (device == "auto" and hidden_by_user()):
         return None
     gpus, libs = _state()
+    if device == "gpu" and gpus and hidden_by_user():
+        return (f'run.device = "gpu" but CUDA_VISIBLE_DEVICES={os.environ["CUDA_VISIBLE_DEVICES"]!r} hides every '
+                "GPU; unset it, or use --device cpu")
     if gpus and not libs:
         return (f"this machine has {len(gpus)} NVIDIA GPU(s) ({gpus[0]}{', ...' if len(gpus) > 1 else ''}) but "
                 f"TensorFlow cannot use them: CUDA's libraries are missing (none of {', '.join(CUDA_PACKAGES)} is "
@@ -121,6 +131,9 @@ def describe() -> list[str]:
     if not gpus:
         return ["GPUs: none (nvidia-smi lists none or is not installed): every strategy trains on the CPU"]
     lines = [f"GPUs: {len(gpus)} listed by nvidia-smi -L"] + [f"  {g}" for g in gpus]
+    if hidden_by_user():
+        return lines + [f"  hidden by CUDA_VISIBLE_DEVICES={os.environ['CUDA_VISIBLE_DEVICES']!r}: every strategy "
+                        "trains on the CPU"]
     why = problem("auto")
     lines.append(f"  TensorFlow: {why}" if why else f"  TensorFlow: CUDA libraries {', '.join(libs)}")
     jax_why = jax_problem("auto")

@@ -471,6 +471,8 @@ def run_sweep(cfg: ExperimentConfig, run_dir: Path, resume: bool = False,
         check_cluster_ready(cfg)
         workload = prepare_run_dir(cfg, run_dir, resume)
     run_id = run_dir.name
+    if cfg.run.device == "cpu":
+        gpu.hide_gpus()  # before the provenance, so that the record's CUDA_VISIBLE_DEVICES says so
     prov = provenance.collect(cfg.training.seed)
     if launcher:
         prov["launcher"] = launcher

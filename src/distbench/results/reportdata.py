@@ -217,6 +217,9 @@ def describe_hardware(prov: dict[str, Any]) -> str:
     if mem:
         parts.append(f"{mem / 2**30:.1f} GiB")
     parts.append(f"{len(gpus)} GPU{'s' if len(gpus) != 1 else ''}: {', '.join(gpus)}" if gpus else "no GPU")
+    hidden = ((prov.get("kernel_env") or {}).get("CUDA_VISIBLE_DEVICES") or "x").strip()
+    if gpus and (not hidden or hidden.startswith("-")):
+        parts.append(f"hidden (CUDA_VISIBLE_DEVICES={hidden!r}): trained on the CPU")
     return f"host {prov.get('hostname')}: " + ", ".join(parts)
 
 
