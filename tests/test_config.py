@@ -55,6 +55,8 @@ def test_toml_file_roundtrip(tmp_path):
     ('[run]\nworkers = 2\n', "run.workers = 2: expected a list"),
     ('[training]\nglobal_batch_size = 2\n[run]\nworkers = [4]\n', "smaller than run.workers = 4"),
     ('[training]\nglobal_batch_size = 10\n[run]\nworkers = [4]\n', "not divisible by run.workers = 4"),
+    ('[training]\nglobal_batch_size = 64\n[run]\nworkers = [2, 3, 4]\n',
+     "(2, 3, 4: a multiple of 12, e.g. --batch-size 60 or global_batch_size = 60 under [training])"),
     ('[data]\nname = "cifar"\n', "data.name = 'cifar': expected one of"),
     ('[data]\nname = "mnist"\n', "data.path is empty"),
     ('[data]\nname = "mnist"\npath = "/nonexistent/x.npz"\n', "no such file"),

@@ -78,7 +78,7 @@ def test_real_target_drops_core_sharing_and_extrapolates_the_framework_cost(run_
     # dedicated nodes: a node's 2 threads at batch 8 (the calibration's floor); the 4-worker row
     # oversubscribed the 2 cores, so the framework cost is the 2-worker row's
     assert h.epoch_s == pytest.approx(20 * (0.0016 + fw2 + link - CM.OVERLAP * min(fw2, link)))
-    assert ("framework cost taken as at 2 workers (the only count measured) without oversubscribing the cores"
+    assert ("framework cost taken as at 2 workers (the only count measured without oversubscribing the cores)"
             in h.notes)
     assert "epochs to target from its curve at 4 workers (extrapolated to 8)" in h.notes
     # emulated on this machine, 8 workers share its 2 cores: the straight line through 2 and 4
@@ -88,6 +88,14 @@ def test_real_target_drops_core_sharing_and_extrapolates_the_framework_cost(run_
     link = 2 * 7 / 8 * 4000 * f / 1.25e8
     assert h.epoch_s == pytest.approx(20 * (0.0026 * 4 + fw8 * 4 + link - CM.OVERLAP * min(fw8 * 4, link)))
     assert "framework cost extrapolated from 2 and 4 workers" in h.notes
+
+
+def test_a_falling_framework_line_is_held_at_the_smallest_measured():
+    # user test: a noisy 2-worker row above the 3-worker one extrapolated 8 MPI ranks to no cost at all
+    assert CM._framework({2: 0.04, 3: 0.01}, 8) == (
+        0.01, "extrapolated from 2 and 3 workers, held at the smallest measured (the line falls)")
+    v, how = CM._framework({2: 0.01, 3: 0.02}, 5)  # a rising line is followed
+    assert v == pytest.approx(0.04) and how == "extrapolated from 2 and 3 workers"
 
 
 def test_parameter_server_windows_and_server_link(run_dir):

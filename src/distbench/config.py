@@ -508,9 +508,13 @@ def _check_training_and_run(t: TrainingConfig, r: RunConfig) -> None:
                 "every replica needs at least one sample per step; raise the batch or lower the workers"
             )
         if t.global_batch_size % n:
+            lcm = math.lcm(*r.workers)
+            fits = lcm * max(1, round(t.global_batch_size / lcm))
             raise ConfigError(
                 f"training.global_batch_size = {t.global_batch_size} is not divisible by run.workers = {n}: "
-                "every replica must get the same per-replica batch; pick a multiple of the worker count"
+                "every replica must get the same per-replica batch; pick a multiple of every worker count "
+                f"({', '.join(map(str, r.workers))}: a multiple of {lcm}, e.g. --batch-size {fits} or "
+                f"global_batch_size = {fits} under [training])"
             )
     if r.repeats != AUTO_REPEATS:
         _positive("run.repeats", r.repeats)

@@ -208,7 +208,9 @@ def share(processes: int, threads: int, cores: int) -> float:
 def _framework(rows: dict[int, float], n: int) -> tuple[float, str]:
     """The per-worker framework cost (normalised by core sharing) at ``n`` workers from the
     measured ones: the measured value, else interpolated, else the straight line through
-    the two largest (or the one measured); never below zero."""
+    the two largest (or the one measured), never below the smallest measured value (a
+    line falling with N is noise between two rows: user test, 8 MPI ranks on 2 cores were
+    extrapolated to no framework cost and ranked first)."""
     ns = sorted(rows)
     if n in rows:
         return rows[n], ""
@@ -221,7 +223,10 @@ def _framework(rows: dict[int, float], n: int) -> tuple[float, str]:
         return rows[ns[0]], f"taken as at {ns[0]} workers (the only count measured)"
     a, b = (ns[-2], ns[-1]) if lo else (ns[0], ns[1])
     v = rows[a] + (rows[b] - rows[a]) * (n - a) / (b - a)
-    return max(0.0, v), f"extrapolated from {a} and {b} workers"
+    floor = min(rows.values())
+    if v < floor:
+        return floor, f"extrapolated from {a} and {b} workers, held at the smallest measured (the line falls)"
+    return v, f"extrapolated from {a} and {b} workers"
 
 
 def _link(name: str, c: Cluster, model_bytes: float, steps: int, window: int | None) -> tuple[float, float]:
@@ -341,9 +346,11 @@ def _one(name: str, rows: dict[tuple[str, int], Measured], cal: dict[str, Any], 
     # slicing beyond what the normalisation removes) say little: those that did not, where there are any
     free = {w: v for w, v in fw_norm.items() if c.emulated or w * mine[w].threads <= cores}
     fw, how = _framework(free or fw_norm, n)
+    if how and free and free != fw_norm:  # say which rows the figure comes from
+        how = (how.replace("the only count measured", "the only count measured without oversubscribing the cores")
+               if "the only count" in how else how + " (the counts that did not oversubscribe the cores)")
     if how:
-        p.notes.append(f"framework cost {how}" + (" without oversubscribing the cores" if free != fw_norm and free
-                                                  else ""))
+        p.notes.append(f"framework cost {how}")
     k = n if c.emulated else c.per_node  # processes sharing one machine's cores
     t = max(1, cores // k)  # the run's thread rule (distbench.training.loop.threads_per_process)
     sh = share(k, t, cores)
@@ -354,7 +361,8 @@ def _one(name: str, rows: dict[tuple[str, int], Measured], cal: dict[str, Any], 
     overlap = OVERLAP * min(fw_s, per_step)  # the transport's own CPU work runs while bytes are on the wire
     epoch = max(steps * (comp + fw_s + per_step - overlap), bound)
     if c.nodes > 1 and c.bandwidth_Bps > 2e7 and (name == "horovod_mpi" or name.startswith("mpi_ps:")):
-        p.notes.append("link factor from 100 Mbit/s: up to 45% over at 1 Gbit/s (validation)")
+        p.notes.append("Open MPI's link factor was measured at 100 Mbit/s; faster links were over-predicted "
+                       "(1 Gbit/s: up to 45%)")
     p.epoch_s = epoch
     p.terms_s = {"compute": steps * comp, "framework": steps * fw_s, "link": epoch - steps * (comp + fw_s)}
     near = min(mine, key=lambda w: (abs(w - n), -w))

@@ -201,6 +201,14 @@ def test_target_prediction_from_the_run_dir(tmp_path):
     assert small.count("the simplest of them to run is horovod.") == 1
     slow = "\n".join(advise(records, tmp_path, parse_target("64 nodes, 100 Mbit/s")).target)
     assert "does not decide" not in slow
+    # user test: with single predicted fastest it named a distributed strategy as the one to pick
+    lead = tmp_path / "lead"
+    lead.mkdir()
+    fast = runs("single", 1, [0.2, 0.21, 0.22]) + runs("horovod", 2, [1.0, 1.1, 1.2])
+    (lead / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in fast))
+    (lead / "calibration.json").write_text(json.dumps(CAL))
+    text = "\n".join(advise(fast, lead, parse_target("2 nodes 400gbit")).target)
+    assert "the simplest of them to run is single, which is also predicted fastest" in text, text
 
 
 def test_run_command_quotes_paths():

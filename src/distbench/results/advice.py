@@ -710,6 +710,8 @@ def _target_sentences(target: Target, run_dir: str | None, records: list[dict[st
     if share and max(share.values()) < NETWORK_MATTERS:
         simplest = min(share, key=lambda n: next((i for i, p in enumerate(RUN_COST_ORDER) if n.startswith(p)),
                                                  len(RUN_COST_ORDER)))
+        if ranked and ranked[0].strategy == "single":  # user test: it named horovod_mpi while single led
+            simplest = "single, which is also predicted fastest: distributing does not pay here"
         most = max(share.values())
         most_text = "under 1%" if most < 0.005 else f"at most {most:.0%}"
         out.append(f"Communication is {most_text} of any strategy's predicted epoch on this target"
