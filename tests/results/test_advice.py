@@ -93,6 +93,12 @@ def test_only_unavailable_rows_give_no_advice_and_what_to_run():
     assert adv.next_command == ("distbench run runs/x/config.json --out runs/x-2 "
                                 "--strategies single,mirrored,multi_worker_mirrored")
     assert "a --resume keeps recorded configurations as they are" in adv.reasons[-1]
+    # user test: every row refused for GPUs TensorFlow cannot use: Run next measures the same ones on the CPU
+    why = "this machine has 2 NVIDIA GPU(s) but ...; or set [run] device = \"cpu\" (--device cpu) to benchmark the CPU"
+    gpu_rows = [rec(n, w, 0, None, status="unavailable", reason=why) for n, w in (("single", 1), ("mirrored", 2))]
+    adv = advise(gpu_rows, "runs/g")
+    assert adv.next_command == ("distbench run runs/g/config.json --out runs/g-cpu --device cpu "
+                                "--strategies single,mirrored")
 
 
 def test_single_fastest_says_the_workload_is_too_small():

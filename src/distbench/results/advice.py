@@ -398,6 +398,12 @@ def _nothing_ran(rows: list[ConfigSummary], unavailable: list[tuple[str, str]], 
     adv.reasons = [f"{s.label}: {', '.join(sorted(set(s.statuses)))}: {s.reasons[0] if s.reasons else ''}"
                    for s in failed]
     adv.costs = [(n, _needs(n)) for n in TF_ONLY.split(",")]
+    if all("--device cpu" in r for s in rows for r in s.reasons):  # GPUs its frameworks cannot use
+        adv.reasons.append("Every row was refused for GPUs its framework cannot use: install what the reason names, "
+                           "or measure on the CPU in a new run directory (Run next).")
+        adv.next_command = run_command(rd, out=f"{rd or 'RUN_DIR'}-cpu", device="cpu",
+                                       strategies=",".join(dict.fromkeys(s.strategy for s in rows)))
+        return adv
     if {s.strategy for s in rows} & set(TF_ONLY.split(",")):  # a --resume keeps them as recorded
         adv.reasons.append("Fix what the reasons name (`distbench env` shows what is found), then measure again "
                            "in a new run directory (Run next): a --resume keeps recorded configurations as they are.")
