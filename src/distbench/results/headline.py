@@ -153,6 +153,9 @@ def accuracy_sentence(acc: Leader, among_unslowed: bool) -> str:
         at = f"{acc.value:.3f}" if low == f"{acc.value:.3f}" else f"{low}-{acc.value:.3f}"
         return f"Accuracy: {count} configurations {which} tie at median test accuracy {at}."
     text = f"Most accurate: {acc.summary.label}, median test accuracy {acc.value:.3f}"
+    s, n = acc.summary, acc.summary.workers
+    if n > 1 and (s.strategy == "tf_ps" or s.strategy.startswith(("spark_ps:", "mpi_ps:"))):
+        text += f" (from {n}x the optimizer steps of a synchronous run, each on 1/{n} of the global batch)"
     if acc.ties:
         text += f", tied with {_names(acc.ties)}"
     if acc.runner_up is not None and acc.runner_up_value is not None:
