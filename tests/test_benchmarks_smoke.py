@@ -12,6 +12,7 @@ unless ``--long`` is given.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -146,15 +147,10 @@ def test_startup_floor_quick(tmp_path, request):
     assert float(cells[4].split()[0]) > 0 and "importing tensorflow and keras" in cells[7], row
 
 
-def test_gpu_check_refuses_without_a_gpu_and_runs_its_cpu_half(tmp_path):
-    script = str(BENCH / "gpu_check.py")
-    cp = subprocess.run([sys.executable, script, "--dir", str(tmp_path / "r")], capture_output=True, text=True,
-                        timeout=120, cwd=ROOT)
+def test_gpu_check_refuses_without_a_gpu(tmp_path):
+    cp = subprocess.run([sys.executable, str(BENCH / "gpu_check.py"), "--dir", str(tmp_path / "r")],
+                        capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert cp.returncode == 2 and "lists no GPU here" in cp.stderr  # this machine has none (a GPU one writes)
-    cp = subprocess.run([sys.executable, script, "--allow-cpu", "--strategies", "single", "--epochs", "1",
-                         "--dir", str(tmp_path / "r")], capture_output=True, text=True, timeout=300, cwd=ROOT)
-    assert cp.returncode == 0, cp.stdout + cp.stderr
-    assert "| `single` | ok | CPU |" in cp.stdout and "GPUs: none" in cp.stdout  # the record's device; env's line
 
 
 def test_gpu_check_gpu_path_with_a_fake_nvidia_smi(tmp_path):
@@ -175,3 +171,4 @@ def test_gpu_check_gpu_path_with_a_fake_nvidia_smi(tmp_path):
     assert cp.returncode == 0, cp.stdout + cp.stderr
     s = section(out, "gpu_check")
     assert "| `single` | unavailable: this machine has 1 NVIDIA GPU(s)" in s and "GPU 0: utilisation median 37%" in s
+    assert re.search(r"\| - \| - \| [0-9,]+ \| - \|", s), s  # no GPU device or samples/s; the CPU sweep's samples/s
