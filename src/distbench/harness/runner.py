@@ -430,6 +430,18 @@ def _next_round(cfg: ExperimentConfig, points: list[ConfigPoint], run_dir: Path,
     return more
 
 
+def _provenance(cfg: ExperimentConfig, run_dir: Path, launcher: str | None) -> dict[str, Any]:
+    """The sweep's provenance, written to ``run_dir/provenance.json``; with ``[run] device =
+    "cpu"`` the GPUs are hidden first, so that its ``CUDA_VISIBLE_DEVICES`` says so."""
+    if cfg.run.device == "cpu":
+        gpu.hide_gpus()
+    prov = provenance.collect(cfg.training.seed)
+    if launcher:
+        prov["launcher"] = launcher
+    (run_dir / "provenance.json").write_text(json.dumps(prov, indent=2))
+    return prov
+
+
 def run_sweep(cfg: ExperimentConfig, run_dir: Path, resume: bool = False,
               on_progress: Callable[[str, int, int, dict[str, Any] | None], None] | None = None,
               workload: Workload | None = None, execute: Execute | None = None,
@@ -471,12 +483,7 @@ def run_sweep(cfg: ExperimentConfig, run_dir: Path, resume: bool = False,
         check_cluster_ready(cfg)
         workload = prepare_run_dir(cfg, run_dir, resume)
     run_id = run_dir.name
-    if cfg.run.device == "cpu":
-        gpu.hide_gpus()  # before the provenance, so that the record's CUDA_VISIBLE_DEVICES says so
-    prov = provenance.collect(cfg.training.seed)
-    if launcher:
-        prov["launcher"] = launcher
-    (run_dir / "provenance.json").write_text(json.dumps(prov, indent=2))
+    prov = _provenance(cfg, run_dir, launcher)
     done = recorded(read_records(run_dir))
     todo = [p for p in points if (p.config_id, p.repeat) not in done]
     cached: list[Evaluator] = []
