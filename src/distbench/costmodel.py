@@ -205,12 +205,13 @@ def share(processes: int, threads: int, cores: int) -> float:
     return max(1.0, processes * threads / cores)
 
 
-def _framework(rows: dict[int, float], n: int) -> tuple[float, str]:
+def _framework(rows: dict[int, float], n: int, kept: str = "") -> tuple[float, str]:
     """The per-worker framework cost (normalised by core sharing) at ``n`` workers from the
     measured ones: the measured value, else interpolated, else the straight line through
     the two largest (or the one measured), never below the smallest measured value (a
     line falling with N is noise between two rows: user test, 8 MPI ranks on 2 cores were
-    extrapolated to no framework cost and ranked first)."""
+    extrapolated to no framework cost and ranked first). ``kept`` qualifies the rows used in
+    the text (e.g. ``without oversubscribing the cores``)."""
     ns = sorted(rows)
     if n in rows:
         return rows[n], ""
@@ -220,13 +221,14 @@ def _framework(rows: dict[int, float], n: int) -> tuple[float, str]:
         a, b = lo[-1], hi[0]
         return rows[a] + (rows[b] - rows[a]) * (n - a) / (b - a), f"interpolated between {a} and {b} workers"
     if len(ns) == 1:
-        return rows[ns[0]], f"taken as at {ns[0]} workers (the only count measured)"
+        return rows[ns[0]], f"taken as at {ns[0]} workers (the only count measured{' ' + kept if kept else ''})"
     a, b = (ns[-2], ns[-1]) if lo else (ns[0], ns[1])
     v = rows[a] + (rows[b] - rows[a]) * (n - a) / (b - a)
+    how = f"extrapolated from {a} and {b} workers" + (f" ({kept})" if kept else "")
     floor = min(rows.values())
     if v < floor:
-        return floor, f"extrapolated from {a} and {b} workers, held at the smallest measured (the line falls)"
-    return v, f"extrapolated from {a} and {b} workers"
+        return floor, how + ", held at the smallest measured (the line falls)"
+    return v, how
 
 
 def _link(name: str, c: Cluster, model_bytes: float, steps: int, window: int | None) -> tuple[float, float]:
@@ -345,10 +347,7 @@ def _one(name: str, rows: dict[tuple[str, int], Measured], cal: dict[str, Any], 
     # on dedicated nodes, rows that oversubscribed the run's cores (MPI ranks busy-polling, time
     # slicing beyond what the normalisation removes) say little: those that did not, where there are any
     free = {w: v for w, v in fw_norm.items() if c.emulated or w * mine[w].threads <= cores}
-    fw, how = _framework(free or fw_norm, n)
-    if how and free and free != fw_norm:  # say which rows the figure comes from
-        how = (how.replace("the only count measured", "the only count measured without oversubscribing the cores")
-               if "the only count" in how else how + " (the counts that did not oversubscribe the cores)")
+    fw, how = _framework(free or fw_norm, n, "without oversubscribing the cores" if free and free != fw_norm else "")
     if how:
         p.notes.append(f"framework cost {how}")
     k = n if c.emulated else c.per_node  # processes sharing one machine's cores

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from distbench.gpu import visible_ids
 from distbench.results.headline import Headline, HardwareInfo, WorkloadInfo, make_headline
 from distbench.results.notes import (batchnorm_note, engine_start_notes, engine_starters, ps_notes,
                                      superlinear_note, test_split_note, warmup_note)
@@ -217,8 +218,8 @@ def describe_hardware(prov: dict[str, Any]) -> str:
     if mem:
         parts.append(f"{mem / 2**30:.1f} GiB")
     parts.append(f"{len(gpus)} GPU{'s' if len(gpus) != 1 else ''}: {', '.join(gpus)}" if gpus else "no GPU")
-    hidden = ((prov.get("kernel_env") or {}).get("CUDA_VISIBLE_DEVICES") or "x").strip()
-    if gpus and (not hidden or hidden.startswith("-")):
+    hidden = (prov.get("kernel_env") or {}).get("CUDA_VISIBLE_DEVICES")
+    if gpus and hidden is not None and not visible_ids({"CUDA_VISIBLE_DEVICES": hidden}):
         parts.append(f"hidden (CUDA_VISIBLE_DEVICES={hidden!r}): trained on the CPU")
     return f"host {prov.get('hostname')}: " + ", ".join(parts)
 
