@@ -41,6 +41,7 @@ def cross_device_ops(tf: Any, kind: str) -> Any:
         return tf.distribute.NcclAllReduce()
     return tf.distribute.HierarchicalCopyAllReduce()
 
+
 @register
 class Mirrored(Strategy):
     """MirroredStrategy over GPUs, or over N logical CPU devices where there is no GPU."""
@@ -60,8 +61,6 @@ class Mirrored(Strategy):
         # One process; its intra-op pool is shared by all replicas.
         threads = configure_threads(ctx.threads_per_process(1))
         logical = int(os.environ.get(LOGICAL_GPUS_ENV) or 0)
-        # min(workers, GPUs) GPUs with memory growth; logical GPUs take a fixed memory limit instead
-        names = gpu.place(0, ctx.workers) if logical < 2 else []
         import tensorflow as tf
 
         gpus = tf.config.list_physical_devices("GPU")
@@ -70,9 +69,9 @@ class Mirrored(Strategy):
                 gpus[0], [tf.config.LogicalDeviceConfiguration(memory_limit=LOGICAL_GPU_MB)] * logical)
             devices = [f"/gpu:{i}" for i in range(min(ctx.workers, logical))]
             kind = f"logical GPU ({logical} on one)"
-            names = [f"logical GPU {i} of GPU 0" for i in range(len(devices))]
+            names = [f"logical GPU {i} of GPU 0" for i in range(len(devices))]  # a memory limit, no growth
         elif gpus:
-            names = names or gpu.place(0, ctx.workers)  # DISTBENCH_LOGICAL_GPUS needs exactly one GPU
+            names = gpu.place(0, ctx.workers)  # min(workers, GPUs) GPUs, with memory growth
             devices = [f"/gpu:{i}" for i in range(min(ctx.workers, len(gpus)))]
             kind = "GPU"
         else:
@@ -80,12 +79,12 @@ class Mirrored(Strategy):
             tf.config.set_logical_device_configuration(
                 cpu, [tf.config.LogicalDeviceConfiguration()] * ctx.workers)
             devices = [f"/cpu:{i}" for i in range(ctx.workers)]
-            kind = "logical CPU"
+            kind, names = "logical CPU", ["CPU"]
         if ctx.scenario is not None and ctx.scenario.worker is not None and ctx.scenario.worker >= len(devices):
             raise StrategyUnavailable(f"the straggler scenario slows worker {ctx.scenario.worker}, but mirrored runs "
                                       f"{len(devices)} replicas here (one per GPU): lower scenario's worker index")
         strategy = tf.distribute.MirroredStrategy(devices, cross_device_ops=cross_device_ops(tf, kind))
         out = train_with_strategy(strategy, ctx.workload, ctx.scenario)
-        out.extra.update(threads, devices=devices, device_kind=kind, device_names=names or ["CPU"],
+        out.extra.update(threads, devices=devices, device_kind=kind, device_names=names,
                          cross_device_ops=type(strategy.extended._cross_device_ops).__name__)
         return out
