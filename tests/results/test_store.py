@@ -4,19 +4,40 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
-from distbench.results.records import REQUIRED_KEYS, config_id, new_record, time_to_target
-from distbench.results.store import RESULTS_FILE, append_record, read_records
+from distbench.results.records import FIELDS, REQUIRED_KEYS, config_id, new_record, schema_markdown, time_to_target
+from distbench.results.store import RECORD_KEYS, RESULTS_FILE, append_record, read_records, record_problem
 
 
 def test_new_record_has_every_required_key():
     r = new_record("run1", "spark_ps:adag", 2, 0, "unavailable", reason="no java")
-    assert set(REQUIRED_KEYS) <= set(r)
+    assert list(r) == list(REQUIRED_KEYS)  # every key, in the schema's order, nothing else
     assert r["config_id"] == "spark_ps-adag_w2" == config_id("spark_ps:adag", 2)
+    assert record_problem(r) is None  # what new_record makes, the store reads
     with pytest.raises(ValueError):
         new_record("run1", "single", 1, 0, "weird")
+
+
+def test_a_key_the_schema_does_not_define_is_refused_by_the_builder():
+    # the schema is defined once: a builder adding a key without defining it fails here
+    with pytest.raises(ValueError, match=r"\['speedup'\] are not defined in distbench.results.records.FIELDS"):
+        new_record("run1", "single", 1, 0, "ok", speedup=2.0)
+    r = new_record("run1", "single", 1, 0, "failed", log_tail="x", failed_process="rank 1")
+    assert r["log_tail"] == "x" and list(r)[-1] == "finished_unix"  # optional keys take their place in the order
+    assert record_problem(r) is None
+
+
+def test_docs_record_table_is_the_schema():
+    # docs/report.md's key table is generated from FIELDS; a key added to one and not the
+    # other fails here (regenerate with `python -m distbench.results.records`)
+    text = (Path(__file__).parents[2] / "docs" / "report.md").read_text()
+    start, end = "<!-- record-fields:start -->\n", "<!-- record-fields:end -->"
+    assert start in text and end in text
+    assert text[text.index(start) + len(start):text.index(end)] == schema_markdown()
+    assert {f.name for f in FIELDS} >= RECORD_KEYS
 
 
 def test_append_and_read(tmp_path):
@@ -57,12 +78,15 @@ def test_foreign_json_line_is_skipped(tmp_path, caplog):
 
 
 @pytest.mark.parametrize("field, value, why", [
-    ("final_test_accuracy", "high", "final_test_accuracy = 'high' is not a number"),
-    ("final_test_accuracy", 7.5, "final_test_accuracy = 7.5 is outside [0, 1]"),
+    ("final_test_accuracy", "high", "final_test_accuracy = 'high' is not a number in [0, 1]"),
+    ("final_test_accuracy", 7.5, "final_test_accuracy = 7.5 is not a number in [0, 1]"),
     ("status", "great", "status = 'great' is not one of ok, failed, timeout, unavailable"),
     ("workers", "2", "workers = '2' is not an integer >= 1"),
     ("workers", True, "workers = True is not an integer >= 1"),
-    ("epochs", -1, "epochs = -1 is not a non-negative integer"),
+    ("epochs", -1, "epochs = -1 is not an integer >= 0"),
+    ("reason", 3, "reason = 3 is not a string"),
+    ("hosts", "h1", "hosts = 'h1' is not a list"),
+    ("strategy", "", "strategy = '' is not a non-empty string"),
     ("timings", {"train_s": "fast"}, "timings.train_s = 'fast' is not a number"),
     ("timings", {"phases": {"exit_s": [1]}}, "timings.phases.exit_s = [1] is not a number"),
     ("curve", [{"elapsed_s": 1.0, "test_accuracy": "x"}], "curve[0].test_accuracy = 'x' is not a number"),

@@ -1,13 +1,17 @@
-"""The result record: one JSON object per (configuration, repeat).
+"""The result record: one JSON object per (configuration, repeat), and its schema.
 
-Downstream tools rely on :data:`REQUIRED_KEYS`; :func:`new_record` fills every one
-(``None`` where not applicable) so a ``failed`` or ``unavailable`` record has the same
-shape as an ``ok`` one.
+:data:`FIELDS` defines the record once: every top-level key, its type and its meaning.
+:func:`new_record` builds every record from it (a key it does not define is refused),
+:func:`distbench.results.store.record_problem` checks a line read back against it, and
+the key table of docs/report.md is :func:`schema_markdown`'s output (a test compares them;
+``python -m distbench.results.records`` prints it). A ``failed`` or ``unavailable``
+record has the same keys as an ``ok`` one (``None`` where not applicable).
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from distbench.contracts import Status
@@ -15,14 +19,123 @@ from distbench.contracts import Status
 
 STATUSES = tuple(s.value for s in Status)
 
-REQUIRED_KEYS = (
-    "run_id", "config_id", "strategy", "workers", "repeat", "status", "reason",
-    "global_batch_size", "per_replica_batch_size", "epochs", "initial_weights_sha256",
-    "timings", "samples_per_s", "final_test_accuracy", "final_test_loss", "time_to_target_s",
-    "curve", "provenance",
-)
-
 TIMING_KEYS = ("total_s", "startup_s", "train_s", "eval_s")
+
+KINDS = {
+    "name": "non-empty string",
+    "text": "string",
+    "status": ", ".join(STATUSES[:-1]) + " or " + STATUSES[-1],
+    "count": "integer >= 0",
+    "positive": "integer >= 1",
+    "number": "number",
+    "fraction": "number in [0, 1]",
+    "object": "object",
+    "list": "list",
+}
+"""The value kinds of :class:`RecordField`, as docs/report.md's table names them."""
+
+
+@dataclass(frozen=True)
+class RecordField:
+    """One top-level key of the result record.
+
+    Attributes:
+        name: the JSON key.
+        kind: one of :data:`KINDS`; every field may be ``null`` unless ``minimal``.
+        doc: its meaning (one sentence or more; Markdown), for docs/report.md.
+        always: :func:`new_record` puts it in every record (``default`` when not given);
+            False for keys only some records carry (a failure's ``log_tail``).
+        minimal: a line without it (or with it ``null``) is not a record: the store drops it.
+        default: the value when not given, or a zero-argument callable making it.
+    """
+
+    name: str
+    kind: str
+    doc: str
+    always: bool = True
+    minimal: bool = False
+    default: Any = None
+
+    def make_default(self) -> Any:
+        """A fresh default value (a callable default is called: lists and dicts are not shared)."""
+        return self.default() if callable(self.default) else self.default
+
+
+def _timings() -> dict[str, Any]:
+    return {k: None for k in TIMING_KEYS}
+
+
+FIELDS: tuple[RecordField, ...] = (
+    RecordField("run_id", "text", "the run directory's name, the same in every record of one sweep"),
+    RecordField("config_id", "name", "the configuration, safe in file names: `mirrored_w2`, `spark_ps-adag_w2_win5`, "
+                "`horovod_w2_slow3x`", minimal=True),
+    RecordField("communication_window", "count", "a window sweep's communication window (`null` outside one)"),
+    RecordField("bandwidth", "text", "an emulated cluster's link rate in tc units (`100mbit`), or `null`"),
+    RecordField("hosts", "list", "the hosts the configuration's processes ran on (host names; emulated hosts' "
+                "namespaces)"),
+    RecordField("scenario", "object", "the straggler scenario: `worker`, `slowdown`, `jitter_cv`, `jitter_seed`; "
+                "`null` outside a scenario sweep"),
+    RecordField("strategy", "name", "the strategy as `--strategies` spells it (`spark_ps:adag`)", minimal=True),
+    RecordField("workers", "positive", "`--workers`: the worker (replica, rank) count asked for", minimal=True),
+    RecordField("replicas", "count", "replicas that trained (`workers`, or what the strategy made of it)"),
+    RecordField("repeat", "count", "the repeat's index, from 0", minimal=True),
+    RecordField("status", "status", "`ok`: trained and evaluated; `failed`: crashed, refused by an engine or diverged; "
+                "`timeout`: killed at `run.timeout_s`; `unavailable`: cannot run here", minimal=True),
+    RecordField("reason", "text", "one line: why it is not `ok` (empty when it is)", default=""),
+    RecordField("log", "text", "the configuration's log file under the run directory (the shared engine's log for "
+                "`spark_ps` and `mpi_ps` rows); `null` where none was written: a record your own launcher wrote, a "
+                "strategy found unavailable before anything started"),
+    RecordField("log_tail", "text", "the log's last lines (failed and timed-out records only)", always=False),
+    RecordField("failed_process", "text", "which process failed (`rank 1`, `worker 0`, `mpirun`...), where known "
+                "(failed records only)", always=False),
+    RecordField("global_batch_size", "count", "samples per optimizer step over all replicas"),
+    RecordField("per_replica_batch_size", "count", "`global_batch_size / replicas`"),
+    RecordField("epochs", "count", "`training.epochs`"),
+    RecordField("learning_rate", "number", "the local optimizer's learning rate as the strategy trained with it "
+                "(scaled by the replicas under `lr_scaling = \"linear\"` where the strategy applies it)"),
+    RecordField("lr_scaling", "text", "`training.lr_scaling`"),
+    RecordField("optimizer", "text", "`training.optimizer`"),
+    RecordField("target_accuracy", "number", "the test accuracy `time_to_target_s` is measured to"),
+    RecordField("initial_weights_sha256", "text", "SHA-256 of the initial weights every strategy started from"),
+    RecordField("workload", "object", "dataset, sizes, model, loss, parameters, hashes; for Parquet without "
+                "`test_path`, `test_split`: rows held out, fraction, rows per class"),
+    RecordField("timings", "object", "seconds: `total_s`, `startup_s`, `train_s`, `eval_s` and `phases` "
+                "(below)", default=_timings),
+    RecordField("steps", "count", "optimizer steps on global batches (synchronous strategies); replica steps summed "
+                "over the replicas (parameter servers)"),
+    RecordField("samples", "count", "samples all replicas processed: `steps` x the batch each step took"),
+    RecordField("samples_per_s", "number", "`samples / timings.train_s`"),
+    RecordField("final_test_accuracy", "fraction", "test accuracy of the final weights, evaluated by the harness"),
+    RecordField("final_test_loss", "number", "test loss of the final weights"),
+    RecordField("time_to_target_s", "number", "training seconds until the curve first reached `target_accuracy`; "
+                "`null` if never"),
+    RecordField("curve", "list", "one point per epoch: `elapsed_s`, `epoch`, `step`, `test_loss`, "
+                "`test_accuracy`", default=list),
+    RecordField("details", "object", "strategy specifics: devices, threads, `batchnorm`, `step_delays`, the "
+                "parameter servers' accounting...", default=dict),
+    RecordField("provenance", "object", "package versions, Python, OS, CPU model and count, memory, GPUs, hostname, "
+                "git commit, seed", default=dict),
+    RecordField("finished_unix", "number", "Unix time the record was made", default=time.time),
+)
+"""Every top-level key of a record, in the order records are written."""
+
+FIELD = {f.name: f for f in FIELDS}
+
+REQUIRED_KEYS = tuple(f.name for f in FIELDS if f.always)
+"""Keys every record made by :func:`new_record` has."""
+
+CURVE_NUMBERS = ("elapsed_s", "epoch", "step", "test_accuracy", "test_loss", "train_loss")
+"""Keys of a curve point that are a number or ``null``."""
+
+
+def schema_markdown() -> str:
+    """The record's key table for docs/report.md: one row per :data:`FIELDS` entry
+    (key, type, meaning); ``null`` is allowed where the type does not say "never null"."""
+    rows = ["| key | type | meaning |", "|---|---|---|"]
+    for f in FIELDS:
+        kind = KINDS[f.kind] + ("; never null" if f.minimal else "") + ("; some records" if not f.always else "")
+        rows.append(f"| `{f.name}` | {kind} | {f.doc} |")
+    return "\n".join(rows) + "\n"
 
 
 def config_id(strategy: str, workers: int, window: int | None = None, bandwidth: str | None = None, *,
@@ -78,8 +191,9 @@ def record_key(cid: str, repeat: int) -> str:
 def new_record(run_id: str, strategy: str, workers: int, repeat: int, status: Status | str,
                window: int | None = None, bandwidth: str | None = None, *, scenario: Any = None,
                **fields: Any) -> dict[str, Any]:
-    """A record with every required key; ``fields`` override the defaults. Every record of
-    distbench is made here (the harness feeds it from ``harness/runner.py:make_record``).
+    """A record with every key of :data:`REQUIRED_KEYS` (each field's default where not
+    given) and ``fields``. Every record of distbench is made here (the harness feeds it
+    from ``harness/runner.py:make_record``).
 
     ``window`` is the communication window of a window sweep, ``bandwidth`` the link rate
     of an emulated cluster and ``scenario`` the straggler
@@ -87,44 +201,23 @@ def new_record(run_id: str, strategy: str, workers: int, repeat: int, status: St
     the record's ``scenario`` field is the scenario's dict, ``None`` outside a sweep).
 
     Raises:
-        ValueError: ``status`` is not a :class:`Status`.
+        ValueError: ``status`` is not a :class:`Status`, or a key of ``fields`` is not in
+            :data:`FIELDS` (a new key is defined there first, with its type and meaning).
     """
     try:
         status = Status(status).value
     except ValueError:
         raise ValueError(f"status {status!r} is not one of {STATUSES}") from None
-    rec: dict[str, Any] = {
-        "run_id": run_id,
-        "config_id": config_id(strategy, workers, window, bandwidth, scenario=scenario),
-        "communication_window": window,
-        "bandwidth": bandwidth,
-        "hosts": None,
-        "scenario": scenario.to_dict() if scenario is not None else None,
-        "strategy": strategy,
-        "workers": workers,
-        "repeat": repeat,
-        "status": status,
-        "reason": "",
-        "log": None,
-        "global_batch_size": None,
-        "per_replica_batch_size": None,
-        "epochs": None,
-        "initial_weights_sha256": None,
-        "timings": {k: None for k in TIMING_KEYS},
-        "steps": None,
-        "samples": None,
-        "samples_per_s": None,
-        "final_test_accuracy": None,
-        "final_test_loss": None,
-        "time_to_target_s": None,
-        "target_accuracy": None,
-        "curve": [],
-        "details": {},
-        "provenance": {},
-        "finished_unix": time.time(),
-    }
-    rec.update(fields)
-    return rec
+    unknown = sorted(fields.keys() - FIELD.keys())
+    if unknown:
+        raise ValueError(f"record keys {unknown} are not defined in distbench.results.records.FIELDS; "
+                         "define a new key there (type and meaning) before a record carries it")
+    given = {"run_id": run_id, "config_id": config_id(strategy, workers, window, bandwidth, scenario=scenario),
+             "communication_window": window, "bandwidth": bandwidth,
+             "scenario": scenario.to_dict() if scenario is not None else None,
+             "strategy": strategy, "workers": workers, "repeat": repeat, "status": status, **fields}
+    return {f.name: given[f.name] if f.name in given else f.make_default()
+            for f in FIELDS if f.always or f.name in given}
 
 
 def time_to_target(curve: list[dict[str, Any]], target: float) -> float | None:
@@ -162,3 +255,7 @@ def retarget(records: list[dict[str, Any]], target: float) -> list[dict[str, Any
             r["time_to_target_s"] = time_to_target(r.get("curve") or [], target)
         out.append(r)
     return out
+
+
+if __name__ == "__main__":  # python -m distbench.results.records: docs/report.md's key table
+    print(schema_markdown(), end="")

@@ -13,21 +13,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-from distbench.results.records import Status
+from distbench.results.records import CURVE_NUMBERS, FIELDS, KINDS, STATUSES
 
 RESULTS_FILE = "results.jsonl"
-RECORD_KEYS = {"config_id", "strategy", "workers", "repeat", "status"}  # the minimum a line must have
+RECORD_KEYS = {f.name for f in FIELDS if f.minimal}
+"""The minimum a line must have to be a record (:data:`~distbench.results.records.FIELDS`' ``minimal``)."""
 log = logging.getLogger(__name__)
-
-
-STATUSES = tuple(s.value for s in Status)
-NUMBER_FIELDS = ("final_test_accuracy", "final_test_loss", "time_to_target_s", "samples_per_s", "target_accuracy",
-                 "learning_rate", "finished_unix")
-"""Top-level fields that are a number or ``null`` in every record."""
-COUNT_FIELDS = ("epochs", "steps", "samples", "replicas", "global_batch_size", "per_replica_batch_size",
-                "communication_window")
-"""Top-level fields that are a non-negative integer or ``null``."""
-CURVE_NUMBERS = ("elapsed_s", "epoch", "step", "test_accuracy", "test_loss", "train_loss")
 
 
 def _short(v: Any) -> str:
@@ -40,58 +31,68 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def record_problem(rec: dict[str, Any]) -> str | None:
-    """What makes ``rec`` unusable as a record, or ``None`` when the report can read it:
-    the fields the report computes with must have their types (a hand-edited or foreign
-    line such as ``"final_test_accuracy": "high"`` would otherwise stop ``report`` with a
-    traceback).
+def _is_int(v: Any, lo: int) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= lo
 
-    Args:
-        rec: one parsed ``results.jsonl`` line.
 
-    Returns:
-        e.g. ``"final_test_accuracy = 'high' is not a number"``, or ``None``.
-    """
-    missing = sorted(RECORD_KEYS - rec.keys())
-    if missing:
-        return f"no {', '.join(missing)}"
-    for key in ("config_id", "strategy"):
-        if not isinstance(rec[key], str) or not rec[key]:
-            return f"{key} = {_short(rec[key])} is not a non-empty string"
-    if rec["status"] not in STATUSES:
-        return f"status = {_short(rec['status'])} is not one of {', '.join(STATUSES)}"
-    for key, lo in (("workers", 1), ("repeat", 0)):
-        if not (isinstance(rec[key], int) and not isinstance(rec[key], bool) and rec[key] >= lo):
-            return f"{key} = {_short(rec[key])} is not an integer >= {lo}"
-    for key in NUMBER_FIELDS:
-        if rec.get(key) is not None and not _is_number(rec[key]):
-            return f"{key} = {_short(rec[key])} is not a number"
-    for key in COUNT_FIELDS:
-        v = rec.get(key)
-        if v is not None and not (isinstance(v, int) and not isinstance(v, bool) and v >= 0):
-            return f"{key} = {_short(v)} is not a non-negative integer"
-    acc = rec.get("final_test_accuracy")
-    if acc is not None and not 0.0 <= acc <= 1.0:
-        return f"final_test_accuracy = {_short(acc)} is outside [0, 1]"
-    for key in ("details", "timings", "workload", "provenance"):
-        if rec.get(key) is not None and not isinstance(rec[key], dict):
-            return f"{key} = {_short(rec[key])} is not an object"
+_KIND_CHECKS = {
+    "name": lambda v: isinstance(v, str) and bool(v),
+    "text": lambda v: isinstance(v, str),
+    "status": lambda v: v in STATUSES,
+    "count": lambda v: _is_int(v, 0),
+    "positive": lambda v: _is_int(v, 1),
+    "number": _is_number,
+    "fraction": lambda v: _is_number(v) and 0.0 <= v <= 1.0,
+    "object": lambda v: isinstance(v, dict),
+    "list": lambda v: isinstance(v, list),
+}
+
+
+def _expected(kind: str) -> str:
+    """``KINDS[kind]`` with its article: ``an integer >= 0``, ``one of ok | failed | ...``."""
+    if kind == "status":
+        return f"one of {', '.join(STATUSES)}"
+    return ("an " if KINDS[kind][0] in "aeiou" else "a ") + KINDS[kind]
+
+
+def _nested_problem(rec: dict[str, Any]) -> str | None:
+    """What is wrong inside ``timings`` (numbers, or ``phases``' numbers) and ``curve``
+    (objects whose :data:`~distbench.results.records.CURVE_NUMBERS` are numbers)."""
     for k, v in (rec.get("timings") or {}).items():
         inner = v.items() if isinstance(v, dict) else [(None, v)]
         for k2, v2 in inner:
             if v2 is not None and not _is_number(v2):
                 return f"timings.{k}{'' if k2 is None else '.' + str(k2)} = {_short(v2)} is not a number"
-    curve = rec.get("curve")
-    if curve is not None:
-        if not isinstance(curve, list):
-            return f"curve = {_short(curve)} is not a list"
-        for i, point in enumerate(curve):
-            if not isinstance(point, dict):
-                return f"curve[{i}] = {_short(point)} is not an object"
-            for k in CURVE_NUMBERS:
-                if point.get(k) is not None and not _is_number(point[k]):
-                    return f"curve[{i}].{k} = {_short(point[k])} is not a number"
+    for i, point in enumerate(rec.get("curve") or []):
+        if not isinstance(point, dict):
+            return f"curve[{i}] = {_short(point)} is not an object"
+        for k in CURVE_NUMBERS:
+            if point.get(k) is not None and not _is_number(point[k]):
+                return f"curve[{i}].{k} = {_short(point[k])} is not a number"
     return None
+
+
+def record_problem(rec: dict[str, Any]) -> str | None:
+    """What makes ``rec`` unusable as a record, or ``None`` when the report can read it:
+    every key :data:`~distbench.results.records.FIELDS` defines must have its type (or be
+    ``null``, except the minimal keys), so that a hand-edited or foreign line such as
+    ``"final_test_accuracy": "high"`` cannot stop ``report`` with a traceback. Keys the
+    schema does not define are kept unchecked (a newer distbench's records stay readable).
+
+    Args:
+        rec: one parsed ``results.jsonl`` line.
+
+    Returns:
+        e.g. ``"final_test_accuracy = 'high' is not a number in [0, 1]"``, or ``None``.
+    """
+    missing = sorted(k for k in RECORD_KEYS if rec.get(k) is None)
+    if missing:
+        return f"no {', '.join(missing)}"
+    for f in FIELDS:
+        v = rec.get(f.name)
+        if v is not None and not _KIND_CHECKS[f.kind](v):
+            return f"{f.name} = {_short(v)} is not {_expected(f.kind)}"
+    return _nested_problem(rec)
 
 
 def _valid_prefix(path: Path) -> tuple[list[dict[str, Any]], int, list[tuple[int, str]]]:
