@@ -6,7 +6,13 @@ nothing else of distbench, so any module may import it without an upward import
   CLI prints as one line and the Python API raises;
 - :class:`TrainingFailed` (a strategy's training failed) and :class:`StrategyUnavailable`
   (it cannot run here), which the harness records as ``failed`` and ``unavailable``;
-- :class:`Status`, how a configuration ended, as the records spell it.
+- :class:`Status`, how a configuration ended, as the records spell it;
+- the other kinds written as strings in configs, records and reports: :class:`SyncKind`
+  (how a parameter server's replicas meet: ``sync`` or ``async``) and :class:`PlacementKind`
+  (where a configuration's processes run).
+
+They are ``enum.StrEnum``: each member equals, prints and serialises (JSON) as its string, so
+a record or a config keeps the plain words.
 """
 
 from __future__ import annotations
@@ -66,3 +72,24 @@ class Status(str, enum.Enum):
 
     def __str__(self) -> str:
         return self.value
+
+
+class SyncKind(enum.StrEnum):
+    """How the replicas of a parameter-server optimizer meet the centre variable.
+
+    ``async``: each replica commits and pulls on its own clock (DOWNPOUR, ADAG, DynSGD,
+    AEASGD, EAMSGD); ``sync``: barrier rounds, every replica's contribution in each (EASGD,
+    model averaging).
+    """
+
+    SYNC = "sync"
+    ASYNC = "async"
+
+
+class PlacementKind(enum.StrEnum):
+    """Where a configuration's processes run: ``local`` (this machine), ``ssh`` (real hosts
+    of ``[cluster] hosts``) or ``emulated`` (network namespaces of ``[cluster] emulate``)."""
+
+    LOCAL = "local"
+    SSH = "ssh"
+    EMULATED = "emulated"

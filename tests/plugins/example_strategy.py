@@ -23,7 +23,6 @@ class KerasFit(Strategy):
 
     name = "example_keras_fit"
     description = "example plugin: Keras model.fit on one device"
-    family = "baseline"
 
     def replicas(self, workers: int) -> int:
         """One replica whatever the worker count."""

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from distbench.config import ClusterConfig, ConfigError
+from distbench.contracts import PlacementKind
 
 CLUSTER_ID_ENV = "DISTBENCH_CLUSTER_ID"
 """The id of the emulated cluster of the sweep (set by ``distbench run`` for its children)."""
@@ -40,7 +41,8 @@ class Placement:
     """The hosts of a configuration's worker processes.
 
     Attributes:
-        kind: ``local`` (this machine), ``ssh`` (real hosts) or ``emulated``.
+        kind: a :class:`~distbench.contracts.PlacementKind`: ``local`` (this machine), ``ssh``
+            (real hosts) or ``emulated``.
         hosts: the hosts' names or addresses, as ``-H`` and ssh take them.
         slots: processes per host, in the same order.
         driver: the launching host's address as the workers reach it (``127.0.0.1``; the
@@ -51,7 +53,7 @@ class Placement:
         cluster: the emulated cluster (``kind == "emulated"``).
     """
 
-    kind: str = "local"
+    kind: PlacementKind = PlacementKind.LOCAL
     hosts: list[str] = field(default_factory=lambda: ["localhost"])
     slots: list[int] = field(default_factory=lambda: [0])
     driver: str = "127.0.0.1"
@@ -81,20 +83,20 @@ class Placement:
                 raise ConfigError(f"[cluster] emulate is set but no emulated cluster {cid or '(none named)'} is "
                                   f"running for this sweep ({CLUSTER_ID_ENV}); run it through 'distbench run'")
             em = EmulatedCluster.attach(state)
-            return cls("emulated", em.addresses, [em.slots] * len(em.addresses), em.gateway, python, workdir,
-                       cluster.ssh_port, em)
+            return cls(PlacementKind.EMULATED, em.addresses, [em.slots] * len(em.addresses), em.gateway, python,
+                       workdir, cluster.ssh_port, em)
         if cluster.hosts:
             from distbench.cluster.spec import parse_hosts
 
             hosts = parse_hosts(cluster.hosts)
-            return cls("ssh", [h.name for h in hosts], [h.slots for h in hosts], socket.getfqdn(), python, workdir,
-                       cluster.ssh_port)
+            return cls(PlacementKind.SSH, [h.name for h in hosts], [h.slots for h in hosts], socket.getfqdn(),
+                       python, workdir, cluster.ssh_port)
         return cls(python=sys.executable, workdir=os.getcwd())
 
     @property
     def is_local(self) -> bool:
         """Every process runs on this machine, in this network namespace."""
-        return self.kind == "local"
+        return self.kind == PlacementKind.LOCAL
 
     # ---------------------------------------------------------------- placing processes
     def host_of(self, k: int) -> int:
@@ -122,13 +124,13 @@ class Placement:
         are reached the same way, through the cluster's own ``ssh``)."""
         if self.is_local:
             return argv
-        if self.kind == "emulated" and not self.over_ssh:
+        if self.kind == PlacementKind.EMULATED and not self.over_ssh:
             return self.cluster.wrap(self.host_of(k), argv)
         exported = {k2: v for k2, v in env.items() if k2 in REMOTE_ENV or k2.startswith(REMOTE_PREFIXES)}
         remote = " ".join([f"cd {shlex.quote(self.workdir)} &&", "env",
                            *(shlex.quote(f"{k2}={v}") for k2, v in sorted(exported.items())),
                            *(shlex.quote(a) for a in argv)])
-        ssh, port = (str(self.cluster.agent), 22) if self.kind == "emulated" else ("ssh", self.ssh_port)
+        ssh, port = (str(self.cluster.agent), 22) if self.kind == PlacementKind.EMULATED else ("ssh", self.ssh_port)
         # -tt: a terminal for the remote command, so that ending the local ssh (the
         # configuration's clean-up ends its process group) hangs it up and the remote
         # process gets SIGHUP; without one it ran on, holding its ports (a Spark worker)
@@ -138,7 +140,8 @@ class Placement:
     def over_ssh(self) -> bool:
         """Processes on other hosts start through a real ``sshd``: real hosts, or an
         emulated cluster with ``launcher = "ssh"``."""
-        return self.kind == "ssh" or (self.kind == "emulated" and self.cluster.launcher == "ssh")
+        return (self.kind == PlacementKind.SSH
+                or (self.kind == PlacementKind.EMULATED and self.cluster.launcher == "ssh"))
 
     def hosts_arg(self, processes: int, driver_first: bool = False) -> str:
         """The ``-H`` value for ``processes`` processes (``localhost:N`` on this machine).
@@ -158,9 +161,9 @@ class Placement:
         ``--leave-session-attached`` (a daemon that cannot reach ``mpirun`` back fails the
         job with its error instead of leaving ``mpirun`` waiting for it until the
         configuration's timeout) and, for an ssh port other than 22, ssh's ``-p``."""
-        if self.kind == "emulated":
+        if self.kind == PlacementKind.EMULATED:
             return self.cluster.mpirun_args()
-        if self.kind != "ssh":
+        if self.kind != PlacementKind.SSH:
             return []
         port = [] if self.ssh_port == 22 else ["--mca", "plm_rsh_args", f"-p {self.ssh_port}"]
         return ["--leave-session-attached", *port]
@@ -168,9 +171,9 @@ class Placement:
     def horovodrun_args(self, env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
         """Extra ``horovodrun`` options and its environment: an emulated cluster's network
         interface and its ``ssh`` (the agent) first on ``PATH``; a real cluster's ssh port."""
-        if self.kind == "emulated":
+        if self.kind == PlacementKind.EMULATED:
             return ["--network-interface", self.cluster.iface], self.cluster.ssh_env(env)
-        if self.kind == "ssh":
+        if self.kind == PlacementKind.SSH:
             return ["-p", str(self.ssh_port)], env
         return [], env
 
@@ -198,6 +201,6 @@ class Placement:
         out = {"cluster_hosts": hosts, "placement": placement, "cluster_kind": self.kind}
         if not self.is_local:
             out["cluster_launcher"] = "ssh" if self.over_ssh else "agent"
-        if self.kind == "emulated":
+        if self.kind == PlacementKind.EMULATED:
             out["cluster_id"] = self.cluster.id
         return out

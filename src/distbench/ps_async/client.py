@@ -27,6 +27,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from distbench.contracts import SyncKind
+
 from . import protocol as P
 from .rules import get_optimizer, resolve_params
 from .transport import ClientTransportFactory, ZmqClientTransport
@@ -327,7 +329,7 @@ class WorkerSession:
         """Pull the centre; returns a writable copy to load into the model."""
         c, clock = self.client.pull()
         self._ref, self._pull_clock = c, clock
-        if self.spec.kind == "sync":
+        if self.spec.kind == SyncKind.SYNC:
             self.round = clock
         return [a.copy() for a in c]
 
@@ -346,7 +348,7 @@ class WorkerSession:
         if self._ref is None:
             raise RuntimeError("WorkerSession.exchange called before start()")
         spec, c = self.spec, self.client
-        if spec.kind == "sync":
+        if spec.kind == SyncKind.SYNC:
             new_w, payload = spec.worker_commit(weights, self._ref, steps=steps,
                                                 params=self.params)
             center = c.sync(self._own_state(payload, weights), self.round)

@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from distbench.contracts import SyncKind
+
 
 class CentreMonitor:
     """Polls ``server.clock`` and snapshots ``server.center()`` at epoch boundaries.
@@ -130,4 +132,4 @@ def updates_expected(spec: Any) -> int:
     barrier rounds (sync)."""
     from distbench.ps_async.rules import OPTIMIZERS
 
-    return spec.exchanges() * (spec.num_workers if OPTIMIZERS[spec.optimizer].kind == "async" else 1)
+    return spec.exchanges() * (spec.num_workers if OPTIMIZERS[spec.optimizer].kind == SyncKind.ASYNC else 1)

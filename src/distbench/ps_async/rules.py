@@ -41,6 +41,8 @@ from typing import Any, Callable, Literal, Mapping, Sequence
 
 import numpy as np
 
+from distbench.contracts import SyncKind
+
 Weights = list  # list[np.ndarray], in model.get_weights() order
 
 __all__ = [
@@ -363,7 +365,8 @@ class OptimizerSpec:
 
     Attributes:
         name: registry key, e.g. ``"adag"``.
-        kind: ``"async"`` (commit/pull at any time) or ``"sync"`` (barrier rounds).
+        kind: :class:`~distbench.contracts.SyncKind`: ``async`` (commit/pull at any time)
+            or ``sync`` (barrier rounds).
         sends: what the worker sends: ``"delta"`` (``W - W_pulled``, maybe
             normalised), ``"elastic"`` (``E = alpha (W - C)``) or ``"weights"``.
         pull_before_commit: async only; True for the elastic methods (read ``C``,
@@ -381,7 +384,7 @@ class OptimizerSpec:
     """
 
     name: str
-    kind: Literal["async", "sync"]
+    kind: SyncKind
     sends: Literal["delta", "elastic", "weights"]
     pull_before_commit: bool
     adopt_center: bool
@@ -429,7 +432,7 @@ class OptimizerSpec:
         Raises:
             TypeError: for a sync optimizer (use :meth:`sync_fold`).
         """
-        if self.kind != "async":
+        if self.kind != SyncKind.ASYNC:
             raise TypeError(f"{self.name} is synchronous: use sync_fold, not server_fold")
         return self._fold(center, payload, staleness, out)
 
@@ -440,7 +443,7 @@ class OptimizerSpec:
         Raises:
             TypeError: for an async optimizer (use :meth:`server_fold`).
         """
-        if self.kind != "sync":
+        if self.kind != SyncKind.SYNC:
             raise TypeError(f"{self.name} is asynchronous: use server_fold, not sync_fold")
         return self._fold(center, payloads)
 
@@ -474,29 +477,29 @@ _EASGD = "Zhang, Choromanska, LeCun, Deep learning with Elastic Averaging SGD, N
 
 #: Registry of every PS optimizer, keyed by name.
 OPTIMIZERS: Mapping[str, OptimizerSpec] = MappingProxyType({
-    "downpour": OptimizerSpec("downpour", "async", "delta", False, True, False, _DOWNPOUR,
+    "downpour": OptimizerSpec("downpour", SyncKind.ASYNC, "delta", False, True, False, _DOWNPOUR,
                               "delta = W - W_pulled; C += delta", _c_delta, _f_add),
-    "adag": OptimizerSpec("adag", "async", "delta", False, True, False,
+    "adag": OptimizerSpec("adag", SyncKind.ASYNC, "delta", False, True, False,
                           "Hermans, Spanakis, Moeckel, Accumulated Gradient Normalization, "
                           "ACML 2017", "delta = (W - W_pulled) / w; C += delta", _c_adag, _f_add),
-    "dynsgd": OptimizerSpec("dynsgd", "async", "delta", False, True, True,
+    "dynsgd": OptimizerSpec("dynsgd", SyncKind.ASYNC, "delta", False, True, True,
                             "Jiang, Cui, Zhang, Yu, Heterogeneity-aware Distributed Parameter "
                             "Servers, SIGMOD 2017",
                             "delta = W - W_pulled; C += delta / (tau + 1)", _c_delta, _f_dyn),
-    "aeasgd": OptimizerSpec("aeasgd", "async", "elastic", True, False, False,
+    "aeasgd": OptimizerSpec("aeasgd", SyncKind.ASYNC, "elastic", True, False, False,
                             _EASGD + ", Algorithm 1",
                             "pull C; E = alpha (W - C); W -= E; C += E", _c_elastic, _f_add),
-    "eamsgd": OptimizerSpec("eamsgd", "async", "elastic", True, False, False,
+    "eamsgd": OptimizerSpec("eamsgd", SyncKind.ASYNC, "elastic", True, False, False,
                             _EASGD + ", Algorithm 2 (local Nesterov momentum)",
                             "as aeasgd; locally v = m v - eta g(W + m v); W += v",
                             _c_elastic, _f_add,
                             lambda p: {"learning_rate": p["learning_rate"], "momentum": p["momentum"],
                                        "nesterov": True}),
-    "easgd": OptimizerSpec("easgd", "sync", "elastic", False, False, False,
+    "easgd": OptimizerSpec("easgd", SyncKind.SYNC, "elastic", False, False, False,
                            _EASGD + ", synchronous EASGD eqs. (5)-(6)",
                            "E_k = alpha (W_k - C); W_k -= E_k; C += sum_k E_k (barrier)",
                            _c_elastic, easgd_sync_fold),
-    "averaging": OptimizerSpec("averaging", "sync", "weights", False, True, False,
+    "averaging": OptimizerSpec("averaging", SyncKind.SYNC, "weights", False, True, False,
                                "McMahan et al., Communication-Efficient Learning of Deep "
                                "Networks from Decentralized Data, AISTATS 2017",
                                "C = mean_k W_k (barrier)", _c_weights, averaging_sync_fold),

@@ -43,6 +43,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from distbench.contracts import SyncKind
+
 from . import protocol as P
 from .rules import get_optimizer, resolve_params
 from .transport import SendFailed, ServerTransport, ZmqServerTransport
@@ -177,7 +179,7 @@ class ParameterServer:
         self._latest_state: dict[int, list] = {}  # worker -> its latest non-trainable values
         if num_workers is not None and (isinstance(num_workers, bool) or num_workers < 1):
             raise ValueError(f"num_workers must be a positive integer, got {num_workers!r}")
-        if self.spec.kind == "sync" and num_workers is None:
+        if self.spec.kind == SyncKind.SYNC and num_workers is None:
             raise ValueError(f"optimizer {optimizer!r} is synchronous: num_workers is required "
                              "(size of the barrier)")
         self.num_workers = num_workers
@@ -445,7 +447,7 @@ class ParameterServer:
         self._center_reply(ident, P.MsgType.PULL_REPLY, msg, clock)
 
     def _on_commit(self, ident: bytes, msg: P.Message) -> None:
-        if self.spec.kind != "async":
+        if self.spec.kind != SyncKind.ASYNC:
             raise P.ProtocolError("state", f"COMMIT sent to a {self.spec.name} server, which "
                                            "is synchronous; expected SYNC")
         wid, seq = msg.worker_id, msg.seq
@@ -506,7 +508,7 @@ class ParameterServer:
         return new, frames
 
     def _on_sync(self, ident: bytes, msg: P.Message) -> None:
-        if self.spec.kind != "sync":
+        if self.spec.kind != SyncKind.SYNC:
             raise P.ProtocolError("state", f"SYNC sent to a {self.spec.name} server, which is "
                                            "asynchronous; expected COMMIT")
         wid, rnd = msg.worker_id, self._sync
@@ -589,7 +591,7 @@ class ParameterServer:
             if self.num_workers is not None and len(self._n.done_workers) >= self.num_workers:
                 self._done_evt.set()
         rnd = self._sync
-        if self.spec.kind == "sync" and rnd.waiters:  # release the workers waiting for this one
+        if self.spec.kind == SyncKind.SYNC and rnd.waiters:  # release the workers waiting for this one
             waiters = rnd.waiters
             rnd.contributions, rnd.waiters = {}, {}
             for ident_w, req in waiters.values():

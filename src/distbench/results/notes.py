@@ -15,6 +15,7 @@ import shlex
 import statistics
 from typing import Any, Sequence
 
+from distbench.contracts import PlacementKind
 from distbench.results.stats import ConfigSummary, _points, fits_training
 from distbench.text import join_and
 
@@ -293,12 +294,12 @@ def speedup_bound(s: ConfigSummary) -> tuple[int, str]:
     ok = [r for r in s.records if r.get("status") == "ok"] or s.records
     prov = (ok[0].get("provenance") or {}) if ok else {}
     kind = next(((r.get("details") or {}).get("cluster_kind") for r in ok
-                 if (r.get("details") or {}).get("cluster_kind")), "local")
+                 if (r.get("details") or {}).get("cluster_kind")), PlacementKind.LOCAL)
     cores = prov.get("cpu_count")
     workers = f"its {s.workers} worker{'s' if s.workers != 1 else ''}"
-    if kind == "ssh" or prov.get("gpus") or not isinstance(cores, int) or cores < 1:
+    if kind == PlacementKind.SSH or prov.get("gpus") or not isinstance(cores, int) or cores < 1:
         return s.workers, f"{workers} can each at best match single"
-    where = "ran on emulated hosts that share" if kind == "emulated" else "shared"
+    where = "ran on emulated hosts that share" if kind == PlacementKind.EMULATED else "shared"
     return min(s.workers, cores), f"{workers} {where} this machine's {cores} core{'s' if cores != 1 else ''}"
 
 

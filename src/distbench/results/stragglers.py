@@ -25,6 +25,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from distbench.contracts import SyncKind
 from distbench.results.stats import ConfigSummary
 
 
@@ -165,7 +166,7 @@ def straggler_table(lines: Sequence[StragglerLine]) -> list[list[str]]:
     rows = []
     for ln in lines:
         base = ln.baseline
-        kind = {True: "sync", False: "async", None: "?"}[ln.synchronous]
+        kind = {True: SyncKind.SYNC, False: SyncKind.ASYNC, None: "?"}[ln.synchronous]
         for p in ln.points:
             s = p.summary
             rows.append([ln.label, kind, f"{p.slowdown:g}x",

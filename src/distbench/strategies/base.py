@@ -81,8 +81,6 @@ class Strategy(abc.ABC):
     Class attributes:
         name: registry name (``single``, ``mirrored``, ``spark_ps:adag``...).
         description: one line for ``distbench list``.
-        family: grouping for reports (``baseline``, ``tf.distribute``, ``horovod``,
-            ``parameter-server``).
         takes_window: the strategy has a communication window (swept by ``ps.windows``).
         scales_learning_rate: the strategy applies ``training.lr_scaling`` (lr x replicas,
             for synchronous data parallelism with one global batch); False for the
@@ -104,7 +102,6 @@ class Strategy(abc.ABC):
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
-    family: ClassVar[str] = ""
     takes_window: ClassVar[bool] = False
     scales_learning_rate: ClassVar[bool] = True
     synchronous: ClassVar[bool] = True

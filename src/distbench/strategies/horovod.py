@@ -359,7 +359,6 @@ def tensorflow_pairing(package_dir: Path) -> BuildPairing:
 class HorovodStrategy(Strategy):
     """Horovod ring-allreduce on ``workers`` ranks of this machine."""
 
-    family = "horovod"
     controller = "gloo"
     needs = ("Horovod built against the installed TensorFlow on every host (cmake, a C++ compiler), and "
              "horovodrun with passwordless ssh between the hosts")

@@ -100,7 +100,6 @@ class KerasJaxDataParallel(Strategy):
 
     name = "keras_jax:data_parallel"
     description = "Keras 3 keras.distribution.DataParallel on JAX: one process, N devices (CPU devices without GPUs)"
-    family = "keras.distribution"
     needs = ("JAX (and Keras 3) installed on one machine: its GPUs or TPU cores are the replicas, or CPU devices "
              "where it has none (no multi-host training in this form)")
     uses_network = False

@@ -48,7 +48,6 @@ class Mirrored(Strategy):
 
     name = "mirrored"
     description = "tf.distribute.MirroredStrategy (GPUs, or N logical CPU devices without GPUs)"
-    family = "tf.distribute"
     needs = ("TensorFlow only, but one machine: its GPUs are the replicas, or logical CPU devices where it has "
              "none (no multi-host training)")
     uses_network = False

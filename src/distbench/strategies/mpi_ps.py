@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 
 from distbench import gpu
 from distbench.config import ConfigError, ExperimentConfig
+from distbench.contracts import SyncKind
 from distbench.ps_async.rules import OPTIMIZERS
 from distbench.launch import process
 from distbench.strategies.base import Availability, LaunchContext, Strategy
@@ -124,7 +125,6 @@ class MPIPS(Strategy):
     One subclass per optimizer is registered (``mpi_ps:<optimizer>``); ``optimizer`` names it.
     """
 
-    family = "parameter-server"
     needs = ("Open MPI and mpi4py on every host, started by mpirun (N+1 ranks: rank 0 is the parameter server) "
              "with passwordless ssh between the hosts")
     takes_window = True
@@ -181,6 +181,6 @@ def placement_details(placement: Any, workers: int) -> dict[str, Any]:
 
 
 register_family("mpi_ps", [type(f"MPIPS_{o}", (MPIPS,), {
-    "name": f"mpi_ps:{o}", "optimizer": o, "__module__": __name__, "synchronous": spec.kind == "sync",
+    "name": f"mpi_ps:{o}", "optimizer": o, "__module__": __name__, "synchronous": spec.kind == SyncKind.SYNC,
     "description": f"{DISPLAY[o]} ({spec.kind}) over MPI (mpi4py): server on rank 0, replicas on ranks 1..N"})
     for o, spec in OPTIMIZERS.items()])

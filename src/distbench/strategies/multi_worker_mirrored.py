@@ -155,7 +155,6 @@ class MultiWorkerMirrored(Strategy):
 
     name = "multi_worker_mirrored"
     description = "tf.distribute.MultiWorkerMirroredStrategy: N processes, collective all-reduce (TF_CONFIG)"
-    family = "tf.distribute"
     needs = ("TensorFlow on every host and a TF_CONFIG per worker (the cluster's addresses and the task's index), "
              "every worker started by you or a scheduler, a port open between every pair of workers")
     worker_entries = {"tf": "distbench.harness.cluster:tf_command",

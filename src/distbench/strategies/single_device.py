@@ -19,7 +19,6 @@ class SingleDevice(Strategy):
 
     name = "single"
     description = "single-device baseline (OneDeviceStrategy: GPU 0 if present, else CPU)"
-    family = "baseline"
     needs = "TensorFlow only; one device, no cluster"
     uses_network = False
 

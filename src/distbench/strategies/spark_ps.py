@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from distbench.config import ExperimentConfig
+from distbench.contracts import PlacementKind, SyncKind
 from distbench.launch.commands import exchange_timeout
 from distbench.ps_async.rules import DISPLAY, OPTIMIZERS
 from distbench.strategies.base import Availability, LaunchContext, Strategy, StrategyUnavailable
@@ -85,7 +86,6 @@ class SparkPS(Strategy):
     names it.
     """
 
-    family = "parameter-server"
     worker_entries = {"spark-engine": "distbench.harness.spark_engine:engine_command"}
     needs = ("a Spark cluster (standalone, YARN or Kubernetes) with Java 17+, PySpark and TensorFlow on every "
              "executor, and the driver (which runs the parameter server) reachable from the executors")
@@ -120,7 +120,7 @@ class SparkPS(Strategy):
         from distbench.ps_async.spark_spec import check_planned_slots, parse_master
 
         pl, conf = ctx.placement, dict(ctx.config.spark.conf)
-        if pl.kind == "emulated":  # a standalone cluster on the emulated hosts, for this configuration
+        if pl.kind == PlacementKind.EMULATED:  # a standalone cluster on the emulated hosts, for this configuration
             from distbench.cluster.spark_standalone import StandaloneCluster
 
             conf.setdefault("spark.driver.host", pl.driver)
@@ -133,7 +133,7 @@ class SparkPS(Strategy):
             found = {f"replica {w}": ns for w, ns in enumerate(out.extra.get("per_worker_netns") or [])}
             out.extra.update(pl.describe({}, driver=["driver (parameter server)"], found=found))
             return out
-        if pl.kind == "ssh" and not ctx.config.spark.master:
+        if pl.kind == PlacementKind.SSH and not ctx.config.spark.master:
             raise StrategyUnavailable("on a cluster of hosts spark_ps needs [spark] master: a standalone, YARN or "
                                       "Kubernetes cluster whose workers run on those hosts")
         master = ctx.config.spark.master or f"local[{ctx.workers}]"
@@ -151,5 +151,5 @@ class SparkPS(Strategy):
 
 
 register_family("spark_ps", [type(f"SparkPS_{o}", (SparkPS,), {
-    "name": f"spark_ps:{o}", "optimizer": o, "__module__": __name__, "synchronous": spec.kind == "sync",
+    "name": f"spark_ps:{o}", "optimizer": o, "__module__": __name__, "synchronous": spec.kind == SyncKind.SYNC,
     "description": f"{DISPLAY[o]} ({spec.kind}) on Spark: {spec.paper}"}) for o, spec in OPTIMIZERS.items()])

@@ -207,7 +207,6 @@ class TFParameterServer(Strategy):
 
     name = "tf_ps"
     description = "tf.distribute.ParameterServerStrategy + ClusterCoordinator (async, N workers, P ps tasks)"
-    family = "parameter-server"
     synchronous = False
     needs = ("TensorFlow on every host, a TF_CONFIG per task (chief, workers, ps tasks), the workers' and ps "
              "tasks' TensorFlow servers kept running, and a coordinator process")

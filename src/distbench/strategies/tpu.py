@@ -85,7 +85,6 @@ class TPU(Strategy):
 
     name = "tpu"
     description = "tf.distribute.TPUStrategy (needs a reachable TPU)"
-    family = "tf.distribute"
     needs = "a Cloud TPU (a TPU VM or a TPU reachable by TPUClusterResolver); the steps must be TPU-compilable"
     uses_network = False
 
