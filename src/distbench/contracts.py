@@ -13,11 +13,16 @@ nothing else of distbench, so any module may import it without an upward import
 
 They are ``enum.StrEnum``: each member equals, prints and serialises (JSON) as its string, so
 a record or a config keeps the plain words.
+
+- :class:`EngineRequest` and :class:`EngineReply`, the messages between the sweep and a
+  shared engine (one JSON object per line, checked field by field when read).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+import json
 from typing import Any
 
 
@@ -93,3 +98,102 @@ class PlacementKind(enum.StrEnum):
     LOCAL = "local"
     SSH = "ssh"
     EMULATED = "emulated"
+
+
+def _message(cls: type, line: bytes | str) -> dict[str, Any]:
+    """The fields of one JSON line holding a ``cls`` message, each checked against the
+    dataclass' field types (``str``, ``int``, ``float``, ``bool``, or ``X | None``).
+
+    Raises:
+        ValueError: not a JSON object, a field missing or unknown, or of the wrong type.
+    """
+    text = line.decode(errors="replace") if isinstance(line, bytes) else line
+    try:
+        raw = json.loads(text)
+    except ValueError:
+        raise ValueError(f"{cls.__name__}: {text[:80]!r} is not JSON") from None
+    if not isinstance(raw, dict):
+        raise ValueError(f"{cls.__name__}: {text[:80]!r} is not a JSON object")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(raw.keys() - fields.keys())
+    if unknown:
+        raise ValueError(f"{cls.__name__}: unknown field(s) {unknown}; expected {sorted(fields)}")
+    types = {"str": (str, "a string"), "int": (int, "an integer"), "float": ((int, float), "a number"),
+             "bool": (bool, "true or false")}
+    for name, f in fields.items():
+        if name not in raw:
+            if f.default is dataclasses.MISSING:
+                raise ValueError(f"{cls.__name__}: no {name!r}")
+            continue
+        kind, _, optional = str(f.type).partition(" | ")
+        v = raw[name]
+        if v is None and optional == "None":
+            continue
+        accepted, words = types[kind]
+        if not isinstance(v, accepted) or (kind != "bool" and isinstance(v, bool)):
+            raise ValueError(f"{cls.__name__}: {name} = {v!r:.60} is not {words}")
+    return raw
+
+
+@dataclasses.dataclass(frozen=True)
+class EngineRequest:
+    """One configuration sent to a shared engine: one JSON line on its request channel
+    (``distbench.harness.shared_engine``).
+
+    Attributes:
+        key: the configuration's record key (``spark_ps-adag_w2_r0``): its artifacts and
+            logs directory.
+        strategy: the strategy's registry name (``spark_ps:adag``).
+        workers: replicas.
+        window: the communication window of a window sweep, or None.
+        spawn_unix: Unix time (seconds) the sweep sent it: the configuration's spawn.
+        scenario: the straggler scenario as ``Scenario.to_arg`` writes it, or None.
+    """
+
+    key: str
+    strategy: str
+    workers: int
+    window: int | None = None
+    spawn_unix: float = 0.0
+    scenario: str | None = None
+
+    def to_line(self) -> bytes:
+        """The message as one JSON line (UTF-8, ending in a newline)."""
+        return (json.dumps(dataclasses.asdict(self)) + "\n").encode()
+
+    @classmethod
+    def from_line(cls, line: bytes | str) -> "EngineRequest":
+        """The message of :meth:`to_line`.
+
+        Raises:
+            ValueError: not such a message (names the field and what was expected).
+        """
+        return cls(**_message(cls, line))
+
+
+@dataclasses.dataclass(frozen=True)
+class EngineReply:
+    """A shared engine's answer to an :class:`EngineRequest`: the configuration's result is
+    in its artifacts directory.
+
+    Attributes:
+        key: the request's ``key``.
+        closing: the engine ends after this answer (a configuration failed and left its
+            processes in an unknown state): the next configuration starts a new engine.
+    """
+
+    key: str
+    closing: bool = False
+
+    def to_line(self) -> bytes:
+        """The message as one JSON line (UTF-8, ending in a newline)."""
+        return (json.dumps(dataclasses.asdict(self)) + "\n").encode()
+
+    @classmethod
+    def from_line(cls, line: bytes | str) -> "EngineReply":
+        """The message of :meth:`to_line`.
+
+        Raises:
+            ValueError: not such a message (names the field and what was expected).
+        """
+        return cls(**_message(cls, line))

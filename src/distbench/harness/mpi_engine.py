@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import os
 import subprocess
 import sys
@@ -48,6 +47,7 @@ from typing import IO, Any, Iterator
 import click
 import numpy as np
 
+from distbench.contracts import EngineReply, EngineRequest
 from distbench.harness.shared_engine import SharedEngine
 from distbench.launch import commands, process
 
@@ -148,7 +148,7 @@ def rank_output(directory: Path, rank: int) -> Iterator[None]:
             os.close(s)
 
 
-def next_request(comm: Any, inbox: IO[bytes] | None) -> dict[str, Any] | None:
+def next_request(comm: Any, inbox: IO[bytes] | None) -> EngineRequest | None:
     """The next request on every rank: rank 0 reads a line from ``inbox`` and broadcasts
     its length (int64; 0 = end of requests), then its bytes. The other ranks wait in a
     non-blocking broadcast, polling every :data:`IDLE_POLL_S` seconds.
@@ -167,7 +167,7 @@ def next_request(comm: Any, inbox: IO[bytes] | None) -> dict[str, Any] | None:
         return None
     buf = np.frombuffer(line, dtype=np.uint8).copy() if inbox is not None else np.empty(int(size[0]), np.uint8)
     comm.Bcast([buf, buf.size, MPI.BYTE], root=0)
-    return json.loads(buf.tobytes().decode())
+    return EngineRequest.from_line(buf.tobytes())
 
 
 def engine_main(run_dir: Path, requests: Path, replies: Path) -> int:
@@ -210,9 +210,9 @@ def engine_main(run_dir: Path, requests: Path, replies: Path) -> int:
         marks = ({"child_start_unix": entered, "workload_unix": loaded} if first
                  else {"child_start_unix": got, "workload_unix": got})
         first = False
-        key, window = req["key"], req.get("window")
-        strategy = registry.strategy_class(req["strategy"])
-        scenario = Scenario.from_arg(req.get("scenario"))
+        key, window = req.key, req.window
+        strategy = registry.strategy_class(req.strategy)
+        scenario = Scenario.from_arg(req.scenario)
         if rank == 0:
             print(f"distbench mpi engine: {key}", flush=True)
         with rank_output(ranks_dir(run_dir, key), rank):
@@ -226,7 +226,7 @@ def engine_main(run_dir: Path, requests: Path, replies: Path) -> int:
                 continue
             ok = run_configuration(artifacts_dir(run_dir, key), marks,
                                    functools.partial(train, strategy, window, scenario), {"mpi_engine": "shared"})
-        os.write(outbox, (json.dumps({"key": key, "closing": not ok}) + "\n").encode())
+        os.write(outbox, EngineReply(key, closing=not ok).to_line())
         if not ok:  # the replicas may be anywhere in this configuration: end the job
             comm.Abort(1)
     return 0

@@ -11,12 +11,14 @@ where each configuration gets its own placement). At most one engine runs at a t
 configuration that needs another engine, or none, stops the running one first, so no
 idle engine process ever runs beside another configuration.
 
-Parent and engine talk one JSON object per line: the request ``{"key", "strategy",
-"workers", "window", "spawn_unix", "scenario"}`` on the engine's request channel, and
-``{"key"}`` on its reply channel once the configuration's result is written to its
-artifacts directory (:func:`~distbench.harness.runner.run_configuration`), as a child
-process's would be; ``"closing": true`` in the reply says the engine ends after it (the
-next configuration starts a new one). If the engine dies or a configuration runs past its
+Parent and engine talk one JSON object per line, the messages of the ground floor: an
+:class:`~distbench.contracts.EngineRequest` (``key``, ``strategy``, ``workers``, ``window``,
+``spawn_unix``, ``scenario``) on the engine's request channel, and an
+:class:`~distbench.contracts.EngineReply` (``key``) on its reply channel once the
+configuration's result is written to its artifacts directory
+(:func:`~distbench.harness.child.run_configuration`), as a child process's would be;
+``closing`` in the reply says the engine ends after it (the next configuration starts a
+new one). Each side checks what it reads field by field. If the engine dies or a configuration runs past its
 timeout, counted from the configuration's spawn as for a child process, the engine's
 processes are killed, that configuration's record says so, and the next configuration
 starts a fresh engine.
@@ -24,7 +26,6 @@ starts a fresh engine.
 
 from __future__ import annotations
 
-import json
 import os
 import select
 import subprocess
@@ -33,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from distbench.contracts import EngineReply, EngineRequest
 from distbench.launch import process
 
 
@@ -108,12 +110,12 @@ class SharedEngine:
         caller starts a new one for the next configuration.
         """
         t0 = time.monotonic() - max(0.0, time.time() - spawn_unix)
-        req = {"key": key, "strategy": strategy, "workers": workers, "window": window, "spawn_unix": spawn_unix,
-               "scenario": scenario.to_arg() if scenario is not None else None}
+        req = EngineRequest(key, strategy, workers, window, spawn_unix,
+                            scenario.to_arg() if scenario is not None else None)
         if self.proc is None or self._requests is None:
             return self._failed(t0, key, False)
         try:
-            self._requests.write((json.dumps(req) + "\n").encode())
+            self._requests.write(req.to_line())
             self._requests.flush()
         except OSError:  # BrokenPipeError: the engine is gone
             return self._failed(t0, key, True)
@@ -134,9 +136,9 @@ class SharedEngine:
                 self._buf += chunk
                 while b"\n" in self._buf:
                     line, self._buf = self._buf.split(b"\n", 1)
-                    answer = json.loads(line)
-                    if answer.get("key") == key:
-                        if answer.get("closing"):  # it ends after this one: the next starts a new one
+                    answer = EngineReply.from_line(line)
+                    if answer.key == key:
+                        if answer.closing:  # it ends after this one: the next starts a new one
                             self.close(grace_s=10.0)
                         return EngineResult(True, False, "", time.monotonic() - t0)
             elif not self.alive:

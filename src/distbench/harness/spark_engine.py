@@ -25,7 +25,6 @@ group (JVM and Python workers included) is killed.
 from __future__ import annotations
 
 import functools
-import json
 import os
 import subprocess
 import sys
@@ -35,6 +34,7 @@ from typing import IO, Any
 
 import click
 
+from distbench.contracts import EngineReply, EngineRequest
 from distbench.harness.shared_engine import SharedEngine
 from distbench.launch import commands, process
 
@@ -99,29 +99,29 @@ def engine_main(run_dir: Path, master: str, reply_fd: int) -> int:
     spark: Any = None
     first = True
 
-    def train(req: dict[str, Any], art: Path) -> Any:
+    def train(req: EngineRequest, art: Path) -> Any:
         nonlocal spark
-        key, workers = req["key"], int(req["workers"])
+        key, workers = req.key, req.workers
         if spark is None:
             check_planned_slots(parse_master(master), dict(cfg.spark.conf), workers)
             spark = engine.make_session(master, dict(cfg.spark.conf))
         print(f"distbench spark engine: {key}", flush=True)
         ctx = LaunchContext(workload, run_dir, key, workers, art, run_dir / "logs" / key, cfg.run.timeout_s,
-                            req.get("window"), scenario=Scenario.from_arg(req.get("scenario")),
+                            req.window, scenario=Scenario.from_arg(req.scenario),
                             placement=Placement.from_config(cfg.cluster))
-        return registry.get(req["strategy"]).train_on_session(spark, ctx)
+        return registry.get(req.strategy).train_on_session(spark, ctx)
 
     try:
         for line in sys.stdin:
-            req = json.loads(line)
+            req = EngineRequest.from_line(line)
             got = time.time()
             marks = ({"child_start_unix": entered, "workload_unix": loaded} if first
                      else {"child_start_unix": got, "workload_unix": got})
             first = False
-            art = artifacts_dir(run_dir, req["key"])
+            art = artifacts_dir(run_dir, req.key)
             # a configuration that fails is recorded so; the engine goes on with the next one
             run_configuration(art, marks, functools.partial(train, req, art), {"spark_session": "shared"})
-            os.write(reply_fd, (json.dumps({"key": req["key"]}) + "\n").encode())
+            os.write(reply_fd, EngineReply(req.key).to_line())
     finally:
         if spark is not None:
             spark.stop()
