@@ -135,8 +135,25 @@ def _message(cls: type, line: bytes | str) -> dict[str, Any]:
     return raw
 
 
+class _Message:
+    """One JSON line between two processes of distbench (a dataclass' fields)."""
+
+    def to_line(self) -> bytes:
+        """The message as one JSON line (UTF-8, ending in a newline)."""
+        return (json.dumps(dataclasses.asdict(self)) + "\n").encode()
+
+    @classmethod
+    def from_line(cls, line: bytes | str) -> Any:
+        """The message of :meth:`to_line`, an instance of ``cls``.
+
+        Raises:
+            ValueError: not such a message (names the field and what was expected).
+        """
+        return cls(**_message(cls, line))
+
+
 @dataclasses.dataclass(frozen=True)
-class EngineRequest:
+class EngineRequest(_Message):
     """One configuration sent to a shared engine: one JSON line on its request channel
     (``distbench.harness.shared_engine``).
 
@@ -157,22 +174,9 @@ class EngineRequest:
     spawn_unix: float = 0.0
     scenario: str | None = None
 
-    def to_line(self) -> bytes:
-        """The message as one JSON line (UTF-8, ending in a newline)."""
-        return (json.dumps(dataclasses.asdict(self)) + "\n").encode()
-
-    @classmethod
-    def from_line(cls, line: bytes | str) -> "EngineRequest":
-        """The message of :meth:`to_line`.
-
-        Raises:
-            ValueError: not such a message (names the field and what was expected).
-        """
-        return cls(**_message(cls, line))
-
 
 @dataclasses.dataclass(frozen=True)
-class EngineReply:
+class EngineReply(_Message):
     """A shared engine's answer to an :class:`EngineRequest`: the configuration's result is
     in its artifacts directory.
 
@@ -184,16 +188,3 @@ class EngineReply:
 
     key: str
     closing: bool = False
-
-    def to_line(self) -> bytes:
-        """The message as one JSON line (UTF-8, ending in a newline)."""
-        return (json.dumps(dataclasses.asdict(self)) + "\n").encode()
-
-    @classmethod
-    def from_line(cls, line: bytes | str) -> "EngineReply":
-        """The message of :meth:`to_line`.
-
-        Raises:
-            ValueError: not such a message (names the field and what was expected).
-        """
-        return cls(**_message(cls, line))
