@@ -162,7 +162,7 @@ def test_advise_target_names_the_predicted_leader(run_dir):
 
 def test_run_emulate_flag_sets_the_emulated_cluster():
     from distbench import config
-    from distbench.cli import _emulate
+    from distbench.cli.sweep import _emulate
     from distbench.config import ConfigError
 
     cfg = config.override(config.load(None), cluster__emulate=_emulate("4x2@10gbit"))

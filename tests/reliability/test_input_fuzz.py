@@ -200,12 +200,13 @@ def test_sigterm_exits_143_and_ctrl_c_130(tmp_path, monkeypatch):
     # the user test: SIGTERM exited 130 (Ctrl-C's status); shells and schedulers expect 128 + 15
     import signal
 
-    from distbench import api, cli
+    from distbench import api
+    from distbench.cli import sweep
 
     saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         for sig, status in ((signal.SIGTERM, 143), (signal.SIGINT, 130)):
-            monkeypatch.setattr(api, "run_with_progress", lambda *a, sig=sig: cli._interrupt(sig, None))
+            monkeypatch.setattr(api, "run_with_progress", lambda *a, sig=sig: sweep._interrupt(sig, None))
             res = runner.invoke(main, ["run", "--strategies", "single", "--epochs", "1",
                                        "--out", str(tmp_path / f"run{status}")])
             assert res.exit_code == status, res.output

@@ -79,13 +79,14 @@ def test_ctrl_c_while_the_report_is_written_says_how_to_write_it_again(tmp_path,
     from click.testing import CliRunner
 
     from distbench import api, cli
+    from distbench.cli import sweep
     from distbench.results.records import new_record
 
     recs = [new_record("r", "single", 1, 0, "ok")]
     monkeypatch.setattr(api, "run_with_progress", lambda *a, **k: recs)
 
     def interrupted(*a, **k):  # Ctrl-C while the report is written
-        cli._interrupt(signal.SIGINT, None)
+        sweep._interrupt(signal.SIGINT, None)
 
     monkeypatch.setattr(api, "print_report", interrupted)
     out = tmp_path / "run"

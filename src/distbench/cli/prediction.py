@@ -1,0 +1,199 @@
+"""``distbench calibrate`` and ``distbench predict``: a run's compute measured against the
+batch and threads, and the first-order or per-strategy prediction of other clusters."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import click
+
+from distbench import config as config_mod
+from distbench.cli.common import BANDWIDTH, LATENCY, print_warnings, require_results
+from distbench.config import ConfigError, user_errors
+
+
+@click.command()
+@user_errors
+@config_mod.run_dir_param("Run directory made by 'distbench run' (its workload is used).")
+def calibrate(run_dir: str) -> None:
+    """Measure the compute of one step of RUN_DIR's model on this machine against the
+    per-worker batch and the CPU threads (single's own step, a few epochs at each batch);
+    write RUN_DIR/calibration.json for 'predict --target' and 'advise --target'."""
+    from distbench.calibrate import calibrate as measure
+
+    require_results(run_dir)
+    doc = measure(run_dir)
+    for t in sorted({p["threads"] for p in doc["points"]}, reverse=True):
+        pts = sorted((p["batch"], p["step_s"]) for p in doc["points"] if p["threads"] == t)
+        click.echo(f"{t} thread(s): " + ", ".join(f"batch {b}: {s * 1e3:.3g} ms" for b, s in pts))
+    click.echo(f"wrote {Path(run_dir) / 'calibration.json'}")
+
+
+@click.command()
+@click.option("--bandwidth", type=BANDWIDTH, default=None,
+              help="Link bandwidth each way: bytes/s, or with a unit: 10gbit, 100mbit, 1.25GB/s "
+                   "[default: 10gbit = 1.25e9 bytes/s, 10 GbE].")
+@click.option("--latency", type=LATENCY, default=None,
+              help="Per-message latency: seconds, or with a unit: 50us, 0.2ms [default: 50us].")
+@click.option("--window", type=int, default=None,
+              help="Parameter-server communication window, local steps [default: the run's spark_ps/mpi_ps window, "
+                   "else 1].")
+@click.option("--per-worker-batch", type=int, default=None,
+              help="Samples per step per worker, fixed as N grows [default: single's batch]; the step time "
+                   "is scaled linearly from single's.")
+@click.option("--samples", type=int, default=None, help="Training samples per epoch [default: the run's].")
+@click.option("--max-workers", type=int, default=1024, show_default=True, help="Largest N (powers of two from 1).")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
+              help="PNG to write [default: RUN_DIR/predict.png].")
+@click.option("--json", "as_json", is_flag=True, help="Print the predictions as JSON instead of a table.")
+@click.option("--target", help='Instead: predict each strategy the run measured on this cluster, e.g. "4 nodes x 2, '
+                               '10 Gbit/s", "4x8 GPUs @ 25 Gbit/s", "3 nodes x 1, 1gbit, emulated" (per-strategy '
+                               "model calibrated from the run; the first-order options do not apply).")
+@click.option("--against", "against", type=click.Path(file_okay=False), default=None,
+              help="With --target: a run made on that cluster (real or emulated): its measured epoch times and times "
+                   "to target next to the prediction.")
+@click.option("--node-step", type=float, default=None,
+              help="With --target: seconds of single's step at the run's global batch measured on one target node "
+                   "[default: a node computes like this machine].")
+@user_errors
+@config_mod.run_dir_param("Run directory with at least one ok 'single' record (its step time and model size "
+                          "are used).")
+def predict(run_dir: str, bandwidth: float | None, latency: float | None, window: int | None,
+            per_worker_batch: int | None, samples: int | None, max_workers: int, plot_path: str | None,
+            as_json: bool, target: str | None, against: str | None, node_step: float | None) -> None:
+    """Predict seconds per epoch for ring-allreduce and single-parameter-server training on N = 1, 2,
+    4, ... workers (per-worker batch fixed) from a run's step time and model size; print a table and
+    write a plot (distbench/predict.py). With --target: each strategy's epoch time, time to target and
+    rank on that cluster, from the per-strategy model calibrated on the run (distbench/costmodel.py)."""
+    import textwrap
+
+    print_warnings()  # a bare --latency 50 (seconds): said once the command line parsed
+    if target is not None or node_step is not None or against is not None:
+        return _predict_target(run_dir, target, node_step, as_json, against, {
+            "--bandwidth": bandwidth, "--latency": latency, "--window": window, "--samples": samples,
+            "--per-worker-batch": per_worker_batch, "--plot": plot_path})
+
+    from distbench import predict as model
+    from distbench.results.terminal import output_width
+
+    try:
+        inp = model.inputs_from_run(run_dir)
+        for flag, v in (("--window", window), ("--per-worker-batch", per_worker_batch), ("--samples", samples),
+                        ("--max-workers", max_workers)):
+            if v is not None and v < 1:
+                raise ValueError(f"{flag} {v}: expected an integer >= 1 (or leave it out for the default)")
+        for flag, v, lo in (("--bandwidth", bandwidth, "> 0"), ("--latency", latency, ">= 0")):
+            if v is not None and (not math.isfinite(v) or v < 0 or (lo == "> 0" and v == 0)):
+                raise ValueError(f"{flag} {v}: expected a finite number {lo} (bytes/s for --bandwidth, "
+                                 "seconds for --latency)")
+        b = per_worker_batch or inp.global_batch
+        bw = model.DEFAULT_BANDWIDTH_BPS if bandwidth is None else bandwidth
+        lat = model.DEFAULT_LATENCY_S if latency is None else latency
+        win = window or inp.window or 1
+        ns = [n for n in model.POWERS_OF_TWO + tuple(2 ** k for k in range(11, 21)) if n <= max_workers]
+        preds = model.predict(inp.step_s * b / inp.global_batch, inp.model_bytes, samples or inp.n_train, b,
+                              bw, lat, ns, win)
+    except ValueError as e:
+        raise ConfigError(f"predict: {e}") from None
+    png_path = plot_path or Path(run_dir) / "predict.png"
+    try:
+        png = model.plot(preds, png_path, f"{run_dir}: {inp.model_bytes / 1e6:.3g} MB model, "
+                         f"{bw / 1e9:.3g} GB/s, {lat * 1e6:.0f} us, batch {b}/worker")
+    except OSError as e:
+        raise ConfigError(f"predict: cannot write the plot {str(png_path)!r} ({e.strerror or e}); "
+                          "pass --plot with a path in a writable folder") from None
+    measured = model.measured_vs_predicted(run_dir, inp, bw, lat)
+    if as_json:
+        click.echo(json.dumps({"inputs": {**inp.__dict__, "per_worker_batch": b, "bandwidth_Bps": bw,
+                                          "latency_s": lat, "window": win}, "predictions": model.to_json(preds),
+                               "measured": [{**m.__dict__, "ratio": m.ratio} for m in measured]}, indent=2))
+        return
+    from rich.console import Console
+    from rich.markup import escape
+
+    from distbench.results.terminal import print_fitted
+
+    width = output_width()
+    for text in (f"compute per step: {inp.step_s * 1e3:.2f} ms at batch {inp.global_batch} ({inp.source}; "
+                 f"train_s/steps = {inp.step_s_all * 1e3:.2f} ms), {inp.step_s * b / inp.global_batch * 1e3:.2f} ms "
+                 f"at {b}/worker",
+                 f"model {inp.model_bytes:,} bytes; bandwidth {bw:.3g} B/s; latency {lat:.3g} s; PS window {win}; "
+                 f"{samples or inp.n_train:,} samples per epoch; per-worker batch fixed as N grows"):
+        click.echo(text if width is None else textwrap.fill(text, width))
+    console, _ = print_fitted(model.TABLE_HEADERS, model.table_rows(preds), Console(highlight=False), left=(),
+                              block_head=1, drop=("allreduce comm/step", "PS comm/window", "steps/epoch"))
+    thin = [p.workers for p in preds if p.steps_per_epoch < 1]
+    if thin:
+        console.print(escape(f"from {thin[0]} workers each worker takes less than one step per epoch: the data, not "
+                             "the model, limits those rows (give --samples for a larger dataset); the parameter "
+                             "server still pays one whole exchange per worker and epoch"))
+    if measured:
+        console.print(escape(f"measured in {run_dir} next to the model's prediction for the same setting (its global "
+                             "batch split over N workers, its window and link rate; steady-state epochs 2..E):"))
+        print_fitted(model.MEASURED_HEADERS, model.measured_rows(measured), console, left=("strategy", "scheme"),
+                     block_head=3, drop=("measured s/epoch", "predicted s/epoch"))
+        console.print(escape(model.MEASURED_LEGEND))
+    console.print(escape("first-order model: no contention, stragglers, compute/communication overlap, per-call "
+                         "framework costs or topology; trust the shape of scaling, not absolute times "
+                         "(docs/predict.md, 'Commands')"))
+    console.print(escape(f"wrote {png}"), soft_wrap=True)
+
+
+def _predict_target(run_dir: str, target_text: str | None, node_step: float | None, as_json: bool,
+                    against: str | None, first_order_flags: dict[str, Any]) -> None:
+    """``distbench predict RUN_DIR --target TEXT``: the per-strategy table (or JSON).
+
+    Raises:
+        ConfigError: ``--node-step`` or ``--against`` without ``--target``, or with the first-order
+            table's options (``first_order_flags``: each flag's value); a bad target or step; what
+            the model misses.
+    """
+    from distbench import costmodel
+    from distbench.calibrate import ensure as ensure_calibration
+    from distbench.results.advice import parse_target
+
+    first_order = [f for f, v in first_order_flags.items() if v is not None]
+    if target_text is None:
+        raise ConfigError("predict: --node-step and --against need --target (the cluster they are about)")
+    if first_order:
+        raise ConfigError(f"predict: {' and '.join(first_order)} belongs to the first-order table: give --target "
+                          "(per-strategy model, the link in its text) or the first-order options, not both")
+    tgt = parse_target(target_text)
+    if node_step is not None and not (math.isfinite(node_step) and node_step > 0):
+        raise ConfigError(f"predict: --node-step {node_step}: expected seconds > 0 (single's step at the run's "
+                          "global batch, measured on one target node)")
+    require_results(run_dir)
+    ensure_calibration(run_dir)
+    try:
+        preds, inputs = costmodel.predict_strategies(run_dir, tgt.cluster(node_step))
+    except ValueError as e:
+        raise ConfigError(f"predict: {e}") from None
+    if against is not None:
+        require_results(against)
+    measured = costmodel.measured_on(against, tgt.workers) if against is not None else None
+    if as_json:
+        click.echo(json.dumps({"target": {"text": tgt.text, "nodes": tgt.nodes, "per_node": tgt.per_node,
+                                          "bandwidth_Bps": tgt.bandwidth_Bps, "latency_s": tgt.latency_s,
+                                          "emulated": tgt.emulated, "inputs": inputs,
+                                          "strategies": [p.__dict__ for p in preds]},
+                               **({"measured": measured} if measured is not None else {})}, indent=2))
+        return
+    from rich.console import Console
+    from rich.markup import escape
+
+    from distbench.results.terminal import print_fitted
+
+    console = Console(highlight=False)
+    console.print(escape(costmodel.describe(tgt.text, tgt.cluster(node_step), inputs)))
+    print_fitted(costmodel.TABLE_HEADERS, costmodel.table_rows(preds, inputs["target_accuracy"]), console,
+                 left=("strategy", "notes"), block_head=2, drop=("compute", "framework", "link"))
+    if measured is not None:
+        rows = costmodel.against_rows(preds, measured)
+        console.print(escape(f"measured in {against} at {tgt.workers} workers (median [min-max] over repeats; "
+                             "ratio = predicted / measured):" if rows else
+                             f"{against} has no ok row at {tgt.workers} workers of a predicted strategy"))
+        if rows:
+            print_fitted(costmodel.AGAINST_HEADERS, rows, console, left=("strategy",), block_head=1)
