@@ -61,7 +61,9 @@ def run_config(cfg: ExperimentConfig, run_dir: Path, resume: bool = False, flags
     """
     from distbench.harness.evaluate import hide_accelerators
     from distbench.harness.matrix import expand
-    from distbench.harness.runner import check_cluster_ready, check_run_dir, prepare_run_dir, run_sweep, time_breakdown
+    from distbench.harness.assembly import time_breakdown
+    from distbench.harness.rundir import check_run_dir, prepare_run_dir
+    from distbench.harness.runner import check_cluster_ready, run_sweep
     from distbench.results.store import read_records, recorded
     from distbench.results.terminal import output_width, wrap_text
 
@@ -354,9 +356,9 @@ def compare(model: Any = None, data: Any = None, *, strategies: str | list[str] 
         Interrupted: Ctrl-C during the sweep (the records so far are kept in ``out``).
     """
     from distbench import config as config_mod
-    from distbench.harness.runner import check_run_dir
+    from distbench.harness.rundir import check_run_dir
 
-    from distbench.harness.runner import recorded_config
+    from distbench.harness.rundir import recorded_config
 
     t0 = time.time()
     run_dir = Path(out) if out is not None else Path(f"runs/{time.strftime('%Y%m%d-%H%M%S')}")

@@ -12,7 +12,9 @@ import pytest
 
 from distbench import config
 from distbench.harness.matrix import auto_round, expand
-from distbench.harness.runner import make_record, prepare_run_dir, run_sweep
+from distbench.harness.assembly import make_record
+from distbench.harness.rundir import prepare_run_dir
+from distbench.harness.runner import run_sweep
 from distbench.results.records import Status
 from distbench.results.store import read_records
 from tests.conftest import distbench

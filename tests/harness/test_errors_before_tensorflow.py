@@ -83,7 +83,7 @@ def test_bad_input_after_tensorflow_skips_the_interpreter_teardown(monkeypatch, 
 def test_a_resume_names_every_changed_setting_in_every_section(tmp_path):
     # the user test: a change to [model] and [training] named only the [model] one
     from distbench.config import ConfigError
-    from distbench.harness.runner import check_run_dir
+    from distbench.harness.rundir import check_run_dir
 
     run = _used_run_dir(tmp_path)
     cfg = config.override(config.load(None), training__epochs=2, model__hidden=[32])

@@ -7,7 +7,7 @@ import pytest
 from distbench import config
 from distbench.config import ConfigError
 from distbench.harness.matrix import ConfigPoint, expand
-from distbench.harness.runner import prepare_run_dir
+from distbench.harness.rundir import prepare_run_dir
 
 
 def test_expand_repeats_and_single_runs_once_per_repeat():
@@ -49,7 +49,7 @@ def test_resume_inherits_the_recorded_options(tmp_path):
     from click.testing import CliRunner
 
     from distbench.cli import main
-    from distbench.harness.runner import recorded_config
+    from distbench.harness.rundir import recorded_config
 
     cfg = config.override(config.load(None), training__epochs=2, training__target_accuracy=0.5,
                           run__strategies=["single", "mirrored"])
@@ -74,7 +74,7 @@ def test_resume_inherits_the_recorded_options(tmp_path):
 
 
 def test_failure_reason_names_the_jvm_cause_of_a_py4j_error():
-    from distbench.harness.runner import failure_reason
+    from distbench.harness.child import failure_reason
 
     class Py4JJavaError(Exception):
         pass
@@ -90,7 +90,7 @@ def test_failure_reason_names_the_jvm_cause_of_a_py4j_error():
 
 
 def test_failure_reason_never_ends_mid_sentence():
-    from distbench.harness.runner import failure_reason
+    from distbench.harness.child import failure_reason
     from distbench.launch.ranks import HorovodJobError
 
     # A cause announcing its next lines ("...was:") is completed by them, not cut after the colon.
@@ -111,7 +111,7 @@ def test_failure_reason_never_ends_mid_sentence():
 
 
 def test_recorded_learning_rate_is_the_one_each_strategy_trains_with(tmp_path):
-    from distbench.harness.runner import base_fields
+    from distbench.harness.assembly import base_fields
 
     cfg = config.override(config.load(None), training__epochs=1, training__lr_scaling="linear")
     wl = prepare_run_dir(cfg, tmp_path / "r", resume=False)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from distbench.harness.runner import PHASE_MARKS, phases, time_breakdown
+from distbench.harness.assembly import phases, time_breakdown
+from distbench.harness.child import PHASE_MARKS
 from distbench.training import TrainOutput
 
 

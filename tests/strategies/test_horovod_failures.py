@@ -16,7 +16,7 @@ import numpy as np
 import psutil
 import pytest
 
-from distbench.harness.runner import failure_reason
+from distbench.harness.child import failure_reason
 from distbench.results.store import read_records
 from distbench.launch import ranks as F
 from tests.plugins import faults

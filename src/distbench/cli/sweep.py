@@ -123,7 +123,7 @@ def _run_config(config_file: str | None, resume: bool, out: str | None, preset: 
         ConfigError: CONFIG_FILE is a directory; ``--resume`` without a run directory, or
             with one that does not exist; a bad config or preset.
     """
-    from distbench.harness.runner import recorded_config
+    from distbench.harness.rundir import recorded_config
 
     if config_file and os.path.isdir(config_file):
         recorded = os.path.join(config_file, "config.json")

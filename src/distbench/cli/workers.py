@@ -75,7 +75,7 @@ def worker_config(run_dir: str, key: str, strategy: str, workers: int, window: i
     nothing the sweep needs."""
     import logging
 
-    from distbench.harness.runner import child_main
+    from distbench.harness.child import child_main
     from distbench.scenario import Scenario
 
     code = child_main(Path(run_dir), key, strategy, workers, window, Scenario.from_arg(scenario))

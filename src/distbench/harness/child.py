@@ -1,5 +1,5 @@
 """The child side of the harness contract, shared by the per-configuration child process
-(:func:`distbench.harness.runner.child_main`) and the shared engines
+(:func:`child_main`, ``distbench worker config``) and the shared engines
 (:mod:`distbench.harness.mpi_engine`, :mod:`distbench.harness.spark_engine`): where a
 configuration leaves its outputs, how one configuration's training is run and its result
 (or failure) written, and the one-line reason of a failure. Below the runner and the
@@ -14,9 +14,15 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable
 
+from distbench.cluster.placement import Placement
 from distbench.contracts import Status, StrategyUnavailable, TrainingFailed
+from distbench.launch import process
+from distbench.scenario import Scenario
+from distbench.strategies import registry
+from distbench.strategies.base import LaunchContext
 from distbench.text import clip
 from distbench.training.output import TrainOutput, write_child_result
+from distbench.workload import Workload
 
 
 def artifacts_dir(run_dir: Path, key: str) -> Path:
@@ -96,3 +102,26 @@ def run_configuration(art: Path, marks: dict[str, float], train: Callable[[], Tr
                            failed_process=failed.failed_process if failed else None,
                            details=failed.details if failed else None)
         return False
+
+
+def child_main(run_dir: Path, key: str, strategy: str, workers: int, window: int | None = None,
+               scenario: Scenario | None = None) -> int:
+    """Entry of the per-configuration child process (``distbench worker config``).
+
+    Trains with the strategy and saves its :class:`TrainOutput`; on
+    :class:`StrategyUnavailable` or an exception it writes a ``result.json`` with that
+    status and reason. Returns the process exit code (0 ok/unavailable, 1 failed).
+    """
+    marks = {"child_start_unix": time.time()}
+    process.install_cleanup_handler()
+    art = artifacts_dir(run_dir, key)
+
+    def train() -> TrainOutput:
+        workload = Workload.load(run_dir, cached=True)
+        marks["workload_unix"] = time.time()
+        ctx = LaunchContext(workload, run_dir, key, workers, art, run_dir / "logs" / key,
+                            workload.config.run.timeout_s, window, scenario=scenario,
+                            placement=Placement.from_config(workload.config.cluster))
+        return registry.get(strategy).launch(ctx)
+
+    return 0 if run_configuration(art, marks, train) else 1

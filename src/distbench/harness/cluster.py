@@ -29,7 +29,8 @@ from distbench import config as config_mod
 from distbench.harness.evaluate import Evaluator
 from distbench.harness.matrix import ConfigPoint
 from distbench.harness.progress import result_detail
-from distbench.harness.runner import artifacts_dir, ok_record
+from distbench.harness.assembly import ok_record
+from distbench.harness.child import artifacts_dir
 from distbench.results import provenance
 from distbench.results.store import RESULTS_FILE, append_record
 from distbench.scenario import Scenario

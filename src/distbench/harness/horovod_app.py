@@ -35,7 +35,9 @@ from distbench.config import ConfigError
 from distbench.harness.evaluate import Evaluator
 from distbench.harness.matrix import ConfigPoint
 from distbench.harness.progress import result_detail
-from distbench.harness.runner import artifacts_dir, ok_record, prepare_run_dir
+from distbench.harness.assembly import ok_record
+from distbench.harness.child import artifacts_dir
+from distbench.harness.rundir import prepare_run_dir
 from distbench.results import provenance
 from distbench.results.records import config_id
 from distbench.results.store import append_record, read_records

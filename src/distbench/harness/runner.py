@@ -3,13 +3,15 @@ logs in ``<run_dir>/logs/``, one record appended per configuration as it finishe
 ``--resume`` skipping what is recorded, and progress shown with rich.
 
 Process layout: ``distbench run`` (this module, :func:`run_sweep`) spawns, per
-configuration, ``python -m distbench worker config ...`` (:func:`child_main`) in a new
+configuration, ``python -m distbench worker config ...``
+(:func:`~distbench.harness.child.child_main`) in a new
 process group; the child loads the workload and calls the strategy's ``launch``, which
 trains in the child or starts more processes. The child saves a
 :class:`~distbench.training.TrainOutput` in ``<run_dir>/artifacts/<key>/``; the parent
-evaluates it (:mod:`distbench.harness.evaluate`) and writes the record. The ``spark_ps``
-and ``mpi_ps`` configurations go to one engine shared by the sweep instead
-(:mod:`distbench.harness.shared_engine`), which leaves the same result.
+evaluates it (:mod:`distbench.harness.evaluate`) and writes the record
+(:mod:`distbench.harness.assembly`). The ``spark_ps`` and ``mpi_ps`` configurations go to one
+engine shared by the sweep instead (:mod:`distbench.harness.shared_engine`), which leaves the
+same result. The run directory itself is :mod:`distbench.harness.rundir`'s.
 """
 
 from __future__ import annotations
@@ -19,257 +21,30 @@ import functools
 import logging
 import json
 import os
-import shutil
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from distbench.config import ConfigError, ExperimentConfig, from_dict
+from distbench.config import ConfigError, ExperimentConfig
 from distbench import gpu
 from distbench.harness import progress
-from distbench.harness.child import (  # noqa: F401 (re-exported: the engines' and apps' contract)
-    PHASE_MARKS, artifacts_dir, failure_reason, run_configuration)
+from distbench.harness.child import artifacts_dir
+from distbench.harness.assembly import make_record, no_timings, ok_record
 from distbench.harness.evaluate import Evaluator
 from distbench.harness.engines import close_engines, engine_for, stop_unless_reused
 from distbench.harness.matrix import ConfigPoint, auto_round, expand
+from distbench.harness.rundir import prepare_run_dir
 from distbench.results import provenance
-from distbench.results.records import Status, new_record
+from distbench.results.records import Status
 from distbench.results.store import append_record, read_records, recorded
-from distbench.scenario import Scenario
-from distbench.cluster.placement import CLUSTER_ID_ENV, Placement
+from distbench.cluster.placement import CLUSTER_ID_ENV
 from distbench.launch import commands, process
 from distbench.strategies import registry
-from distbench.strategies.base import Availability, LaunchContext
-from distbench.training import TrainOutput
+from distbench.strategies.base import Availability
 from distbench.training.output import SNAPS_FILE, ChildResult, read_child_result
-from distbench.workload import CONFIG_FILE, WORKLOAD_DIR, Workload, checked_dataset, remove_dataset_cache
+from distbench.workload import Workload, remove_dataset_cache
 
 _LOG = logging.getLogger("distbench.harness.runner")
-WORKLOAD_SECTIONS = ("data", "model", "training")
-
-
-def recorded_config(run_dir: Path) -> ExperimentConfig:
-    """The config recorded in ``run_dir`` (keys added since then hold their defaults).
-
-    Raises:
-        ConfigError: no readable config file there, or one this version cannot read.
-    """
-    path = run_dir / CONFIG_FILE
-    try:
-        raw = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        raise ConfigError(f"--resume: cannot read {str(path)!r} ({e}); expected a run directory made by "
-                          "'distbench run'") from None
-    try:
-        return from_dict(raw)
-    except ConfigError as e:
-        raise ConfigError(f"--resume: the config recorded in {str(path)!r} cannot be read by this version ({e}); "
-                          "pass the run's TOML file as CONFIG_FILE") from None
-
-
-def check_run_dir(cfg: ExperimentConfig, run_dir: Path, resume: bool, flags: dict[str, str] | None = None) -> None:
-    """The run-directory errors, which need no TensorFlow: ``distbench run`` checks them
-    before importing it, so a used ``--out`` is refused at once (0.3 s on 2 cores; after
-    TensorFlow's import it took 4.7-8.6 s there, 18.8 s on a newcomer's machine).
-
-    Args:
-        cfg: the sweep's config.
-        run_dir: the run directory.
-        resume: continue the run in ``run_dir``.
-        flags: ``section.key`` -> the command-line flag that set it (named in errors).
-
-    Raises:
-        ConfigError: results already exist without ``--resume``; or on resume the
-            data/model/training settings differ from the recorded ones (naming each
-            setting, its recorded and given value and the flag that changed it).
-    """
-    if not (run_dir / WORKLOAD_DIR).exists():
-        return
-    if not resume:
-        raise ConfigError(f"run directory {run_dir} already holds a run: pass --resume to continue it, "
-                          "or choose a new --out directory")
-    raw = json.loads((run_dir / CONFIG_FILE).read_text())
-    new = cfg.to_dict()
-    defaults = ExperimentConfig().to_dict()  # keys added since the run was made hold their defaults
-    flags = flags or {}
-    old = {sec: {**defaults[sec], **raw.get(sec, {})} for sec in WORKLOAD_SECTIONS}
-    changed = [(sec, k) for sec in WORKLOAD_SECTIONS for k, v in new[sec].items() if old[sec].get(k) != v]
-    if not changed:
-        return
-    keys = [f"{sec}.{k}" for sec, k in changed]
-    diff = "; ".join(f"{key} recorded {old[sec].get(k)!r}, given {new[sec][k]!r}"
-                     + (f" by {flags[key]}" if key in flags else "") for key, (sec, k) in zip(keys, changed))
-    named = [flags[key] for key in keys if key in flags]
-    fix = (f"drop {' and '.join(named)} (the recorded values are used)" if named else
-           "give the recorded values in CONFIG_FILE, or leave CONFIG_FILE out to use the recorded config")
-    if keys == ["training.target_accuracy"]:  # scored after the run: no new training needed
-        fix += (f"; to score the recorded runs against another target, use 'distbench report {run_dir} "
-                f"--target-accuracy {new['training']['target_accuracy']}'")
-    raise ConfigError(f"--resume: the workload must stay identical to the run in {run_dir}, but {diff}; "
-                      f"{fix}, or use a new --out")
-
-
-def prepare_run_dir(cfg: ExperimentConfig, run_dir: Path, resume: bool,
-                    flags: dict[str, str] | None = None, before_model: Callable[[], None] | None = None) -> Workload:
-    """Create the workload in a new run directory, or load it for ``--resume``.
-
-    Everything that needs no TensorFlow is checked before the model is built: the run
-    directory (:func:`check_run_dir`) and the data (:func:`~distbench.workload.checked_dataset`);
-    building the model imports TensorFlow, and its errors (a factory that fails, an output
-    of the wrong shape) need it.
-
-    Args:
-        cfg: the sweep's config.
-        run_dir: the run directory.
-        resume: continue the run in ``run_dir``.
-        flags: ``section.key`` -> the command-line flag that set it (named in errors).
-        before_model: called once those checks pass, before a new run's model is built
-            (``distbench run``: :func:`~distbench.harness.evaluate.hide_accelerators`, which
-            imports TensorFlow quietly and off the GPUs; a Horovod rank keeps its GPU).
-
-    Returns:
-        the run's :class:`~distbench.workload.Workload`.
-
-    Raises:
-        ConfigError: see :func:`check_run_dir`; the data or the model are invalid.
-    """
-    check_run_dir(cfg, run_dir, resume, flags)
-    if not (run_dir / WORKLOAD_DIR).exists():
-        dataset = checked_dataset(cfg)  # bad data files are reported before TensorFlow is imported
-        if before_model is not None:
-            before_model()
-        created = not run_dir.exists()
-        try:
-            run_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise ConfigError(f"cannot create the run directory {str(run_dir)!r} ({e.strerror or e}); "
-                              "pass --out with a path in a writable folder") from None
-        try:
-            return Workload.create(cfg, run_dir, dataset)
-        except BaseException:
-            if created:  # leave nothing that looks like a run
-                shutil.rmtree(run_dir, ignore_errors=True)
-            raise
-    (run_dir / CONFIG_FILE).write_text(json.dumps(cfg.to_dict(), indent=2))  # new sweep settings (run/ps/spark)
-    return Workload.load(run_dir)
-
-
-def base_fields(workload: Workload, point: ConfigPoint, replicas: int) -> dict[str, Any]:
-    """Record fields known before a configuration runs.
-
-    ``learning_rate`` is the local optimizer's, as the strategy trains with it: scaled by
-    the replicas under ``lr_scaling = "linear"`` only where the strategy applies the
-    scaling (:attr:`~distbench.strategies.base.Strategy.scales_learning_rate`).
-    """
-    t = workload.config.training
-    scaled = registry.strategy_class(point.strategy).scales_learning_rate
-    return {
-        "global_batch_size": t.global_batch_size,
-        "per_replica_batch_size": t.global_batch_size // replicas,
-        "replicas": replicas,
-        "epochs": t.epochs,
-        "learning_rate": workload.learning_rate(replicas if scaled else 1),
-        "lr_scaling": t.lr_scaling,
-        "optimizer": t.optimizer,
-        "target_accuracy": t.target_accuracy,
-        "initial_weights_sha256": workload.initial_weights_sha256,
-        "workload": workload.describe(),
-    }
-
-
-def make_record(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[str, Any], status: Status,
-                replicas: int | None = None, **fields: Any) -> dict[str, Any]:
-    """A record of ``point`` with the fields every record carries (:func:`base_fields`, the
-    provenance) and ``fields``; the one place the harness builds records (through
-    :func:`distbench.results.records.new_record`).
-
-    Args:
-        replicas: replicas that trained (default: the strategy's count for ``point.workers``).
-    """
-    if replicas is None:
-        replicas = registry.get(point.strategy).replicas(point.workers)
-    base = base_fields(workload, point, replicas)
-    return new_record(run_id, point.strategy, point.workers, point.repeat, status, point.window,
-                      point.bandwidth, scenario=point.scenario, **{**base, "provenance": prov, **fields})
-
-
-def phases(out: TrainOutput, spawn_unix: float, total_s: float, eval_s: float) -> dict[str, float]:
-    """Where a configuration's wall time went, in seconds, from the child's timestamps.
-
-    Keys (each >= 0; together they add up to ``total_s + eval_s`` within clock noise):
-    ``process_start_s`` (spawn of the configuration's process to its entry: Python and
-    distbench imports), ``workload_s`` (loading the run's workload and initial weights),
-    ``engine_start_s`` (the strategy's own start-up to its first step: TensorFlow import,
-    worker processes, Spark session/executors, horovodrun/mpirun and rendezvous, TF
-    servers; tracing excluded), ``trace_s`` (tracing the step before the clock),
-    ``train_s`` (the training clock), ``off_clock_s`` (during training but off its clock:
-    per-epoch snapshots, plus the engine's teardown before the strategy returns),
-    ``exit_s`` (saving the output and leaving the process) and ``eval_s`` (evaluation in the
-    sweep's process). When the child recorded no timestamps (a strategy run under the
-    user's own launcher: horovodrun, mpirun, TF_CONFIG, spark-submit), the phases it cannot
-    tell apart are not guessed: ``engine_start_s`` is then everything from ``spawn_unix`` to
-    the first step but tracing (process start and workload included), ``off_clock_s``
-    everything from the end of the training clock to ``total_s`` (exit included), and
-    ``process_start_s``, ``workload_s`` and ``exit_s`` are absent.
-
-    Args:
-        out: the child's output; its ``extra`` holds :data:`PHASE_MARKS` (popped).
-        spawn_unix: Unix time the sweep spawned the child.
-        total_s: seconds from the spawn to the child's exit.
-        eval_s: evaluation seconds.
-    """
-    marks = out.extra.pop(PHASE_MARKS, None)
-    trace = float(out.extra.get("trace_s") or 0.0)
-    if not marks:
-        coarse = {"engine_start_s": out.first_step_unix - spawn_unix - trace, "trace_s": trace,
-                  "train_s": out.train_s, "off_clock_s": spawn_unix + total_s - out.first_step_unix - out.train_s,
-                  "eval_s": eval_s}
-        return {k: round(max(0.0, v), 4) for k, v in coarse.items()}
-    start, loaded, end = marks["child_start_unix"], marks["workload_unix"], marks["launch_end_unix"]
-    raw = {"process_start_s": start - spawn_unix, "workload_s": loaded - start,
-           "engine_start_s": out.first_step_unix - loaded - trace, "trace_s": trace, "train_s": out.train_s,
-           "off_clock_s": end - out.first_step_unix - out.train_s, "exit_s": spawn_unix + total_s - end,
-           "eval_s": eval_s}
-    return {k: round(max(0.0, v), 4) for k, v in raw.items()}
-
-
-PHASE_WORDS = (("train_s", "training"), ("engine_start_s", "engine start-up"), ("process_start_s", "process start"),
-               ("workload_s", "workload load"), ("trace_s", "tracing"), ("off_clock_s", "snapshots and teardown"),
-               ("exit_s", "exit"), ("eval_s", "evaluation"))
-
-
-def time_breakdown(records: list[dict[str, Any]], wall_s: float, setup_s: float = 0.0, report_s: float = 0.0) -> str:
-    """One line saying where a sweep's wall time went: the sum of each phase of
-    :func:`phases` over ``records`` (seconds and share of ``wall_s``), the sweep's own
-    set-up and report, and what none of these accounts for (between configurations:
-    spawning, records, progress; records without phases).
-
-    Args:
-        records: the records this sweep wrote.
-        wall_s: the sweep's wall-clock seconds.
-        setup_s: seconds before the first configuration (config, TensorFlow import in
-            the sweep's process, workload preparation: data load, split, initial weights).
-        report_s: seconds writing and printing the report after the last one.
-    """
-    sums = {k: 0.0 for k, _ in PHASE_WORDS}
-    for r in records:
-        t = r.get("timings") or {}
-        for k in sums:
-            sums[k] += float((t.get("phases") or {}).get(k) or (t.get(k) if k in ("train_s", "eval_s") else 0) or 0)
-    if not records:
-        return f"sweep: nothing to run (every configuration was already recorded); {wall_s:.1f} s"
-    wall = max(wall_s, 1e-9)
-    sums["setup_s"], sums["report_s"] = setup_s, report_s
-    words = PHASE_WORDS + (("setup_s", "sweep set-up (workload, initial weights)"), ("report_s", "report"))
-    parts = [f"{word} {sums[k]:.1f} s ({100 * sums[k] / wall:.0f}%)" for k, word in words if sums[k] >= 0.05]
-    rest = wall_s - sum(sums.values())
-    if rest >= 0.05:
-        parts.append(f"other {rest:.1f} s ({100 * rest / wall:.0f}%: between configurations)")
-    return f"sweep: {len(records)} configuration(s) in {wall_s:.1f} s" + (": " + ", ".join(parts) if parts else "")
-
-
-def _no_timings(total_s: float | None) -> dict[str, float | None]:
-    return {"total_s": total_s, "startup_s": None, "train_s": None, "eval_s": None}
 
 
 def run_point(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[str, Any],
@@ -311,7 +86,7 @@ def run_point(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[st
     if timed_out:  # say where it was: a start-up longer than the timeout reads differently from a slow epoch
         why = f"{why}; it was {progress.phase(run_dir / 'logs', point.key)} when stopped"
         return make_record(workload, point, run_id, prov, Status.TIMEOUT, reason=why, log_tail=tail, log=log_name,
-                           timings=_no_timings(elapsed))
+                           timings=no_timings(elapsed))
     try:
         res = read_child_result(art) if exited_ok or engine is None else None
     except (OSError, ValueError, KeyError) as e:
@@ -322,42 +97,13 @@ def run_point(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[st
         res = res or ChildResult(Status.FAILED, failed_process=failed_process)
         reason = res.reason or why or "no result written"
         return make_record(workload, point, run_id, prov, Status.FAILED, reason=reason, log_tail=tail, log=log_name,
-                           failed_process=res.failed_process, details=res.details, timings=_no_timings(elapsed))
+                           failed_process=res.failed_process, details=res.details, timings=no_timings(elapsed))
     record = ok_record(workload, point, run_id, prov, res.output, evaluator(), elapsed, spawn, log=log_name)
     # The snapshots are evaluated (the record's curve holds what they gave): their file is the
     # model's weights once per epoch (48 MB for the embedded default's 40 epochs of a
     # 300k-parameter MLP), which no later step reads. The final weights stay.
     (art / SNAPS_FILE).unlink(missing_ok=True)
     return record
-
-
-def ok_record(workload: Workload, point: ConfigPoint, run_id: str, prov: dict[str, Any], out: TrainOutput,
-              evaluator: Evaluator, total_s: float, spawn_unix: float, **fields: Any) -> dict[str, Any]:
-    """The record of a configuration that trained: evaluate ``out`` and fill every field.
-
-    Args:
-        total_s: wall seconds of the whole configuration (spawn to end of training).
-        spawn_unix: Unix time the configuration's process (or job) started.
-        fields: extra record fields (e.g. ``log``).
-
-    A ``replicas_in_sync_check`` of ``"failed"`` in ``out.extra`` makes the record
-    ``failed`` ("ranks diverged"), with its numbers kept.
-    """
-    scored = evaluator.score(out, workload.config.training.target_accuracy)
-    phase_s = phases(out, spawn_unix, total_s, scored["eval_s"])
-    extra = dict(out.extra)
-    status, reason = Status.OK, ""
-    if extra.get("replicas_in_sync_check") == "failed":
-        status, reason = Status.FAILED, "ranks diverged: replicas ended with different weights"
-    lr = {"learning_rate": extra["local_learning_rate"]} if extra.get("local_learning_rate") is not None else {}
-    return make_record(
-        workload, point, run_id, prov, status, out.replicas, **lr, reason=reason,
-        timings={"total_s": total_s, "startup_s": max(0.0, out.first_step_unix - spawn_unix),
-                 "train_s": out.train_s, "eval_s": scored.pop("eval_s"), **({"phases": phase_s} if phase_s else {})},
-        samples_per_s=out.samples / out.train_s if out.train_s > 0 else None,
-        steps=out.steps, samples=out.samples, details=extra,
-        hosts=extra.get("cluster_hosts") or [prov.get("hostname")], **scored, **fields,
-    )
 
 
 HOST_CHECK_S = 20.0
@@ -519,26 +265,3 @@ def run_sweep(cfg: ExperimentConfig, run_dir: Path, resume: bool = False,
             todo = next_round()
             total += len(todo)
     return read_records(run_dir)
-
-
-def child_main(run_dir: Path, key: str, strategy: str, workers: int, window: int | None = None,
-               scenario: Scenario | None = None) -> int:
-    """Entry of the per-configuration child process (``distbench worker config``).
-
-    Trains with the strategy and saves its :class:`TrainOutput`; on
-    :class:`StrategyUnavailable` or an exception it writes a ``result.json`` with that
-    status and reason. Returns the process exit code (0 ok/unavailable, 1 failed).
-    """
-    marks = {"child_start_unix": time.time()}
-    process.install_cleanup_handler()
-    art = artifacts_dir(run_dir, key)
-
-    def train() -> TrainOutput:
-        workload = Workload.load(run_dir, cached=True)
-        marks["workload_unix"] = time.time()
-        ctx = LaunchContext(workload, run_dir, key, workers, art, run_dir / "logs" / key,
-                            workload.config.run.timeout_s, window, scenario=scenario,
-                            placement=Placement.from_config(workload.config.cluster))
-        return registry.get(strategy).launch(ctx)
-
-    return 0 if run_configuration(art, marks, train) else 1

@@ -32,8 +32,10 @@ from distbench.config import ConfigError
 from distbench.harness.evaluate import Evaluator
 from distbench.harness.matrix import ConfigPoint, expand, strategy_names
 from distbench.harness.progress import progress_label, result_detail
-from distbench.harness.runner import (artifacts_dir, failure_reason, make_record, ok_record, prepare_run_dir, run_sweep,
-                                      time_breakdown)
+from distbench.harness.assembly import make_record, ok_record, time_breakdown
+from distbench.harness.child import artifacts_dir, failure_reason
+from distbench.harness.rundir import prepare_run_dir
+from distbench.harness.runner import run_sweep
 from distbench.contracts import Status
 from distbench.results.store import RESULTS_FILE, read_records, recorded
 from distbench.strategies import registry

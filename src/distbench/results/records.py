@@ -193,7 +193,7 @@ def new_record(run_id: str, strategy: str, workers: int, repeat: int, status: St
                **fields: Any) -> dict[str, Any]:
     """A record with every key of :data:`REQUIRED_KEYS` (each field's default where not
     given) and ``fields``. Every record of distbench is made here (the harness feeds it
-    from ``harness/runner.py:make_record``).
+    from ``harness/assembly.py:make_record``).
 
     ``window`` is the communication window of a window sweep, ``bandwidth`` the link rate
     of an emulated cluster and ``scenario`` the straggler
