@@ -156,6 +156,26 @@ def test_commit_and_pull_returns_folded_center(make_server, make_client):
     np.testing.assert_array_equal(w[1], np.arange(3) + 2)
 
 
+def test_centre_kept_exactly_at_the_asked_clocks(make_server, make_client):
+    # the epoch snapshots of a run: the centre right after the update that reaches each clock,
+    # not whatever a poller saw later (a busy machine made two identical runs' curves differ)
+    from distbench.ps_async.monitor import CentreMonitor
+
+    srv = make_server()
+    monitor = CentreMonitor(srv, total_updates=4, epochs=2).start()  # boundaries at clocks 2 and 4
+    c = make_client(srv)
+    centres = []
+    for k in range(3):  # the run stops after 3 of its 4 updates
+        centres.append(c.commit_and_pull(ones(1), k, k)[0])
+    assert sorted(srv.snapshots_taken()) == [2]
+    monitor.stop()
+    (t2, e2, clock2, w2), (_, e4, clock4, w4) = monitor.snapshots
+    assert (e2, clock2, e4, clock4) == (1, 2, 2, 3)  # never reached: the centre training left, its clock
+    np.testing.assert_array_equal(w2[1], centres[1][1])
+    np.testing.assert_array_equal(w4[1], centres[2][1])
+    assert not np.array_equal(w2[1], w4[1])
+
+
 # ----------------------------------------------------------------------------- auth
 def test_wrong_secret_is_rejected_and_center_untouched(make_server, make_client):
     srv = make_server()

@@ -1,15 +1,17 @@
 """Snapshots of the centre variable while a parameter-server run trains.
 
-The driver cannot stop the replicas to take a snapshot, so :class:`CentreMonitor`
-polls the server's logical clock in a thread and copies the centre each time the clock
-crosses an epoch boundary (``e * total_updates / epochs`` updates for e = 1..epochs).
-Copying happens on the driver, off the replicas' training clock.
+The driver cannot stop the replicas to take a snapshot, so the server keeps the centre as
+it is right after the update that brings its logical clock to each epoch boundary
+(``e * total_updates / epochs`` updates for e = 1..epochs; :meth:`ParameterServer.snapshot_at
+<distbench.ps_async.server.ParameterServer.snapshot_at>`), and :class:`CentreMonitor` copies
+them out when training ends: off the replicas' training clock, and exactly at the boundary
+whatever the load (a thread polling the clock saw a boundary a few updates late on a busy
+machine, so a synchronous run's curve could differ between two identical runs).
 """
 
 from __future__ import annotations
 
 import math
-import threading
 import time
 from typing import Any
 
@@ -19,51 +21,38 @@ from distbench.contracts import SyncKind
 
 
 class CentreMonitor:
-    """Polls ``server.clock`` and snapshots ``server.center()`` at epoch boundaries.
+    """The centre at each epoch boundary of a parameter-server run.
 
     Args:
         server: a started :class:`~distbench.ps_async.server.ParameterServer`.
         total_updates: updates the centre will receive in the whole run (commits of all
             workers for async optimizers, barrier rounds for sync ones).
         epochs: number of epochs (snapshots).
-        poll_s: polling interval, seconds.
 
     Attributes:
-        snapshots: ``(unix_time, epoch, clock, weights)`` tuples in order.
+        snapshots: ``(unix_time, epoch, clock, weights)`` tuples in order, filled by :meth:`stop`.
     """
 
-    def __init__(self, server: Any, total_updates: int, epochs: int, poll_s: float = 0.01) -> None:
+    def __init__(self, server: Any, total_updates: int, epochs: int) -> None:
         self.server = server
         self.thresholds = [math.ceil(e * total_updates / epochs) for e in range(1, epochs + 1)]
-        self.poll_s = poll_s
         self.snapshots: list[tuple[float, int, int, list[np.ndarray]]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="distbench-centre-monitor", daemon=True)
 
     def start(self) -> "CentreMonitor":
-        """Start polling in a daemon thread; returns ``self``."""
-        self._thread.start()
+        """Ask the server for the epoch boundaries' centres; returns ``self``."""
+        self.server.snapshot_at(self.thresholds)
         return self
 
-    def _take(self, epoch: int) -> None:
-        clock = self.server.clock
-        self.snapshots.append((time.time(), epoch, clock, self.server.center()))
-
-    def _run(self) -> None:
-        nxt = 0
-        while nxt < len(self.thresholds) and not self._stop.is_set():
-            if self.server.clock >= self.thresholds[nxt]:
-                self._take(nxt + 1)
-                nxt += 1
-                continue
-            time.sleep(self.poll_s)
-
     def stop(self) -> None:
-        """Stop polling; snapshot any epoch boundary not yet taken (the run ended)."""
-        self._stop.set()
-        self._thread.join()
-        for e in range(len(self.snapshots) + 1, len(self.thresholds) + 1):
-            self._take(e)
+        """Collect the boundaries' centres; a boundary the run never reached (it ended early
+        or diverged) gets the centre as training left it, with the clock it had."""
+        taken = self.server.snapshots_taken()
+        for e, clock in enumerate(self.thresholds, 1):
+            if clock in taken:
+                t, weights = taken[clock]
+                self.snapshots.append((t, e, clock, weights))
+            else:
+                self.snapshots.append((time.time(), e, self.server.clock, self.server.center()))
 
 
 def centre_output(spec: Any, results: list[dict[str, Any]], snapshots: list[tuple[float, int, int, list[np.ndarray]]],

@@ -197,6 +197,8 @@ class ParameterServer:
                           P.MsgType.COMMIT: self.template, P.MsgType.SYNC: self.template}
         self._known = P.KnownDescriptors([self.template])
         self._lock = threading.Lock()
+        self._snap_clocks: frozenset[int] = frozenset()
+        self._snaps: dict[int, tuple[float, list]] = {}  # clock -> (unix time, the centre then)
         self._stop_evt = threading.Event()
         self._done_evt = threading.Event()
         self._thread: threading.Thread | None = None
@@ -267,6 +269,29 @@ class ParameterServer:
         """A copy of the centre variable ``C`` (list of float32 arrays, template shapes)."""
         with self._lock:
             return [c.copy() for c in self._center]
+
+    def snapshot_at(self, clocks: Sequence[int]) -> None:
+        """Keep the centre as it is right after the update that brings the logical clock to
+        each of ``clocks`` (exact, whatever the load: taken in the update itself, under the
+        lock; no copy there, since an update replaces ``C``'s arrays and never writes into
+        them). Read them back with :meth:`snapshots_taken`."""
+        with self._lock:
+            self._snap_clocks = frozenset(int(c) for c in clocks)
+
+    def snapshots_taken(self) -> dict[int, tuple[float, list]]:
+        """``clock -> (unix_time, centre)`` for each clock of :meth:`snapshot_at` reached so
+        far (the centre as copies: float32 arrays, template shapes)."""
+        with self._lock:
+            taken = dict(self._snaps)
+        return {k: (t, [np.array(c, dtype=np.float32, copy=True) for c in w]) for k, (t, w) in taken.items()}
+
+    def _tick(self) -> int:
+        """Advance the logical clock after ``C`` was replaced (called under the lock); keep
+        the new centre when :meth:`snapshot_at` asked for this clock. Returns the clock."""
+        self._n.clock += 1
+        if self._n.clock in self._snap_clocks:
+            self._snaps[self._n.clock] = (time.time(), list(self._center))
+        return self._n.clock
 
     def stats(self) -> dict:
         """JSON-able statistics.
@@ -467,8 +492,7 @@ class ParameterServer:
                 self._latest_state[wid] = [np.array(msg.tensors[i], dtype=np.float32) for i in self._nt]
             with self._lock:
                 self._center, self._center_frames = self._fold(msg, tau)
-                self._n.clock += 1
-                clock = self._n.clock
+                clock = self._tick()
                 self._n.n["commits"] += 1
                 self._n.per_worker[wid] += 1
                 self._n.staleness[tau] += 1
@@ -547,7 +571,7 @@ class ParameterServer:
             for i in self._nt:
                 new[i] = np.mean([p[i] for p in payloads], axis=0, dtype=np.float64).astype(np.float32)
             self._center, self._center_frames = new, list(new)
-            self._n.clock += 1
+            self._tick()
             rnd.number += 1
             number = rnd.number
         rnd.last_workers = set(rnd.contributions)
