@@ -9,13 +9,12 @@ nothing else of distbench, so any module may import it without an upward import
 - :class:`Status`, how a configuration ended, as the records spell it;
 - the other kinds written as strings in configs, records and reports: :class:`SyncKind`
   (how a parameter server's replicas meet: ``sync`` or ``async``) and :class:`PlacementKind`
-  (where a configuration's processes run).
-
-They are ``enum.StrEnum``: each member equals, prints and serialises (JSON) as its string, so
-a record or a config keeps the plain words.
-
+  (where a configuration's processes run);
 - :class:`EngineRequest` and :class:`EngineReply`, the messages between the sweep and a
   shared engine (one JSON object per line, checked field by field when read).
+
+The kinds are ``enum.StrEnum``: each member equals, prints and serialises (JSON) as its
+string, so a record or a config keeps the plain words.
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ _KIND_CHECKS = {
 
 
 def _expected(kind: str) -> str:
-    """``KINDS[kind]`` with its article: ``an integer >= 0``, ``one of ok | failed | ...``."""
+    """``KINDS[kind]`` with its article: ``an integer >= 0``, ``one of ok, failed, ...``."""
     if kind == "status":
         return f"one of {', '.join(STATUSES)}"
     return ("an " if KINDS[kind][0] in "aeiou" else "a ") + KINDS[kind]
