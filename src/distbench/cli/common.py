@@ -66,7 +66,7 @@ def name_list(flag: str, value: str | None) -> list[str] | None:
 class OneLineErrors(click.Group):
     """The top-level group: a click usage error (unknown option, missing or malformed
     value) prints as one line, ``distbench: error: ... (see 'distbench run --help')``, and
-    exits with status 2, like every other bad input (:func:`user_errors`); click's own
+    exits with status 2, like every other bad input (:func:`~distbench.entrypoints.user_errors`); click's own
     format is four lines (usage, hint, blank line, error)."""
 
     def main(self, *args: Any, **kwargs: Any) -> Any:

@@ -10,14 +10,15 @@ from typing import Any
 
 import click
 
-from distbench import config as config_mod
 from distbench.cli.common import BANDWIDTH, LATENCY, print_warnings, require_results
-from distbench.config import ConfigError, user_errors
+from distbench.config import ConfigError
+from distbench.entrypoints import user_errors
+from distbench.entrypoints import run_dir_param
 
 
 @click.command()
 @user_errors
-@config_mod.run_dir_param("Run directory made by 'distbench run' (its workload is used).")
+@run_dir_param("Run directory made by 'distbench run' (its workload is used).")
 def calibrate(run_dir: str) -> None:
     """Measure the compute of one step of RUN_DIR's model on this machine against the
     per-worker batch and the CPU threads (single's own step, a few epochs at each batch);
@@ -59,7 +60,7 @@ def calibrate(run_dir: str) -> None:
               help="With --target: seconds of single's step at the run's global batch measured on one target node "
                    "[default: a node computes like this machine].")
 @user_errors
-@config_mod.run_dir_param("Run directory with at least one ok 'single' record (its step time and model size "
+@run_dir_param("Run directory with at least one ok 'single' record (its step time and model size "
                           "are used).")
 def predict(run_dir: str, bandwidth: float | None, latency: float | None, window: int | None,
             per_worker_batch: int | None, samples: int | None, max_workers: int, plot_path: str | None,

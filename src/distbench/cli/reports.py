@@ -11,7 +11,8 @@ import click
 
 from distbench import api
 from distbench.cli.common import require_results
-from distbench.config import ConfigError, user_errors
+from distbench.config import ConfigError
+from distbench.entrypoints import user_errors
 
 
 @click.command()

@@ -17,7 +17,8 @@ import click
 from distbench import api
 from distbench import config as config_mod
 from distbench.cli.common import int_list, name_list, repeats_value
-from distbench.config import ConfigError, user_errors
+from distbench.config import ConfigError
+from distbench.entrypoints import user_errors
 
 
 @click.command()

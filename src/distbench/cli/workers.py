@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from distbench.config import user_errors
+from distbench.entrypoints import user_errors
 
 
 class _WorkerGroup(click.Group):

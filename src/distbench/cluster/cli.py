@@ -15,7 +15,8 @@ import sys
 
 import click
 
-from distbench.config import ConfigError, user_errors
+from distbench.config import ConfigError
+from distbench.entrypoints import user_errors
 
 
 def _require_root() -> None:

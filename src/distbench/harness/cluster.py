@@ -38,6 +38,7 @@ from distbench.launch import commands, process
 from distbench.launch.tfconfig import JOIN_TIMEOUT_ENV, join_failure, parse_tf_config, silent_peers
 from distbench.strategies import registry
 from distbench.workload import CONFIG_FILE, WORKLOAD_DIR, Workload
+from distbench.entrypoints import run_dir_param, user_errors
 
 DEFAULT_JOIN_TIMEOUT_S = 120.0
 STARTUP_TIMEOUT_S = 600.0  # start of a task to the start of its join (TensorFlow import): never legitimately near
@@ -201,8 +202,8 @@ def mpi_ps_worker_main(run_dir: Path, optimizer: str, key: str | None, window: i
                    "never joined.")
 @click.option("--key", hidden=True, help="Record key (set by distbench run; omit on a cluster).")
 @click.option("--scenario", hidden=True, help="Straggler scenario as JSON (set by distbench run).")
-@config_mod.user_errors
-@config_mod.run_dir_param("Run directory (shared by the tasks).")
+@user_errors
+@run_dir_param("Run directory (shared by the tasks).")
 def tf_command(run_dir: str, config_file: str | None, join_timeout: float | None, key: str | None,
                scenario: str | None) -> None:
     """One MultiWorkerMirroredStrategy task; run it on every host with that host's TF_CONFIG.
@@ -218,7 +219,7 @@ def tf_command(run_dir: str, config_file: str | None, join_timeout: float | None
 @click.option("--config", "config_file", type=click.Path(dir_okay=False))
 @click.option("--key")
 @click.option("--scenario")
-@config_mod.user_errors
+@user_errors
 def tf_task_command(run_dir: str, config_file: str | None, key: str | None, scenario: str | None) -> None:
     """The TensorFlow process of 'worker tf' (started and supervised by it)."""
     sys.exit(tf_task_main(Path(run_dir), key, config_file, Scenario.from_arg(scenario)))
@@ -231,8 +232,8 @@ def tf_task_command(run_dir: str, config_file: str | None, key: str | None, scen
               help="Experiment TOML, used when DIR holds no workload yet.")
 @click.option("--key", hidden=True, help="Record key (set by distbench run; omit on a cluster).")
 @click.option("--scenario", hidden=True, help="Straggler scenario as JSON (set by distbench run).")
-@config_mod.user_errors
-@config_mod.run_dir_param("Run directory (seen by every rank).")
+@user_errors
+@run_dir_param("Run directory (seen by every rank).")
 def mpi_ps_command(run_dir: str, optimizer: str, window: int | None, config_file: str | None,
                    key: str | None, scenario: str | None) -> None:
     """One rank of a parameter-server run over MPI; run under 'mpirun -np N+1' (rank 0 is

@@ -45,6 +45,7 @@ from distbench.scenario import Scenario
 from distbench.strategies import registry
 from distbench.training import TrainOutput
 from distbench.workload import WORKLOAD_DIR, Workload
+from distbench.entrypoints import run_dir_param, user_errors
 
 
 def worker_main(run_dir: Path, key: str | None = None, config_file: str | None = None,
@@ -125,8 +126,8 @@ def record_cluster_run(out: TrainOutput, workload: Workload, info: Any, scenario
 @click.option("--config", "config_file", type=click.Path(dir_okay=False),
               help="Experiment TOML for a cluster run (default: the embedded experiment).")
 @click.option("--scenario", hidden=True, help="Straggler scenario as JSON (set by 'distbench run').")
-@config_mod.user_errors
-@config_mod.run_dir_param("Run directory (rank 0 writes the workload, artifacts and results there).")
+@user_errors
+@run_dir_param("Run directory (rank 0 writes the workload, artifacts and results there).")
 def command(run_dir: str, key: str | None, config_file: str | None, scenario: str | None) -> None:
     """One Horovod rank; run it under horovodrun or mpirun, e.g.
     'horovodrun -np 4 -H host1:2,host2:2 python -m distbench worker horovod DIR

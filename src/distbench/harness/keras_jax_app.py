@@ -21,7 +21,7 @@ from pathlib import Path
 
 import click
 
-from distbench.config import user_errors
+from distbench.entrypoints import user_errors
 from distbench.harness.child import run_configuration
 from distbench.scenario import Scenario
 from distbench.training import TrainOutput

@@ -43,7 +43,7 @@ import click
 import numpy as np
 
 from distbench import gpu
-from distbench.config import user_errors
+from distbench.entrypoints import user_errors
 from distbench.launch import commands, process
 from distbench.launch.commands import free_ports, worker_argv
 from distbench.launch.tfconfig import parse_tf_config, tf_config
