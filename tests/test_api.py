@@ -168,3 +168,17 @@ def test_user_test_findings(tmp_path):
     assert not (tmp_path / "bad").exists()
     with pytest.raises(ConfigError, match="target=5: expected the cluster as text"):
         api._check_target(5)
+
+
+def test_records_number_columns_are_floats_with_nan(tmp_path):
+    # a target never reached and a configuration that did not train: NaN, not None in an object column
+    import distbench
+    from distbench.results.records import new_record
+    from distbench.results.store import append_record
+
+    append_record(tmp_path, new_record("r", "single", 1, 0, "ok", final_test_accuracy=0.9, time_to_target_s=None))
+    append_record(tmp_path, new_record("r", "mirrored", 2, 0, "unavailable", reason="no GPU"))
+    df = distbench.Results(tmp_path).records
+    for col in ("final_test_accuracy", "time_to_target_s", "train_s", "samples_per_s"):
+        assert df[col].dtype == float, col
+    assert df.time_to_target_s.isna().all() and df.final_test_accuracy.tolist()[0] == 0.9

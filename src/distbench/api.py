@@ -579,15 +579,21 @@ class Results:
     @property
     def records(self) -> Any:
         """The records as a pandas DataFrame: one row per configuration and repeat, with the
-        main fields (training seconds, samples/s, accuracy, time to target, status, reason)."""
+        main fields (training seconds, samples/s, accuracy, time to target, status, reason).
+        The number columns are floats, ``NaN`` where a record has none (a target never
+        reached, a configuration that did not train)."""
         import pandas as pd
 
+        numbers = ("final_test_accuracy", "time_to_target_s", "train_s", "samples_per_s")
         rows = [{"config_id": r.get("config_id"), "strategy": r.get("strategy"), "workers": r.get("workers"),
                  "repeat": r.get("repeat"), "status": str(r.get("status")),
                  "final_test_accuracy": r.get("final_test_accuracy"), "time_to_target_s": r.get("time_to_target_s"),
                  "train_s": (r.get("timings") or {}).get("train_s"), "samples_per_s": r.get("samples_per_s"),
                  "reason": r.get("reason")} for r in self.raw]
-        return pd.DataFrame(rows)
+        df = pd.DataFrame(rows)
+        for col in numbers:
+            df[col] = pd.to_numeric(df[col], errors="coerce").astype(float)
+        return df
 
     def advise(self, target: str | None = None, target_accuracy: float | None = None) -> Any:
         """The recommendation (:class:`distbench.results.advice.Advice`; ``str()`` of it is

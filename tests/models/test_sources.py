@@ -74,6 +74,10 @@ def test_factory_form_and_a_module_whose_import_fails(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(ConfigError, match="importing module 'broken_models' raised SyntaxError"):
         import_factory("broken_models:build")
+    # the module is found, one of its own imports is not: the fix is installing that, not a path
+    (tmp_path / "needs_dep.py").write_text("import nonexistent_pkg_xyz\ndef build(s, n): pass\n")
+    with pytest.raises(ConfigError, match="module 'needs_dep' imports 'nonexistent_pkg_xyz', which is not installed"):
+        import_factory("needs_dep:build")
 
 
 def test_factory_module_is_found_in_the_current_directory(tmp_path, monkeypatch):

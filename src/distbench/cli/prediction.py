@@ -80,6 +80,7 @@ def predict(run_dir: str, bandwidth: float | None, latency: float | None, window
     from distbench import predict as model
     from distbench.results.terminal import output_width
 
+    require_results(run_dir)
     try:
         inp = model.inputs_from_run(run_dir)
         for flag, v in (("--window", window), ("--per-worker-batch", per_worker_batch), ("--samples", samples),

@@ -46,6 +46,11 @@ def import_factory(factory: str) -> Any:
     try:
         obj: Any = importlib.import_module(mod_name)
     except ModuleNotFoundError as e:
+        mine = e.name is None or mod_name == e.name or mod_name.startswith(e.name + ".")
+        if not mine:  # the module was found; one of its own imports was not
+            raise ConfigError(f"model.factory = {factory!r}: module {mod_name!r} imports {e.name!r}, which is not "
+                              f"installed in the environment distbench runs in ({sys.executable}); install it "
+                              "there (on every host of a cluster)") from None
         raise ConfigError(f"model.factory = {factory!r}: cannot import module {mod_name!r} ({e}); "
                           f"{FACTORY_HINT}") from None
     except Exception as e:  # noqa: BLE001 - the user's module: any error at import is reported
