@@ -395,6 +395,14 @@ def table_rows(preds: Sequence[StrategyPrediction], target_accuracy: float) -> l
     return rows
 
 
+def not_predicted_text(inputs: dict[str, Any]) -> str:
+    """The sentence naming the run's strategies the model does not predict on a cluster
+    (``inputs["not_predicted"]`` of :func:`predict_strategies`), or ``""`` when there are none."""
+    names = inputs.get("not_predicted") or []
+    return (f"Not predicted (one process on one machine's devices, no form on a cluster of nodes): "
+            f"{', '.join(names)}." if names else "")
+
+
 def describe(text: str, c: Cluster, inputs: dict[str, Any]) -> str:
     """The lines above the table: the cluster as read, what was measured and what assumed,
     and the error band the validation measured."""
@@ -404,8 +412,7 @@ def describe(text: str, c: Cluster, inputs: dict[str, Any]) -> str:
             f"{inputs['n_train']:,} samples per epoch, time to {inputs['target_accuracy']:g}.\n"
             f"Measured in the run: {'; '.join(inputs['measured'])}.\n"
             f"Assumed: {'; '.join(inputs['assumed'])}.\n"
-            + (f"Not predicted (one process on one machine's devices, no form on a cluster of nodes): "
-               f"{', '.join(inputs['not_predicted'])}.\n" if inputs.get("not_predicted") else "")
+            + (not_predicted_text(inputs) + "\n" if inputs.get("not_predicted") else "")
             + f"Error band (benchmarks/predict_validation.py): {inputs['validated']}.")
 
 

@@ -215,6 +215,11 @@ def test_target_prediction_from_the_run_dir(tmp_path):
     (lead / "calibration.json").write_text(json.dumps(CAL))
     text = "\n".join(advise(fast, lead, parse_target("2 nodes 400gbit")).target)
     assert "the simplest of them to run is single, which is also predicted fastest" in text, text
+    # user test: mirrored, a candidate of the one-host advice, vanished from the target's without a word
+    both = fast + runs("mirrored", 2, [0.9, 1.0, 1.1])
+    (lead / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in both))
+    text = "\n".join(advise(both, lead, parse_target("2 nodes 400gbit")).target)
+    assert "Not predicted (one process on one machine's devices, no form on a cluster of nodes): mirrored." in text
 
 
 def test_run_command_quotes_paths():

@@ -710,6 +710,8 @@ def _target_sentences(target: Target, run_dir: str | None, records: list[dict[st
         + "".join(f" [{n}]" for n in p.notes if len(notes[n]) == 1) for p in ranked) + "."
         + "".join(f" {n[0].upper() + n[1:]} ({_who(who, multi)})." for n, who in shared))
     out += [f"No prediction for {p.strategy}: {p.missing}." for p in preds if p.missing]
+    if inputs.get("not_predicted"):  # user test: mirrored was a candidate here and silently absent there
+        out.append(costmodel.not_predicted_text(inputs))
     out.append(f"Measured in this run: {'; '.join(inputs['measured'])}. Assumed: {'; '.join(inputs['assumed'])}. "
                f"Error band: {inputs['validated']} (benchmarks/predict_validation.py).")
     share = {p.strategy: p.terms_s["link"] / p.epoch_s for p in multi}
