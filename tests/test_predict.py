@@ -232,6 +232,9 @@ def test_cli_predict_json_matches_api(run_dir):
 
 def test_cli_predict_bad_input_exits_2(tmp_path, run_dir):
     res = CliRunner().invoke(main, ["predict", "--run-dir", str(tmp_path / "missing")])
+    assert res.exit_code == 2 and "missing' does not exist: expected a run directory" in res.output
+    (tmp_path / "empty").mkdir()
+    res = CliRunner().invoke(main, ["predict", "--run-dir", str(tmp_path / "empty")])
     assert res.exit_code == 2 and "no results.jsonl" in res.output
     res = CliRunner().invoke(main, ["predict", "--run-dir", str(run_dir), "--bandwidth", "0"])
     assert res.exit_code == 2 and "'0': expected a number > 0, bare (bytes/s)" in res.output

@@ -112,8 +112,7 @@ def record_cluster_run(out: TrainOutput, workload: Workload, info: Any, scenario
     prov["launcher"] = "user (horovodrun or mpirun, distbench worker horovod)"
     prov["hostnames"] = sorted(set(info.hostnames))
     total_s = time.time() - info.start_unix
-    rec = ok_record(workload, point, run_dir.name, prov, out, Evaluator(workload), total_s, info.start_unix,
-                    launcher="cluster")
+    rec = ok_record(workload, point, run_dir.name, prov, out, Evaluator(workload), total_s, info.start_unix)
     append_record(run_dir, rec)
     (run_dir / "provenance.json").write_text(json.dumps(prov, indent=2))
     print(f"distbench: {point.label}: {rec['status']} {result_detail(rec)}; record appended to "
