@@ -201,7 +201,7 @@ def floor_processes(strategy: str, out: Path, workers: int = WORKERS) -> tuple[l
                                              out / "ranks", py, base_env=base, mpirun=mpirun)
         return [("mpirun", argv, lenv)], n + 1
     if fam == "spark_ps":
-        from distbench.ps_async.spark_spec import BARRIER_CHECK_DEFAULTS
+        from distbench.config.spark import BARRIER_CHECK_DEFAULTS
 
         conf = {"spark.ui.enabled": "false", "spark.sql.execution.arrow.pyspark.enabled": "true",
                 "spark.sql.adaptive.coalescePartitions.enabled": "false", "spark.executorEnv.PYSPARK_PYTHON": py,

@@ -176,7 +176,7 @@ def test_measured_rows_carry_the_results_tables_speedup_and_leave_stragglers_out
     # table's (whole training times) differ; predict must show the table's number as well
     from distbench.results.records import new_record
     from distbench.results.stats import summarize
-    from distbench.scenario import Scenario
+    from distbench.config.scenario import Scenario
 
     def rec(strategy, workers, first, later, scenario=None):
         return new_record("run", strategy, workers, 0, "ok", scenario=scenario, steps=40, global_batch_size=64,

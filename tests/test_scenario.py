@@ -11,7 +11,7 @@ from distbench import config
 from distbench.config import ConfigError
 from distbench.harness.matrix import expand
 from distbench.results.records import config_id, new_record
-from distbench.scenario import Scenario
+from distbench.config.scenario import Scenario
 from tests.conftest import distbench
 
 

@@ -391,7 +391,7 @@ def measured_vs_predicted(run_dir: str | Path, inp: RunInputs, bandwidth_Bps: fl
         steady-state one; rows with a slowed worker (a straggler sweep) are left out; empty
         when the run has none or no steady-state single epoch time.
     """
-    from distbench.cluster.spec import parse_rate
+    from distbench.config.cluster import parse_rate
     from distbench.results.records import straggler_text
 
     recs = [r for r in read_records(run_dir) if straggler_text(r.get("scenario")) in ("", "1x")]

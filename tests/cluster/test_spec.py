@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from distbench import config as config_mod
-from distbench.cluster.spec import Host, parse_host, parse_hosts, parse_rate, rates
+from distbench.config.cluster import Host, parse_host, parse_hosts, parse_rate, rates
 from distbench.config import ConfigError
 from tests.conftest import distbench
 

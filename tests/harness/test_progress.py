@@ -52,7 +52,7 @@ def test_progress_lines_name_configurations_as_the_table_does(tmp_path, capsys):
     from distbench.api import run_with_progress as _run_with_progress
     from distbench.harness.matrix import expand
     from distbench.results.records import new_record
-    from distbench.scenario import Scenario
+    from distbench.config.scenario import Scenario
 
     cfg = config.override(config.load(None), run__strategies=["single", "spark_ps:adag"], run__repeats=2)
     points = expand(cfg)

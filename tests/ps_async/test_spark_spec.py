@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from distbench import config
 from distbench.cli import main
 from distbench.config import ConfigError
-from distbench.ps_async.spark_spec import (MASTER_FORMS, Master, SparkSpecError, check_conf, check_planned_slots,
-                                           parse_master, planned_slots, probe_master, size_bytes, time_ms)
+from distbench.config.spark import MASTER_FORMS, Master, check_conf, parse_master, planned_slots, size_bytes, time_ms
+from distbench.ps_async.spark_spec import SparkSpecError, check_planned_slots, probe_master
 
 CORES = len(os.sched_getaffinity(0))
 

@@ -12,7 +12,7 @@ from distbench.results.advice import AUTO_MAX_RUNS, MIN_REPEATS, advise, more_ru
 from distbench.results.records import new_record
 from distbench.results.report import build, render_markdown, summary_json
 from distbench.results.stragglers import bound_sentences
-from distbench.scenario import Scenario
+from distbench.config.scenario import Scenario
 from tests.conftest import distbench
 
 WORKLOAD = {"dataset": "digits", "model": "mlp", "num_parameters": 4810, "num_classes": 10,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from distbench.results.headline import legend, terminal_lines
 from distbench.results.report import build
-from distbench.scenario import Scenario
+from distbench.config.scenario import Scenario
 from tests.results.test_advice import rec, runs
 
 

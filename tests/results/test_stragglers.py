@@ -8,7 +8,7 @@ import csv
 from distbench.results.report import write_report
 from distbench.results.stats import summarize
 from distbench.results.stragglers import bound_sentences, injected_delay_s, straggler_lines, straggler_table
-from distbench.scenario import Scenario
+from distbench.config.scenario import Scenario
 from tests.results.test_advice import rec
 
 

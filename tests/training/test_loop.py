@@ -7,7 +7,7 @@ import time
 import numpy as np
 import pytest
 
-from distbench.scenario import Scenario
+from distbench.config.scenario import Scenario
 from distbench.training.loop import EPOCH_HOOKS_ENV, StepDelay, TrainLoop, hooks_from_env, threads_per_process
 
 SEEN: list = []

@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from distbench import config as config_mod
-from distbench import values
+from distbench.config import values
 from distbench.config import ConfigError
 
 

@@ -76,7 +76,7 @@ def worker_config(run_dir: str, key: str, strategy: str, workers: int, window: i
     import logging
 
     from distbench.harness.child import child_main
-    from distbench.scenario import Scenario
+    from distbench.config.scenario import Scenario
 
     code = child_main(Path(run_dir), key, strategy, workers, window, Scenario.from_arg(scenario))
     logging.shutdown()

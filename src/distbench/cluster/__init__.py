@@ -1,7 +1,7 @@
 """Beyond one machine: the ``[cluster]`` spec, an emulated cluster of Linux network
 namespaces with rate-limited links, and the agent that runs a command on one of its hosts.
 
-- :mod:`~distbench.cluster.spec`: ``host:slots`` lists, tc link rates, and the checks of
+- :mod:`~distbench.config.cluster`: ``host:slots`` lists, tc link rates, and the checks of
   ``[cluster]`` (called by :func:`distbench.config.validate`).
 - :mod:`~distbench.cluster.netns`: ``ip``/``tc`` plumbing, the state files that record what
   each emulated cluster created, :func:`~distbench.cluster.netns.available` and

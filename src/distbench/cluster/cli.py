@@ -51,7 +51,7 @@ def up(hosts: int | None, slots: int | None, bandwidth: str | None, subnet: str 
     'distbench cluster down'."""
     from distbench import config as config_mod
     from distbench.cluster.emulated import EmulatedCluster
-    from distbench.cluster.spec import MAX_EMULATED_HOSTS
+    from distbench.config.cluster import MAX_EMULATED_HOSTS
 
     cfg = config_mod.load(config_file) if config_file else None
     if cfg is not None and cfg.cluster.hosts:
@@ -78,7 +78,7 @@ def bandwidth(rate: str, cluster_id: str | None) -> None:
     """Reshape every link of a persistent emulated cluster to RATE (tc units, e.g. 100mbit,
     or 'unlimited')."""
     from distbench.cluster.emulated import EmulatedCluster, live_clusters
-    from distbench.cluster.spec import parse_rate
+    from distbench.config.cluster import parse_rate
 
     parse_rate("RATE", rate)
     _require_root()

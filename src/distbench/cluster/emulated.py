@@ -43,7 +43,7 @@ from typing import Any
 import distbench
 from distbench.cluster import netns
 from distbench.cluster.netns import PREFIX, ClusterError, State, run
-from distbench.cluster.spec import MAX_EMULATED_HOSTS, UNLIMITED, parse_rate, parse_subnet
+from distbench.config.cluster import MAX_EMULATED_HOSTS, UNLIMITED, parse_rate, parse_subnet
 from distbench.config import ClusterConfig, ConfigError, EmulateConfig
 
 DEFAULT_SUBNET = EmulateConfig.subnet
@@ -232,7 +232,7 @@ class EmulatedCluster:
         if slots < 1:
             raise ConfigError(f"emulated slots = {slots}: expected >= 1 processes per host")
         parse_rate("bandwidth", bandwidth)
-        from distbench.cluster.spec import EMULATED_LAUNCHERS
+        from distbench.config.cluster import EMULATED_LAUNCHERS
 
         if launcher not in EMULATED_LAUNCHERS:
             raise ConfigError(f"emulated launcher = {launcher!r}: expected one of {', '.join(EMULATED_LAUNCHERS)}")

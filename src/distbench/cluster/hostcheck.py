@@ -158,7 +158,7 @@ def check_cluster_hosts(cfg: ExperimentConfig, timeout_s: float = 30.0) -> tuple
     Raises:
         ConfigError: ``[cluster]`` names no hosts; the emulated cluster cannot be built here.
     """
-    from distbench.cluster.spec import parse_hosts
+    from distbench.config.cluster import parse_hosts
     from distbench.config import ConfigError
 
     cl = cfg.cluster

@@ -86,7 +86,7 @@ class Placement:
             return cls(PlacementKind.EMULATED, em.addresses, [em.slots] * len(em.addresses), em.gateway, python,
                        workdir, cluster.ssh_port, em)
         if cluster.hosts:
-            from distbench.cluster.spec import parse_hosts
+            from distbench.config.cluster import parse_hosts
 
             hosts = parse_hosts(cluster.hosts)
             return cls(PlacementKind.SSH, [h.name for h in hosts], [h.slots for h in hosts], socket.getfqdn(),

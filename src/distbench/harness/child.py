@@ -17,7 +17,7 @@ from typing import Any, Callable
 from distbench.cluster.placement import Placement
 from distbench.contracts import Status, StrategyUnavailable, TrainingFailed
 from distbench.launch import process
-from distbench.scenario import Scenario
+from distbench.config.scenario import Scenario
 from distbench.strategies import registry
 from distbench.strategies.base import LaunchContext
 from distbench.text import clip

@@ -33,7 +33,7 @@ from distbench.harness.assembly import ok_record
 from distbench.harness.child import artifacts_dir
 from distbench.results import provenance
 from distbench.results.store import RESULTS_FILE, append_record
-from distbench.scenario import Scenario
+from distbench.config.scenario import Scenario
 from distbench.launch import commands, process
 from distbench.launch.tfconfig import JOIN_TIMEOUT_ENV, join_failure, parse_tf_config, silent_peers
 from distbench.strategies import registry

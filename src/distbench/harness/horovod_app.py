@@ -41,7 +41,7 @@ from distbench.harness.rundir import prepare_run_dir
 from distbench.results import provenance
 from distbench.results.records import config_id
 from distbench.results.store import append_record, read_records
-from distbench.scenario import Scenario
+from distbench.config.scenario import Scenario
 from distbench.strategies import registry
 from distbench.training import TrainOutput
 from distbench.workload import WORKLOAD_DIR, Workload

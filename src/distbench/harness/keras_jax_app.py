@@ -23,7 +23,7 @@ import click
 
 from distbench.entrypoints import user_errors
 from distbench.harness.child import run_configuration
-from distbench.scenario import Scenario
+from distbench.config.scenario import Scenario
 from distbench.training import TrainOutput
 from distbench.training.loop import threads_per_process
 from distbench.workload import Workload

@@ -9,7 +9,7 @@ from distbench.config import ExperimentConfig
 from distbench.results.advice import AUTO_MAX_RUNS, MoreRuns, more_runs
 from distbench.results.records import config_id, config_label, record_key
 from distbench.results.store import recorded
-from distbench.scenario import Scenario
+from distbench.config.scenario import Scenario
 from distbench.strategies import registry
 
 
@@ -83,7 +83,7 @@ def expand(cfg: ExperimentConfig) -> list[ConfigPoint]:
     """
     rates: list[str | None] = [None]
     if cfg.cluster.emulate is not None:
-        from distbench.cluster.spec import rates as link_rates
+        from distbench.config.cluster import rates as link_rates
 
         rates = list(link_rates(cfg.cluster))
     points: list[ConfigPoint] = []

@@ -185,7 +185,7 @@ def engine_main(run_dir: Path, requests: Path, replies: Path) -> int:
 
     from distbench.cluster.placement import Placement
     from distbench.harness.child import artifacts_dir, run_configuration
-    from distbench.scenario import Scenario
+    from distbench.config.scenario import Scenario
     from distbench.strategies import registry
     from distbench.strategies.mpi_ps import placement_details
     from distbench.workload import Workload

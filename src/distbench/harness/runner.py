@@ -121,7 +121,7 @@ def check_cluster_ready(cfg: ExperimentConfig) -> None:
     """
     if cfg.cluster.emulate is not None:
         from distbench.cluster.emulated import require_available, require_free_subnet
-        from distbench.cluster.spec import parse_subnet
+        from distbench.config.cluster import parse_subnet
 
         require_available()
         require_free_subnet(parse_subnet("cluster.emulate.subnet", cfg.cluster.emulate.subnet,

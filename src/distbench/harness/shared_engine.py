@@ -104,7 +104,7 @@ class SharedEngine:
     def run(self, key: str, strategy: str, workers: int, window: int | None, spawn_unix: float,
             timeout_s: float, scenario: Any = None) -> EngineResult:
         """Send one configuration and wait for its answer, until ``timeout_s`` seconds after
-        ``spawn_unix`` (``scenario``: its straggler :class:`~distbench.scenario.Scenario`, or None).
+        ``spawn_unix`` (``scenario``: its straggler :class:`~distbench.config.scenario.Scenario`, or None).
 
         On a timeout or the engine's death the engine is stopped (:meth:`close`); the
         caller starts a new one for the next configuration.

@@ -63,7 +63,8 @@ def main(config_file: str | None, out: str, workers: str | None) -> None:
         click.echo(f"distbench spark-app: error: {e}", err=True)
         sys.exit(2)
     from distbench.ps_async.spark import make_session
-    from distbench.ps_async.spark_spec import SparkSpecError, check_conf, parse_master
+    from distbench.config.spark import check_conf, parse_master
+    from distbench.ps_async.spark_spec import SparkSpecError
 
     try:
         spark = make_session(None, cfg.spark.conf)  # the master comes from spark-submit

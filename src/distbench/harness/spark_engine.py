@@ -85,8 +85,9 @@ def engine_main(run_dir: Path, master: str, reply_fd: int) -> int:
     from distbench.cluster.placement import Placement
     from distbench.harness.child import artifacts_dir, run_configuration
     from distbench.ps_async import spark as engine
-    from distbench.ps_async.spark_spec import check_planned_slots, parse_master
-    from distbench.scenario import Scenario
+    from distbench.config.spark import parse_master
+    from distbench.ps_async.spark_spec import check_planned_slots
+    from distbench.config.scenario import Scenario
     from distbench.strategies import registry
     from distbench.strategies.base import LaunchContext
     from distbench.workload import Workload

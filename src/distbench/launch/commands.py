@@ -36,7 +36,7 @@ def worker_argv(entry: str, run_dir: Path, *options: tuple[str, Any], python: st
 
 
 def scenario_arg(scenario: Any) -> str | None:
-    """The ``--scenario`` value of a process: the :class:`~distbench.scenario.Scenario` as
+    """The ``--scenario`` value of a process: the :class:`~distbench.config.scenario.Scenario` as
     compact JSON, or ``None`` (no option) without one."""
     return scenario.to_arg() if scenario is not None else None
 
@@ -64,7 +64,7 @@ def config_child_command(run_dir: Path, key: str, strategy: str, workers: int,
 
     ``spawn_unix`` (Unix seconds) is passed as ``DISTBENCH_SPAWN_UNIX`` so the child can
     measure start-up from the moment it was spawned; a straggler ``scenario`` (a
-    :class:`~distbench.scenario.Scenario`) as ``--scenario`` JSON.
+    :class:`~distbench.config.scenario.Scenario`) as ``--scenario`` JSON.
     """
     argv = worker_argv("config", run_dir, ("--key", key), ("--strategy", strategy), ("--workers", workers),
                        ("--window", window or None), ("--scenario", scenario_arg(scenario)))

@@ -27,8 +27,8 @@ import time
 from typing import Any
 
 
-from distbench.ps_async.spark_spec import (BARRIER_CHECK_DEFAULTS, SparkSpecError, check_planned_slots, parse_master,
-                                           probe_master, slots_message)
+from distbench.config.spark import BARRIER_CHECK_DEFAULTS, parse_master, slots_message
+from distbench.ps_async.spark_spec import SparkSpecError, check_planned_slots, probe_master
 from distbench.procinfo import remove_autograph_sources
 from distbench.ps_async.worker import ReplicaSpec, train_replica
 from distbench.text import clip
@@ -77,7 +77,7 @@ def make_session(master: str | None, conf: dict[str, str], app_name: str = "dist
     (:func:`~distbench.ps_async.spark_spec.probe_master`), and start-up is bounded by
     ``start_timeout_s``, so an unreachable master fails in seconds, naming it. Spark's
     own barrier slot check is set to give up after a few seconds
-    (:data:`~distbench.ps_async.spark_spec.BARRIER_CHECK_DEFAULTS`; ``conf`` may override).
+    (:data:`~distbench.config.spark.BARRIER_CHECK_DEFAULTS`; ``conf`` may override).
 
     Args:
         master: Spark master URL (``local[N]``, ``spark://host:7077``, ``yarn``, ``k8s://...``);

@@ -28,7 +28,7 @@ from distbench import gpu
 from distbench.config import DataConfig, ModelConfig, TrainingConfig
 from distbench.models.output import LossSpec
 from distbench.procinfo import current_namespace
-from distbench.scenario import Scenario
+from distbench.config.scenario import Scenario
 
 
 @dataclass
@@ -53,7 +53,7 @@ class ReplicaSpec:
         loss: the workload's loss (which cross-entropy, logits or probabilities).
         non_trainable: positions of the non-trainable weights (see
             :class:`~distbench.ps_async.client.WorkerSession`).
-        scenario: the straggler :class:`~distbench.scenario.Scenario` (None: none); each
+        scenario: the straggler :class:`~distbench.config.scenario.Scenario` (None: none); each
             replica's loop core delays its steps (replica = ``worker_id``).
     """
 

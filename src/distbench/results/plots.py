@@ -263,7 +263,7 @@ def plot_window_sweep(data: "ReportData") -> Plot | None:
 def _rate_bits(rate: str) -> float | None:
     """A tc rate (``100mbit``, ``1gbit``) in bits/s; None for ``unlimited`` or an unknown form."""
     from distbench.contracts import ConfigError
-    from distbench.values import parse_rate
+    from distbench.config.values import parse_rate
 
     try:
         return parse_rate("bandwidth", rate)

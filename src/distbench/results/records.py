@@ -143,7 +143,7 @@ def config_id(strategy: str, workers: int, window: int | None = None, bandwidth:
     """Identifier of a configuration, safe in file names: ``spark_ps:adag`` with 2
     workers -> ``spark_ps-adag_w2``; with a swept communication window 5 ->
     ``spark_ps-adag_w2_win5``; on emulated links of 100mbit -> ``..._bw100mbit``; under a
-    straggler scenario (a :class:`~distbench.scenario.Scenario`) its suffix follows:
+    straggler scenario (a :class:`~distbench.config.scenario.Scenario`) its suffix follows:
     ``horovod_w2_slow2x``."""
     return (f"{strategy.replace(':', '-')}_w{workers}" + (f"_win{window}" if window else "")
             + (f"_bw{bandwidth}" if bandwidth else "") + (scenario.suffix if scenario is not None else ""))
@@ -197,7 +197,7 @@ def new_record(run_id: str, strategy: str, workers: int, repeat: int, status: St
 
     ``window`` is the communication window of a window sweep, ``bandwidth`` the link rate
     of an emulated cluster and ``scenario`` the straggler
-    :class:`~distbench.scenario.Scenario` of a scenario sweep (all part of ``config_id``;
+    :class:`~distbench.config.scenario.Scenario` of a scenario sweep (all part of ``config_id``;
     the record's ``scenario`` field is the scenario's dict, ``None`` outside a sweep).
 
     Raises:

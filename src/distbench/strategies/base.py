@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 from distbench.cluster.placement import Placement
 from distbench.config import ExperimentConfig
 from distbench.contracts import StrategyUnavailable  # noqa: F401 (re-exported)
-from distbench.scenario import Scenario
+from distbench.config.scenario import Scenario
 from distbench.training import TrainOutput
 from distbench.training.loop import threads_per_process
 from distbench.workload import Workload
@@ -45,7 +45,7 @@ class LaunchContext:
         log_dir: directory for per-process logs of this configuration.
         timeout_s: seconds left for this configuration (for nested launchers).
         window: communication window of a window sweep (None = the config's/default).
-        scenario: the straggler :class:`~distbench.scenario.Scenario` of a scenario sweep
+        scenario: the straggler :class:`~distbench.config.scenario.Scenario` of a scenario sweep
             (None = none); a strategy hands it to every replica's loop core
             (:class:`~distbench.training.loop.TrainLoop`), or raises
             :class:`StrategyUnavailable` if its replicas' steps cannot be delayed.

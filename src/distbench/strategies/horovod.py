@@ -79,7 +79,7 @@ from distbench.training import TrainOutput
 def worker_command(python: str, run_dir: Path, key: str | None = None,
                    config_file: str | None = None, scenario: Any = None) -> list[str]:
     """argv of one rank: ``PYTHON -m distbench worker horovod --run-dir DIR [--key K] [--config F]
-    [--scenario JSON]`` (a straggler :class:`~distbench.scenario.Scenario`)."""
+    [--scenario JSON]`` (a straggler :class:`~distbench.config.scenario.Scenario`)."""
     return worker_argv("horovod", run_dir, ("--key", key), ("--config", config_file),
                        ("--scenario", scenario_arg(scenario)), python=python)
 

@@ -215,7 +215,7 @@ def train_rank(hvd: Any, info: RankInfo, workload: Workload, scenario: Any = Non
         hvd: the initialised ``horovod.tensorflow`` module (:func:`init_rank`).
         info: this rank's :class:`RankInfo`.
         workload: the workload every rank received from rank 0 (:func:`share_workload`).
-        scenario: the straggler :class:`~distbench.scenario.Scenario` (None: none): the
+        scenario: the straggler :class:`~distbench.config.scenario.Scenario` (None: none): the
             loop core's step delay of this rank runs between its local gradients and the
             allreduce (the tape ``hvd.DistributedGradientTape`` wraps is the delayed one).
 
@@ -403,7 +403,7 @@ def run_worker(run_dir: Path, load_on_root: Callable[[], Workload],
         on_root_result: called on rank 0 after training with ``(output, workload, info)``.
         threads: intra-op threads per rank (0 = cores // local ranks); see
             :func:`configured_threads`.
-        scenario: the straggler :class:`~distbench.scenario.Scenario` (None: none).
+        scenario: the straggler :class:`~distbench.config.scenario.Scenario` (None: none).
 
     Returns:
         0. Errors propagate as exceptions: the rank exits non-zero and the launcher

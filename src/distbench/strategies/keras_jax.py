@@ -54,7 +54,7 @@ def jax_command(run_dir: Path, out: Path, workers: int, base_env: dict[str, str]
         workers: devices of the mesh; also the number of CPU devices XLA makes of the host
             (``XLA_FLAGS``, other flags of ``base_env`` kept; ignored by JAX's GPU and TPU backends).
         base_env: environment to start from (default ``os.environ``).
-        scenario: the straggler :class:`~distbench.scenario.Scenario`, or None.
+        scenario: the straggler :class:`~distbench.config.scenario.Scenario`, or None.
 
     Returns:
         ``(argv, env)``: ``python -m distbench worker keras-jax ...`` with ``KERAS_BACKEND=jax``.

@@ -68,7 +68,7 @@ def rank_main(workload: Workload, optimizer: str, window: int | None, timeout_s:
               scenario: Any = None) -> TrainOutput | None:
     """Body of one rank under ``mpirun``: rank 0 serves and returns the run's
     :class:`TrainOutput`; replica ranks train and return None (under the straggler
-    ``scenario``, a :class:`~distbench.scenario.Scenario`, if given).
+    ``scenario``, a :class:`~distbench.config.scenario.Scenario`, if given).
 
     Raises:
         ConfigError: fewer than 2 ranks.

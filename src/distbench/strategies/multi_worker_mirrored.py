@@ -64,7 +64,7 @@ def worker_commands(run_dir: Path, key: str, ports: list[int], threads: int, col
         collective: ``ring`` | ``nccl`` | ``auto`` (the strategy is built before the config is read).
         join_timeout_s: seconds each worker may wait for the cluster to form
             (``DISTBENCH_JOIN_TIMEOUT_S``; None: the ``worker tf`` default).
-        scenario: the straggler :class:`~distbench.scenario.Scenario` (``--scenario``), or None.
+        scenario: the straggler :class:`~distbench.config.scenario.Scenario` (``--scenario``), or None.
 
     Where this machine has GPUs, each worker's ``CUDA_VISIBLE_DEVICES`` names one
     (:func:`distbench.gpu.process_envs`).

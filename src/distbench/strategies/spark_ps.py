@@ -117,7 +117,8 @@ class SparkPS(Strategy):
             distbench.ps_async.spark.SparkJobError: the Spark job failed.
         """
         from distbench.ps_async import spark as engine
-        from distbench.ps_async.spark_spec import check_planned_slots, parse_master
+        from distbench.config.spark import parse_master
+        from distbench.ps_async.spark_spec import check_planned_slots
 
         pl, conf = ctx.placement, dict(ctx.config.spark.conf)
         if pl.kind == PlacementKind.EMULATED:  # a standalone cluster on the emulated hosts, for this configuration

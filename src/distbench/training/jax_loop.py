@@ -386,7 +386,7 @@ def train_data_parallel(workload: Workload, workers: int, scenario: Any = None,
         workload: the run's workload (data, model spec, initial weights, optimizer).
         workers: replicas asked for: devices of the mesh (CPU devices, or at most this many
             accelerators).
-        scenario: the configuration's straggler :class:`~distbench.scenario.Scenario`
+        scenario: the configuration's straggler :class:`~distbench.config.scenario.Scenario`
             (``None``: none); a delayed replica delays the step on the host (:func:`step_delayer`).
         threads: the record's thread fields (:func:`pin_threads`, applied by the caller
             before JAX started its thread pools).

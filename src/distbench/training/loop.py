@@ -18,7 +18,7 @@ must be the same everywhere for the comparison to be fair:
   replica; docs/architecture.md, "Non-trainable state"), so the evaluated model is one
   well-defined model;
 - straggler scenarios: :class:`StepDelay`, built by :meth:`TrainLoop.step_delay` from the
-  configuration's :class:`~distbench.scenario.Scenario` and the replica index, delays a
+  configuration's :class:`~distbench.config.scenario.Scenario` and the replica index, delays a
   replica's every step by ``(slowdown - 1)`` x the step's own measured compute time (plus
   jitter), inside the step function of every strategy (the same graph ops everywhere);
 - epoch hooks: after each epoch, every hook gets an :class:`EpochEnd`. Hooks come from the
@@ -162,7 +162,7 @@ class StepDelay:
 
     @classmethod
     def for_replica(cls, scenario: Any, replica: int | None) -> "StepDelay":
-        """The delay of replica ``replica`` under ``scenario`` (a :class:`~distbench.scenario.Scenario`
+        """The delay of replica ``replica`` under ``scenario`` (a :class:`~distbench.config.scenario.Scenario`
         or ``None``: inactive): the slowdown if it is the scenario's slow worker, the jitter for
         every replica; active on every replica (see the class docstring)."""
         if scenario is None:
@@ -305,7 +305,7 @@ class TrainLoop:
         label: prefix of the progress line printed after each epoch (``None``: no line).
         sync: called after every epoch on every replica, off the clock and before the
             snapshot (collectives allowed: every replica calls it at the same point).
-        scenario: the configuration's straggler :class:`~distbench.scenario.Scenario`
+        scenario: the configuration's straggler :class:`~distbench.config.scenario.Scenario`
             (``None``: none); :meth:`step_delay` gives each replica's delay.
 
     Raises:

@@ -162,7 +162,7 @@ def train_with_strategy(strategy: Any, workload: Workload, scenario: Any = None)
     Args:
         strategy: a ``tf.distribute.Strategy`` (OneDevice, Mirrored, MultiWorkerMirrored).
         workload: the run's workload (data, model, initial weights, optimizer).
-        scenario: the configuration's straggler :class:`~distbench.scenario.Scenario`
+        scenario: the configuration's straggler :class:`~distbench.config.scenario.Scenario`
             (``None``: none). Each replica's step is delayed by the loop core's
             :class:`~distbench.training.loop.StepDelay` between its local gradients and the
             all-reduce: under MirroredStrategy the replicas share one process and one graph,

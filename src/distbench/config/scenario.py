@@ -4,8 +4,8 @@ A scenario slows replicas of a configuration: one replica's every step takes ``s
 x its own measured compute time, and optionally every replica's steps get random delays
 (jitter). The delay itself is applied by the loop core
 (:class:`distbench.training.loop.StepDelay`), the same way in every strategy's loop.
-``config.py`` registers the section; its parsing and checks live here (on
-:mod:`distbench.values`) and raise :class:`~distbench.contracts.ConfigError`.
+:mod:`distbench.config` registers the section; its parsing and checks live here (on
+:mod:`distbench.config.values`) and raise :class:`~distbench.contracts.ConfigError`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from distbench.contracts import ConfigError
-from distbench.values import build, coerce
+from distbench.config.values import build, coerce
 
 STRAGGLER_EXAMPLE = "[{ worker = 1, slowdown = 2.0 }]"
 JITTER_EXAMPLE = "{ cv = 0.3, seed = 7 }"

@@ -2,7 +2,7 @@
 :func:`coerce`), and link rates in tc's units (:func:`parse_rate`).
 
 The floor under :mod:`distbench.config` and the modules that check their own sections
-(:mod:`distbench.scenario`, :mod:`distbench.cluster.spec`): it imports nothing of
+(:mod:`distbench.config.scenario`, :mod:`distbench.config.cluster`): it imports nothing of
 distbench but :mod:`distbench.contracts`.
 """
 
@@ -152,3 +152,23 @@ def build(section: str, cls: type, raw: Any) -> Any:
             )
         kwargs[k] = coerce(f"{section}.{k}", v, hints[k])
     return cls(**kwargs)
+
+
+def choice(key: str, value: str, allowed: tuple[str, ...]) -> None:
+    """Check that ``value`` is one of ``allowed``.
+
+    Raises:
+        ConfigError: ``key = value: expected one of ...``.
+    """
+    if value not in allowed:
+        raise ConfigError(f"{key} = {value!r}: expected one of {', '.join(allowed)}")
+
+
+def at_least(key: str, value: float, minimum: float = 1) -> None:
+    """Check that ``value >= minimum``.
+
+    Raises:
+        ConfigError: ``key = value: must be >= minimum``.
+    """
+    if value < minimum:
+        raise ConfigError(f"{key} = {value!r}: must be >= {minimum}")

@@ -9,19 +9,70 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
 from distbench.contracts import ConfigError
-from distbench.values import UNLIMITED, parse_rate  # noqa: F401 - rates are parsed with the config
-
-ClusterConfig = Any
-"""A :class:`distbench.config.ClusterConfig` (named, not imported: ``config`` imports this module for its checks)."""
+from distbench.config.values import UNLIMITED, parse_rate  # noqa: F401 - rates are parsed with the config
 
 HOST_FORM = re.compile(r"([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?):([0-9]+)")
 """``host:slots``: a host name or IPv4 address, a colon, a slot count."""
 LAUNCHERS = ("ssh",)
 MAX_EMULATED_HOSTS = 64  # interface names hold two digits of the host index
+
+
+@dataclass
+class EmulateConfig:
+    """An emulated cluster on this machine (``[cluster] emulate = {...}``): one Linux
+    network namespace per host, joined by a bridge, each link rate-limited
+    (:mod:`distbench.cluster.emulated`; needs root).
+
+    Attributes:
+        hosts: emulated hosts (network namespaces), >= 1.
+        slots: processes per host, >= 1.
+        bandwidth: each host's link rate in tc units (``"100mbit"``, ``"1gbit"``,
+            ``"500kbit"``, ``"64000bit"``) or ``"unlimited"``; a list sweeps the rates.
+        subnet: private IPv4 network of the emulated hosts (the bridge takes the first
+            address, host k the (k+2)-th); must not overlap a route or address of this machine.
+        launcher: how processes start on the hosts: ``agent`` (``ip netns exec`` behind
+            ssh's calling convention) or ``ssh`` (a real ``sshd`` per host, reached as
+            real hosts are: keys made for the cluster and removed with it).
+    """
+
+    hosts: int = 2
+    slots: int = 1
+    bandwidth: str | list[str] = "unlimited"
+    subnet: str = "10.231.0.0/24"
+    launcher: str = "agent"
+
+
+@dataclass
+class ClusterConfig:
+    """Where the workers run: this machine (the default), real hosts over ssh, or an
+    emulated cluster (checked by :func:`distbench.config.cluster.check_cluster`).
+
+    Attributes:
+        hosts: real hosts as ``"host:slots"``, e.g. ``["node1:2", "node2:2"]``; empty =
+            this machine only.
+        launcher: how processes start on the hosts: ``ssh`` (the only one for real hosts).
+        ssh_port: the hosts' ssh port.
+        python: the interpreter on the hosts ("" = this one, ``sys.executable``).
+        workdir: the working directory on the hosts ("" = the current directory).
+        emulate: an emulated cluster instead of ``hosts`` (:class:`EmulateConfig`);
+            ``None`` = none.
+    """
+
+    hosts: list[str] = field(default_factory=list)
+    launcher: str = "ssh"
+    ssh_port: int = 22
+    python: str = ""
+    workdir: str = ""
+    emulate: EmulateConfig | None = None
+
+    def total_slots(self) -> int:
+        """Processes the cluster holds: the sum of the hosts' slots, or emulated hosts x
+        slots; 0 when no cluster is configured (this machine only)."""
+
+        return total_slots(self)
 
 
 @dataclass(frozen=True)
