@@ -14,6 +14,7 @@ import pytest
 
 from distbench import api
 from distbench.config import ConfigError
+from distbench.harness.rundir import WORKLOAD_DIR
 from distbench.data import DataError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -162,6 +163,12 @@ def test_user_test_findings(tmp_path):
         api.compare(_model(), (x, y), out=tmp_path / "afile")
     with pytest.raises(ConfigError, match="holds no run to continue"):
         api.compare(_model(), (x, y), out=tmp_path / "new", resume=True)
+    (tmp_path / "used" / WORKLOAD_DIR).mkdir(parents=True)  # the user test: errors named --resume and --out
+    with pytest.raises(ConfigError, match="already holds a run: pass resume=True to continue it, or choose a new "
+                                          "out= directory"):
+        api.compare(_model(), (x, y), out=tmp_path / "used")
+    with pytest.raises(ConfigError, match=r"e.g. batch_size=102 or global_batch_size = 102 under \[training\]"):
+        api.compare(_model(), (x, y), out=tmp_path / "odd", workers=[2, 3], batch_size=100, strategies="horovod")
     # a refused call leaves nothing behind
     with pytest.raises(DataError):
         api.compare(_model(), (x, y[:-1]), strategies="single", out=tmp_path / "bad")
@@ -182,3 +189,18 @@ def test_records_number_columns_are_floats_with_nan(tmp_path):
     for col in ("final_test_accuracy", "time_to_target_s", "train_s", "samples_per_s"):
         assert df[col].dtype == float, col
     assert df.time_to_target_s.isna().all() and df.final_test_accuracy.tolist()[0] == 0.9
+
+
+def test_warnings_from_python_read_as_the_clis(tmp_path):
+    # the user test: a compare() call printed bare warnings that named a DataFrame 'npz'
+    script = ("import numpy as np, pandas as pd, distbench\n"
+              "from sklearn.datasets import load_digits\n"
+              "d = load_digits()\n"
+              "df = pd.DataFrame(d.data * 1000.0, columns=[f'p{i}' for i in range(64)]).assign(label=d.target)\n"
+              f"distbench.compare('mlp', df, strategies='single', epochs=1, out={str(tmp_path / 'r')!r})\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    cp = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600, env=env,
+                        cwd=tmp_path)
+    assert cp.returncode == 0, cp.stderr[-3000:]
+    assert "distbench: WARNING: compare's data: features reach 1.6e+04 in magnitude" in cp.stderr, cp.stderr[-3000:]
+    assert "'npz'" not in cp.stderr

@@ -22,6 +22,24 @@ def test_mpi_share_engine_can_be_turned_off(tmp_path):
     assert config.load(p).mpi.share_engine is False
 
 
+def test_one_value_where_a_list_is_expected_is_a_list_of_one(tmp_path):
+    # the user test: workers = 2 was refused while --workers 2 is accepted
+    p = tmp_path / "c.toml"
+    p.write_text('[run]\nworkers = 4\nstrategies = "horovod"\n[training]\nglobal_batch_size = 64\n')
+    cfg = config.load(p)
+    assert cfg.run.workers == [4] and cfg.run.strategies == ["horovod"]
+    with pytest.raises(ConfigError, match="run.workers\\[0\\] = 'two': expected an integer"):
+        config.from_dict({"run": {"workers": "two"}})
+
+
+def test_worker_counts_need_not_divide_the_batch_when_single_alone_runs():
+    # the user test: a single-only run was refused for run.workers it does not use
+    cfg = config.from_dict({"run": {"strategies": ["single"], "workers": [3]}, "training": {"global_batch_size": 64}})
+    assert cfg.run.workers == [3]
+    with pytest.raises(ConfigError, match="64 is not divisible by run.workers = 3"):
+        config.from_dict({"run": {"strategies": ["single", "horovod"], "workers": [3]}})
+
+
 def test_toml_file_roundtrip(tmp_path):
     p = tmp_path / "c.toml"
     p.write_text('[training]\nepochs = 3\nlearning_rate = 1\n[run]\nworkers = [1, 2]\n')
@@ -33,6 +51,8 @@ def test_toml_file_roundtrip(tmp_path):
     ('[training]\nepochz = 3\n', "unknown key 'training.epochz' (value 3); did you mean 'training.epochs'? allowed keys "
                                  "in [training]: epochs, "),  # the user test: a misspelt section got one, a key none
     ('[training]\nxyz = 3\n', "unknown key 'training.xyz' (value 3); allowed keys in [training]: epochs, "),
+    ('[training]\nlr = 0.1\n', "unknown key 'training.lr' (value 0.1); did you mean 'training.learning_rate'?"),
+    ('[training]\nbatch_size = 32\n', "did you mean 'training.global_batch_size'?"),
     ('[cluster]\nemulate = { hostz = 2 }\n', "unknown key 'cluster.emulate.hostz' (value 2); did you mean "
                                             "'cluster.emulate.hosts'? allowed keys in [cluster.emulate]: hosts, "),
     ('[trainin]\nepochs = 3\n', "unknown section [trainin]; did you mean [training]? allowed sections:"),
@@ -52,7 +72,6 @@ def test_toml_file_roundtrip(tmp_path):
     ('[run]\nworkers = [0]\n', "run.workers = 0"),
     ('[mpi]\nshare_engine = "no"\n', "mpi.share_engine = 'no': expected"),
     ('[mpi]\nshare_sesion = false\n', "unknown key 'mpi.share_sesion'"),
-    ('[run]\nworkers = 2\n', "run.workers = 2: expected a list"),
     ('[training]\nglobal_batch_size = 2\n[run]\nworkers = [4]\n', "smaller than run.workers = 4"),
     ('[training]\nglobal_batch_size = 10\n[run]\nworkers = [4]\n', "not divisible by run.workers = 4"),
     ('[training]\nglobal_batch_size = 64\n[run]\nworkers = [2, 3, 4]\n',
@@ -68,7 +87,6 @@ def test_toml_file_roundtrip(tmp_path):
     ('epochs = 3\n', "top-level key 'epochs' = 3 is outside any section; put it under [training]"),
     ('[training\n', "not valid TOML"),
     ('[model]\nactivation = "relux"\n', "model.activation = 'relux': expected one of relu"),
-    ('[run]\nstrategies = "single"\n', 'expected a list of strings, e.g. ["a", "b"]'),
     ('[data]\nname = "npz"\n', "data.path is empty but data.name = 'npz' needs a local file: set data.path to an "
                                ".npz file with arrays x and y"),
     ('[data]\nname = "parquet"\n', "data.path is empty but data.name = 'parquet' needs the training data"),

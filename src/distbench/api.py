@@ -17,12 +17,15 @@ Errors are the CLI's as exceptions (:class:`~distbench.config.ConfigError`,
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import logging
 import os
+import re
 import shlex
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import click
 
@@ -367,26 +370,27 @@ def compare(model: Any = None, data: Any = None, *, strategies: str | list[str] 
     if resume and config is None and not (run_dir / "config.json").exists():
         raise ConfigError(f"compare(resume=True): {str(run_dir)!r} holds no run to continue; leave resume out to "
                           "start one there")
-    # resuming starts from the run's recorded config, as distbench run --resume does
-    cfg = recorded_config(run_dir) if resume and config is None else config_mod.load(
-        str(config) if config is not None else None)
-    given: dict[str, Any] = {}
-    for arg, value in (("strategies", strategies), ("workers", workers), ("epochs", epochs),
-                       ("batch_size", batch_size), ("target_accuracy", target_accuracy), ("repeats", repeats),
-                       ("timeout", timeout), ("device", device)):
-        if value is not None:
-            given[FLAG_KEYS[arg]] = _listed(arg, value)
-    given.update(_section_keys(sections, list(cfg.to_dict())))
-    given["run__out"] = str(run_dir)
-    cfg = config_mod.override(cfg, **given)
-    if not resume:
-        check_run_dir(cfg, run_dir, resume)  # a used directory is refused before anything is written into it
     made = [p for p in (run_dir, *run_dir.parents) if not p.exists()]  # the folders this call creates
     try:
+        # resuming starts from the run's recorded config, as distbench run --resume does
+        cfg = recorded_config(run_dir) if resume and config is None else config_mod.load(
+            str(config) if config is not None else None)
+        given: dict[str, Any] = {}
+        for arg, value in (("strategies", strategies), ("workers", workers), ("epochs", epochs),
+                           ("batch_size", batch_size), ("target_accuracy", target_accuracy), ("repeats", repeats),
+                           ("timeout", timeout), ("device", device)):
+            if value is not None:
+                given[FLAG_KEYS[arg]] = _listed(arg, value)
+        given.update(_section_keys(sections, list(cfg.to_dict())))
+        given["run__out"] = str(run_dir)
+        cfg = config_mod.override(cfg, **given)
+        if not resume:
+            check_run_dir(cfg, run_dir, resume)  # a used directory is refused before anything is written into it
         given.update(_data_keys(data, run_dir, features, label))
         given.update(_model_keys(model, data, run_dir))
         cfg = config_mod.override(cfg, **given)
-        run_config(cfg, run_dir, resume, t0=t0)
+        with _warnings_to_stderr(data):
+            run_config(cfg, run_dir, resume, t0=t0)
     except ConfigError as e:
         if made and not (run_dir / "results.jsonl").exists():  # refused: nothing of it is left behind
             import shutil
@@ -421,13 +425,47 @@ def _section_keys(sections: dict[str, Any], known: list[str]) -> dict[str, Any]:
     return given
 
 
+API_FLAGS = {"--resume": "resume=True", "--out": "out=", "--batch-size": "batch_size=", "--workers": "workers=",
+             "--strategies": "strategies=", "--epochs": "epochs=", "--repeats": "repeats=", "--timeout": "timeout=",
+             "--device": "device=", "--target-accuracy": "target_accuracy="}
+"""``distbench run``'s flags that errors name, by :func:`compare`'s keyword argument for each."""
+
+
 def _as_given(e: ConfigError, run_dir: Path, data: Any) -> ConfigError:
-    """``e``, naming the user's arrays where it named the ``.npz`` :func:`compare` made of them."""
+    """``e`` as a :func:`compare` caller gives its input: ``compare``'s keyword arguments
+    where it named ``distbench run``'s flags (``resume=True``, not ``--resume``), and the
+    user's arrays where it named the ``.npz`` :func:`compare` made of them."""
     saved = run_dir / INPUTS_DIR / "data.npz"
-    text = str(e).replace(str(saved.absolute()), str(saved))
+    text = re.sub(r"(--[a-z][a-z-]*)\b(?: (\d[\w.]*))?",  # '--batch-size 96' -> 'batch_size=96'
+                  lambda m: (API_FLAGS[m[1]] + (m[2] or "") if m[1] in API_FLAGS else m[0]),
+                  str(e).replace(str(saved.absolute()), str(saved)))
     if not isinstance(data, (str, os.PathLike)) and str(saved) in text:
-        return type(e)(text.replace(str(saved), "compare's data"))
-    return e
+        text = text.replace(str(saved), "compare's data")
+    return e if text == str(e) else type(e)(text)
+
+
+@contextlib.contextmanager
+def _warnings_to_stderr(data: Any) -> Iterator[None]:
+    """Print distbench's warnings during :func:`compare` as ``distbench run`` does
+    (``distbench: WARNING: ...`` on stderr, naming the user's arrays or DataFrame as
+    ``compare's data``, not the ``.npz`` made of them), unless the caller's program
+    configured logging itself (then its handlers get the records unchanged)."""
+    logger = logging.getLogger("distbench")
+    if logging.getLogger().handlers or logger.handlers:
+        yield
+        return
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("distbench: %(levelname)s: %(message)s"))
+    if not isinstance(data, (str, os.PathLike)) and data is not None:
+        def as_given(record: logging.LogRecord) -> bool:
+            record.msg, record.args = record.getMessage().replace("dataset 'npz'", "compare's data"), None
+            return True
+        handler.addFilter(as_given)
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
 
 
 def _listed(arg: str, value: Any) -> Any:

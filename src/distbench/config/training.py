@@ -86,7 +86,8 @@ AUTO_REPEATS = "auto"
 
 def check_training_and_run(t: TrainingConfig, r: RunConfig) -> None:
     """``[training]`` and ``[run]``: epochs, batch, optimizer, rates, target; strategies,
-    worker counts (each must divide the global batch), repeats, timeout."""
+    worker counts (each must divide the global batch, unless ``single`` alone runs), repeats,
+    timeout."""
     at_least("training.epochs", t.epochs)
     at_least("training.global_batch_size", t.global_batch_size)
     choice("training.optimizer", t.optimizer, OPTIMIZERS)
@@ -104,6 +105,8 @@ def check_training_and_run(t: TrainingConfig, r: RunConfig) -> None:
         raise ConfigError("run.workers is empty: give at least one worker count, e.g. [2]")
     for n in r.workers:
         at_least("run.workers", n)
+        if set(r.strategies) == {"single"}:  # one replica whatever the worker counts say
+            continue
         if t.global_batch_size < n:
             raise ConfigError(
                 f"training.global_batch_size = {t.global_batch_size} is smaller than run.workers = {n}: "

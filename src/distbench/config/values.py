@@ -78,7 +78,8 @@ def shown(value: Any) -> str:
 
 def coerce(key: str, value: Any, tp: Any) -> Any:
     """``value`` checked against type ``tp`` (scalars, lists, string tables, literals,
-    unions, nested dataclass tables); ints are accepted where floats are.
+    unions, nested dataclass tables); ints are accepted where floats are, and one scalar
+    where a list of scalars is (``workers = 2`` is ``[2]``).
 
     Raises:
         ConfigError: naming ``key``, the value as the file spells it and the type expected.
@@ -106,6 +107,8 @@ def coerce(key: str, value: Any, tp: Any) -> Any:
         raise ConfigError(f"{key} = {shown(value)}: expected {type_name(tp)}")
     if origin is list:
         (inner,) = get_args(tp)
+        if not isinstance(value, (list, dict)) and not dataclasses.is_dataclass(inner):
+            value = [value]  # one value where a list is expected: a list of one (workers = 2 as --workers 2)
         if not isinstance(value, list):
             example = '["a", "b"]' if inner is str else "[1, 2]"
             raise ConfigError(f"{key} = {shown(value)}: expected {type_name(tp)}, e.g. {example}")
@@ -144,7 +147,7 @@ def build(section: str, cls: type, raw: Any) -> Any:
     kwargs = {}
     for k, v in raw.items():
         if k not in hints:
-            close = difflib.get_close_matches(str(k), names, 1, 0.6)
+            close = difflib.get_close_matches(str(k), names, 1, 0.6) or _abbreviated(str(k), names)
             hint = f"did you mean '{section}.{close[0]}'? " if close else ""
             raise ConfigError(
                 f"unknown key '{section}.{k}' (value {v!r}); {hint}allowed keys in [{section}]: "
@@ -152,6 +155,14 @@ def build(section: str, cls: type, raw: Any) -> Any:
             )
         kwargs[k] = coerce(f"{section}.{k}", v, hints[k])
     return cls(**kwargs)
+
+
+def _abbreviated(key: str, names: list[str]) -> list[str]:
+    """The one field ``key`` abbreviates: its initials (``lr``: ``learning_rate``) or the end
+    of its name (``batch_size``: ``global_batch_size``); empty when none or several do."""
+    key = key.lower()
+    hits = [n for n in names if "".join(w[0] for w in n.split("_")) == key or n.endswith("_" + key)]
+    return hits if len(hits) == 1 else []
 
 
 def choice(key: str, value: str, allowed: tuple[str, ...]) -> None:
