@@ -1,5 +1,5 @@
-"""``distbench run`` on an emulated 2-host cluster: the workers of horovod and mpi_ps:adag
-run in the hosts' namespaces (each process reports its own), the records name the hosts,
+"""``distbench run`` on an emulated 2-host cluster: the workers of horovod and mpi_ps:adag,
+and keras_jax:multi_process's JAX processes, run in the hosts' namespaces (each process reports its own), the records name the hosts,
 and nothing is left behind, also after the sweep is SIGKILLed in the middle of a
 configuration. Bad cluster specs end ``distbench run`` with one line and exit 2 before
 anything is written."""
@@ -59,6 +59,27 @@ def test_horovod_and_mpi_ps_run_across_two_emulated_hosts(tmp_path):
     assert records["mpi_ps:adag"]["details"]["placement"]["server (rank 0)"] == "10.231.251.1"
     assert records["horovod"]["final_test_accuracy"] > 0.8
     assert names_of(cid) == []  # removed with the sweep
+
+
+@needs_netns
+@requires(module="jax")
+def test_keras_jax_multi_process_runs_one_process_per_emulated_host(tmp_path):
+    cfg = tmp_path / "cluster.toml"
+    cfg.write_text(TWO_HOSTS)
+    res = distbench("run", str(cfg), "--strategies", "keras_jax:multi_process", "--epochs", "2",
+                    "--out", str(tmp_path / "run"), env=child_env(), timeout=600)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    (r,) = map(json.loads, (tmp_path / "run" / "results.jsonl").open())
+    assert r["status"] == "ok", (r["reason"], r.get("log_tail", "")[-2000:])
+    d = r["details"]
+    hosts = ["10.231.251.2", "10.231.251.3"]
+    cid = d["cluster_id"]
+    # each process's namespace as the process itself saw it; process 0 coordinates from host 0
+    assert d["process_netns"] == [f"dbn-{cid}-0", f"dbn-{cid}-1"]
+    assert d["placement"] == {"jax process 0": hosts[0], "jax process 1": hosts[1]}
+    assert d["coordinator"] == f"{hosts[0]}:23600" and d["replicas_in_sync_check"] == "passed"
+    assert "Gloo across 2 processes" in d["collective"] and r["final_test_accuracy"] > 0.8
+    assert names_of(cid) == []
 
 
 def _cmdline(pid: int) -> str:

@@ -1,5 +1,6 @@
-"""keras_jax:data_parallel: the JAX process's command, the unavailable path, BatchNormalization's
-global moments under DataParallel, and one real sweep (single, keras_jax with 1 and 2 devices).
+"""keras_jax:data_parallel and keras_jax:multi_process: the JAX processes' commands, the
+unavailable path, BatchNormalization's global moments under DataParallel, and one real sweep
+(single, keras_jax with 1 and 2 devices, and over 2 processes).
 
 The sweep's numbers (digits, the embedded default MLP, 3 epochs; 2-core machine): keras_jax
 with 1 device ended with single's test accuracy (0.9111, equal) and test loss 0.25673 against
@@ -30,6 +31,7 @@ from distbench.training.output import read_child_result
 from tests.conftest import ROOT, distbench, requires
 
 NAME = "keras_jax:data_parallel"
+MULTI = "keras_jax:multi_process"
 ACCURACY_TOL = 0.003
 """Test accuracy within one test sample of the 360 (measured: equal)."""
 LOSS_RTOL = 2e-3
@@ -50,8 +52,18 @@ def test_jax_command_exact():
         xla_flags(0)
 
 
+def test_multi_process_command_exact():
+    argv, env = keras_jax.jax_command(Path("/r"), Path("/r/artifacts/k"), 2, base_env={"PATH": "/bin"},
+                                      coordinator="10.0.0.2:23600", process_id=1, threads=3, python="/opt/py")
+    assert argv == ["/opt/py", "-m", "distbench", "worker", "keras-jax", "--run-dir", "/r", "--out",
+                    "/r/artifacts/k", "--workers", "2", "--coordinator", "10.0.0.2:23600", "--process-id", "1",
+                    "--threads", "3"]
+    assert env["XLA_FLAGS"] == "--xla_force_host_platform_device_count=1"  # one device per process
+
+
 def test_registered_with_its_worker_entry():
-    assert NAME in registry.names() and registry.families()["keras_jax"] == [NAME]
+    assert NAME in registry.names() and registry.families()["keras_jax"] == [NAME, MULTI]
+    assert registry.get(MULTI).uses_network and registry.get(MULTI).replicas(2) == 2
     assert registry.worker_entries()["keras-jax"] == "distbench.harness.keras_jax_app:command"
     assert registry.get(NAME).replicas(2) == 2 and not registry.get(NAME).uses_network
 
@@ -135,11 +147,11 @@ def test_batchnorm_moments_are_the_global_batch_s_under_data_parallel():
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, int], dict]:
     out = tmp_path_factory.mktemp("keras-jax") / "run"
-    cp = distbench("run", "--strategies", f"single,{NAME}", "--workers", "1,2", "--epochs", "3", "--repeats", "1",
-                   "--out", str(out), timeout=600)
+    cp = distbench("run", "--strategies", f"single,{NAME},{MULTI}", "--workers", "1,2", "--epochs", "3",
+                   "--repeats", "1", "--out", str(out), timeout=600)
     assert cp.returncode == 0, cp.stderr[-3000:]
     recs = {(r["strategy"], r["workers"]): r for r in read_records(out)}
-    assert set(recs) == {("single", 1), (NAME, 1), (NAME, 2)}, sorted(recs)
+    assert set(recs) == {("single", 1), (NAME, 1), (NAME, 2), (MULTI, 1), (MULTI, 2)}, sorted(recs)
     for key, r in recs.items():
         assert r["status"] == "ok", (key, r["reason"], r.get("log_tail", "")[-1500:])
     return recs
@@ -197,3 +209,18 @@ def test_seeding_skips_tensorflow_and_a_model_module_may_import_it():
                         env={**os.environ, "KERAS_BACKEND": "jax"})
     assert cp.returncode == 0, cp.stderr[-2000:]
     assert cp.stdout.split()[-3:] == ["jax", "True", "True"], cp.stdout
+
+
+@pytest.mark.integration
+@requires(module="jax")
+def test_two_processes_train_as_two_devices_do(sweep):
+    one, two = sweep[(NAME, 2)], sweep[(MULTI, 2)]
+    d = two["details"]
+    assert d["processes"] == 2 and two["replicas"] == 2 and d["replicas_in_sync_check"] == "passed"
+    assert len(d["process_netns"]) == 2 and len(set(d["worker_weight_sha256"])) == 1
+    assert d["mesh"]["shape"] == [2] and d["mesh"]["device_kind"] == "CPU devices, one per process"
+    assert "Gloo across 2 processes" in d["collective"] and d["step_collectives"]["all-reduce"] >= 1
+    assert two["steps"] == one["steps"] and two["initial_weights_sha256"] == one["initial_weights_sha256"]
+    assert abs(two["final_test_accuracy"] - one["final_test_accuracy"]) <= ACCURACY_TOL
+    assert two["final_test_loss"] == pytest.approx(one["final_test_loss"], rel=LOSS_RTOL)
+    assert sweep[(MULTI, 1)]["status"] == "ok" and sweep[(MULTI, 1)]["details"]["processes"] == 1

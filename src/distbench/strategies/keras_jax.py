@@ -26,7 +26,9 @@ and ``ModelParallel`` are not built yet (docs/keras_jax.md).
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +38,7 @@ from distbench.launch import commands, process
 from distbench.strategies.base import Availability, LaunchContext, Strategy, StrategyUnavailable
 from distbench.strategies.registry import register_family
 from distbench.training import TrainOutput
-from distbench.training.jax_loop import xla_flags
+from distbench.training.jax_loop import PROCESS_FILE, xla_flags
 from distbench.training.output import RESULT_FILE, TrainingFailed, read_child_result
 
 PROCESS_NAME = "jax process"
@@ -45,24 +47,34 @@ INSTALL_HINT = "install it with pip install 'jax[cpu]' (make setup does)"
 
 
 def jax_command(run_dir: Path, out: Path, workers: int, base_env: dict[str, str] | None = None,
-                scenario: Any = None) -> tuple[list[str], dict[str, str]]:
-    """argv and env of the JAX process of one ``keras_jax:data_parallel`` configuration.
+                scenario: Any = None, coordinator: str = "", process_id: int = 0, threads: int = 0,
+                python: str | None = None) -> tuple[list[str], dict[str, str]]:
+    """argv and env of the JAX process of one ``keras_jax:data_parallel`` configuration, or
+    of process ``process_id`` of a ``keras_jax:multi_process`` one.
 
     Args:
         run_dir: the run directory.
         out: the configuration's artifacts directory (where the process leaves its result).
-        workers: devices of the mesh; also the number of CPU devices XLA makes of the host
-            (``XLA_FLAGS``, other flags of ``base_env`` kept; ignored by JAX's GPU and TPU backends).
+        workers: devices of the mesh; in one process also the number of CPU devices XLA
+            makes of the host (``XLA_FLAGS``, other flags of ``base_env`` kept; ignored by
+            JAX's GPU and TPU backends); under several processes one device each.
         base_env: environment to start from (default ``os.environ``).
         scenario: the straggler :class:`~distbench.config.scenario.Scenario`, or None.
+        coordinator: ``host:port`` of process 0 under several processes; ``""``: one process.
+        process_id: this process's index under several.
+        threads: CPU threads of the process (0: derived in the process).
+        python: the interpreter (default: this one; a cluster's hosts may name another).
 
     Returns:
         ``(argv, env)``: ``python -m distbench worker keras-jax ...`` with ``KERAS_BACKEND=jax``.
     """
     base = dict(os.environ if base_env is None else base_env)
     argv = commands.worker_argv("keras-jax", run_dir, ("--out", out), ("--workers", workers),
-                                ("--scenario", commands.scenario_arg(scenario)))
-    env = commands.child_env({"KERAS_BACKEND": "jax", "XLA_FLAGS": xla_flags(workers, base.get("XLA_FLAGS", ""))},
+                                ("--scenario", commands.scenario_arg(scenario)), ("--coordinator", coordinator),
+                                ("--process-id", process_id if coordinator else None),
+                                ("--threads", threads or None), python=python)
+    devices = 1 if coordinator else workers
+    env = commands.child_env({"KERAS_BACKEND": "jax", "XLA_FLAGS": xla_flags(devices, base.get("XLA_FLAGS", ""))},
                              base)
     return argv, env
 
@@ -131,4 +143,57 @@ class KerasJaxDataParallel(Strategy):
         return out
 
 
-register_family("keras_jax", [KerasJaxDataParallel])
+class KerasJaxMultiProcess(KerasJaxDataParallel):
+    """``keras.distribution.DataParallel`` on JAX over N processes of one device each, joined
+    by ``keras.distribution.initialize`` (``jax.distributed``; Gloo collectives between CPU
+    devices), on this machine or one per slot of a cluster's hosts, as
+    ``multi_worker_mirrored``'s workers are placed."""
+
+    name = "keras_jax:multi_process"
+    description = ("Keras 3 DataParallel on JAX over N processes (keras.distribution.initialize, "
+                   "Gloo collectives on CPUs), on one host or a cluster")
+    needs = "JAX (and Keras 3) installed on every host; TCP between the processes (process 0 coordinates)"
+    uses_network = True
+
+    def launch(self, ctx: LaunchContext) -> TrainOutput:
+        """Start the N JAX processes (process 0 coordinates), wait for them, check that
+        every process ended with the same weights; return process 0's output with each
+        process's namespace, host and weight hash.
+
+        Raises:
+            StrategyUnavailable: JAX is not installed, or the processes found it unusable.
+            TrainingFailed: a process failed, timed out or left no result (naming it).
+        """
+        missing = jax_missing()
+        if missing:
+            raise StrategyUnavailable(missing)
+        n, pl = ctx.workers, ctx.placement
+        art = ctx.artifacts_dir
+        art.mkdir(parents=True, exist_ok=True)
+        for stale in (art / RESULT_FILE, *art.glob("process*")):  # only these processes' results are read back
+            shutil.rmtree(stale) if stale.is_dir() else stale.unlink(missing_ok=True)
+        port = commands.free_ports(1)[0] if pl.is_local else REMOTE_PORT
+        coordinator = f"{pl.address(0)}:{port}"
+        specs = []
+        for i in range(n):
+            argv, env = jax_command(ctx.run_dir, art, n, scenario=ctx.scenario, coordinator=coordinator,
+                                    process_id=i, threads=ctx.threads_per_process(n), python=pl.python)
+            specs.append(process.ProcSpec(f"jax process {i}", pl.wrap(i, argv, env), env, ctx.log_dir / f"jax{i}.log"))
+        res = process.run_processes(specs, ctx.timeout_s)
+        failed = res.failed
+        k = int(failed.name.rsplit(" ", 1)[1]) if failed is not None else 0
+        out = result_of(res, art if k == 0 else art / f"process{k}", ctx.timeout_s)
+        procs = [json.loads((art / PROCESS_FILE.format(i)).read_text()) for i in range(n)]
+        hashes = [p["weights_sha256"] for p in procs]
+        out.extra.update(
+            process_netns=[p["netns"] for p in procs], process_hosts=[p["hostname"] for p in procs],
+            worker_weight_sha256=hashes, replicas_in_sync_check="passed" if len(set(hashes)) == 1 else "failed",
+            jax_process_logs=[str(s.log) for s in specs], coordinator=coordinator,
+            **pl.describe({f"jax process {i}": i for i in range(n)}))
+        return out
+
+
+REMOTE_PORT = 23600
+"""Process 0's coordination port on a cluster host (a fixed port, as ``multi_worker_mirrored``'s)."""
+
+register_family("keras_jax", [KerasJaxDataParallel, KerasJaxMultiProcess])

@@ -46,6 +46,11 @@ from distbench.training.output import TrainOutput
 from distbench.training.schedule import replica_batches
 from distbench.workload import Workload, weights_sha256
 
+PROCESS_FILE = "process{}.json"
+"""Under several processes, what process k leaves in the configuration's artifacts
+directory: its network namespace, host name and final weights' SHA-256
+(``{"netns", "hostname", "weights_sha256"}``)."""
+
 BATCH_AXIS = "batch"
 """The name of the mesh's one axis (Keras' ``DataParallel`` default)."""
 DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
@@ -67,6 +72,13 @@ def xla_flags(devices: int, current: str = "") -> str:
         raise ValueError(f"a JAX process needs at least 1 device, got {devices}")
     kept = [f for f in current.split() if not f.startswith(DEVICE_COUNT_FLAG)]
     return " ".join(kept + [f"{DEVICE_COUNT_FLAG}={devices}"])
+
+
+def jax_process_count() -> int:
+    """Processes of this JAX job (1 unless :func:`join_processes` joined several)."""
+    import jax
+
+    return jax.process_count()
 
 
 def mesh_devices(workers: int) -> tuple[list[str], str]:
@@ -93,6 +105,8 @@ def mesh_devices(workers: int) -> tuple[list[str], str]:
         if found:
             return found[:workers], label
     cpus = keras.distribution.list_devices("cpu")
+    if jax_process_count() > 1:
+        return cpus[:workers], "CPU devices, one per process"
     if len(cpus) < workers:
         raise StrategyUnavailable(f"JAX sees {len(cpus)} CPU device(s) but {workers} replicas were asked for: start "
                                   f"the process with XLA_FLAGS={DEVICE_COUNT_FLAG}={workers}")
@@ -144,12 +158,13 @@ def collective_ops(hlo_text: str) -> dict[str, int]:
     return counts
 
 
-def collective_implementation(kind: str, devices: int) -> str:
+def collective_implementation(kind: str, devices: int, processes: int = 1) -> str:
     """Words for the record: which runtime carries the step's collectives."""
     if devices == 1:
         return "none (one device: no cross-device collective)"
-    where = {"GPUs": "NCCL (XLA:GPU)", "TPU cores": "the TPU interconnect (XLA:TPU)"}.get(
-        kind, "XLA:CPU in-process collectives (one process, device buffers in host memory)")
+    cpu = (f"Gloo across {processes} processes (jax_cpu_collectives_implementation = gloo, over TCP)"
+           if processes > 1 else "XLA:CPU in-process collectives (one process, device buffers in host memory)")
+    where = {"GPUs": "NCCL (XLA:GPU)", "TPU cores": "the TPU interconnect (XLA:TPU)"}.get(kind, cpu)
     return f"XLA all-reduce inserted by the SPMD partitioner (jax.jit over the mesh), run by {where}"
 
 
@@ -171,9 +186,16 @@ def weights_reader(model: Any) -> Callable[[Any], list[np.ndarray]]:
         raise ValueError("a model weight is neither trainable nor non-trainable variable of the model") from None
 
     def read(state: Any) -> list[np.ndarray]:
-        return [np.asarray(state[part][i], dtype=np.float32) for part, i in order]
+        return [local_value(state[part][i]) for part, i in order]
 
     return read
+
+
+def local_value(array: Any) -> np.ndarray:
+    """A replicated JAX array's value as a float32 NumPy array, from this process's own copy
+    (an array laid out over the devices of several processes is not fully addressable:
+    ``np.asarray`` of it raises)."""
+    return np.asarray(array.addressable_data(0), dtype=np.float32)
 
 
 def make_train_step(model: Any, optimizer: Any, loss_obj: Any, state_shardings: Any) -> Any:
@@ -296,13 +318,15 @@ def pin_threads(threads: int) -> dict[str, Any]:
             "threads_note": "XLA:CPU sizes its own thread pools; the process runs on cpu_affinity"}
 
 
-def step_delayer(loop: TrainLoop, replicas: int) -> Callable[[float], None] | None:
+def step_delayer(loop: TrainLoop, replicas: range | list[int]) -> Callable[[float], None] | None:
     """Under a straggler scenario, the host-side delay after each step: the replicas share
     one jitted step, so a slowed replica slows the whole step; each delayed replica's
     :class:`~distbench.training.loop.StepDelay` sleeps for its own delay, at once, and the
     step waits for the longest (as a synchronous all-reduce waits for its slowest device).
-    None without a scenario (or when no replica is delayed)."""
-    delays = [loop.step_delay(r) for r in range(replicas)] if loop.scenario is not None else []
+    ``replicas`` are the replica indices of this process's devices (all of them in one
+    process; under several processes each delays its own, and the others wait for it in
+    the all-reduce). None without a scenario (or when no replica here is delayed)."""
+    delays = [loop.step_delay(r) for r in replicas] if loop.scenario is not None else []
     delayed = [d for d in delays if d.delays]
     if not delayed:
         return None
@@ -356,6 +380,25 @@ def import_jax_keras() -> tuple[Any, Any]:
     return jax, keras
 
 
+def join_processes(coordinator: str, processes: int, process_id: int) -> None:
+    """Join this process to a JAX job of ``processes`` processes through Keras
+    (``keras.distribution.initialize``, which calls ``jax.distributed.initialize``), with
+    Gloo for the collectives between the processes' CPU devices (JAX's default on CPU is
+    none across processes). Call it before JAX first looks at its devices.
+
+    Args:
+        coordinator: ``host:port`` of process 0's coordination service (every process
+            gives the same address; process 0 listens on it).
+        processes: processes of the job (each brings one device to the mesh).
+        process_id: this process's index, 0..processes-1.
+    """
+    import jax
+    import keras
+
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    keras.distribution.initialize(job_addresses=coordinator, num_processes=processes, process_id=process_id)
+
+
 def mesh_for(workers: int, global_batch: int, scenario: Any = None) -> tuple[Any, str]:
     """Form the mesh of ``workers`` devices (:func:`mesh_devices`) and set ``DataParallel`` over it.
 
@@ -406,6 +449,8 @@ def train_data_parallel(workload: Workload, workers: int, scenario: Any = None,
     G = cfg.global_batch_size
     dist, kind = mesh_for(workers, G, scenario)
     n = int(np.asarray(dist.device_mesh.devices).size)
+    processes, here = jax.process_count(), jax.process_index()
+    local = list(range(n)) if processes == 1 else [here]  # one device per process under several
     model, optimizer, synced = build_on_mesh(workload, n)
     state = ([v.value for v in model.trainable_variables], [v.value for v in model.non_trainable_variables],
              [v.value for v in optimizer.variables])
@@ -422,7 +467,7 @@ def train_data_parallel(workload: Workload, workers: int, scenario: Any = None,
     loop = TrainLoop(cfg.epochs, lambda: read(box[0]), label="", scenario=scenario)
     compiled = loop.trace(lambda: step.lower(state, *specs).compile())
     mesh = describe_mesh(dist, kind)
-    res = loop.run(epoch_runner(compiled, box, layouts, workload, step_delayer(loop, n)))
+    res = loop.run(epoch_runner(compiled, box, layouts, workload, step_delayer(loop, local)))
     return TrainOutput(
         final_weights=read(box[0]), snapshots=res.snapshots, train_s=res.train_s,
         first_step_unix=res.first_step_unix, steps=res.steps, samples=res.steps * G, replicas=n,
@@ -430,7 +475,8 @@ def train_data_parallel(workload: Workload, workers: int, scenario: Any = None,
                "batchnorm": describe_batchnorm(model, synced), **(threads or {}), "backend": keras.backend.backend(),
                "versions": versions(), "distribution": f"keras.distribution.{type(dist).__name__}",
                "mesh": mesh, "devices": mesh["devices"],
-               "device_kind": kind, "collective": collective_implementation(kind, n),
+               "device_kind": kind, "collective": collective_implementation(kind, n, processes),
+               "processes": processes,
                "step_collectives": collective_ops(compiled.as_text()),
                "tensorflow_imported": sys.modules.get("tensorflow") is not None,
                **({"step_delays": res.step_delays} if res.step_delays else {})},
@@ -443,7 +489,10 @@ def epoch_runner(compiled: Any, box: list[Any], layouts: tuple[Any, ...], worklo
     ``workload.steps_per_epoch()`` calls of the compiled step on the global batches of the
     shared schedule (the whole run's batches in one stream, as ``single``'s pipeline feeds
     them). The next step's batch is gathered and laid out on the mesh while the current
-    step runs (JAX dispatches asynchronously), as a ``tf.data`` prefetch does.
+    step runs (JAX dispatches asynchronously), as a ``tf.data`` prefetch does. Every
+    process gathers the whole global batch from the schedule and lays out the rows of its
+    own devices (``jax.make_array_from_callback``): one code path for one process and for
+    several.
 
     Args:
         compiled: the compiled train step (:func:`make_train_step`).
@@ -453,13 +502,15 @@ def epoch_runner(compiled: Any, box: list[Any], layouts: tuple[Any, ...], worklo
         workload: the run's workload.
         delay: the host-side straggler delay after each step (:func:`step_delayer`), or None.
     """
-    import keras
+    import jax
 
     cfg = workload.config.training
     steps = workload.steps_per_epoch()
     batches = replica_batches(workload.dataset.train, cfg.epochs, cfg.seed, cfg.global_batch_size, 0, 1)
-    put = keras.distribution.distribute_tensor
     pending: list[tuple[Any, Any]] = []
+
+    def put(batch: np.ndarray, layout: Any) -> Any:
+        return jax.make_array_from_callback(batch.shape, layout.backend_layout, lambda index: batch[index])
 
     def load_next() -> None:
         got = next(batches, None)  # None after the run's last batch
@@ -479,6 +530,6 @@ def epoch_runner(compiled: Any, box: list[Any], layouts: tuple[Any, ...], worklo
                 loss.block_until_ready()
                 delay(time.perf_counter() - t0)
             load_next()  # the next step's batch, gathered while this step runs
-        return (epoch + 1) * steps, float(loss)
+        return (epoch + 1) * steps, float(local_value(loss))
 
     return run_epoch
