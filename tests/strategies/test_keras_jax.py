@@ -1,6 +1,7 @@
-"""keras_jax:data_parallel and keras_jax:multi_process: the JAX processes' commands, the
-unavailable path, BatchNormalization's global moments under DataParallel, and one real sweep
-(single, keras_jax with 1 and 2 devices, and over 2 processes).
+"""keras_jax:data_parallel, keras_jax:multi_process and keras_jax:model_parallel: the JAX
+processes' commands, the unavailable path, the ModelParallel plan, BatchNormalization's global
+moments under DataParallel, and one real sweep (single, keras_jax with 1 and 2 devices, over 2
+processes, and ModelParallel over a 1x2 mesh).
 
 The sweep's numbers (digits, the embedded default MLP, 3 epochs; 2-core machine): keras_jax
 with 1 device ended with single's test accuracy (0.9111, equal) and test loss 0.25673 against
@@ -26,12 +27,13 @@ from distbench.launch.process import GroupResult
 from distbench.results.store import read_records
 from distbench.strategies import keras_jax, registry
 from distbench.strategies.base import StrategyUnavailable
-from distbench.training.jax_loop import xla_flags
+from distbench.training.jax_loop import model_parallel_plan, xla_flags
 from distbench.training.output import read_child_result
 from tests.conftest import ROOT, distbench, requires
 
 NAME = "keras_jax:data_parallel"
 MULTI = "keras_jax:multi_process"
+MODEL = "keras_jax:model_parallel"
 ACCURACY_TOL = 0.003
 """Test accuracy within one test sample of the 360 (measured: equal)."""
 LOSS_RTOL = 2e-3
@@ -62,10 +64,27 @@ def test_multi_process_command_exact():
 
 
 def test_registered_with_its_worker_entry():
-    assert NAME in registry.names() and registry.families()["keras_jax"] == [NAME, MULTI]
+    assert NAME in registry.names() and registry.families()["keras_jax"][:2] == [NAME, MULTI]
     assert registry.get(MULTI).uses_network and registry.get(MULTI).replicas(2) == 2
+    assert registry.families()["keras_jax"] == [NAME, MULTI, MODEL]
     assert registry.worker_entries()["keras-jax"] == "distbench.harness.keras_jax_app:command"
     assert registry.get(NAME).replicas(2) == 2 and not registry.get(NAME).uses_network
+
+
+def test_model_parallel_plan_shards_the_largest_kernels_on_their_outputs():
+    weights = [("m/dense/kernel", (64, 512)), ("m/dense/bias", (512,)), ("m/dense_1/kernel", (512, 512)),
+               ("m/dense_1/bias", (512,)), ("m/out/kernel", (512, 10)), ("m/out/bias", (10,)),
+               ("m/bn/gamma", (512,))]
+    shape, layouts = model_parallel_plan(weights, 4)
+    assert shape == (2, 2)  # batch x model
+    assert layouts == {"m/dense/kernel": (None, "model"), "m/dense/bias": ("model",),
+                       "m/dense_1/kernel": (None, "model"), "m/dense_1/bias": ("model",)}  # out: 5k < 1/8 of 262k
+    assert model_parallel_plan([("m/d/kernel", (4, 6))], 3)[0] == (1, 3)  # an odd count: every device on the model axis
+    with pytest.raises(StrategyUnavailable, match="at least 2 devices"):
+        model_parallel_plan(weights, 1)
+    with pytest.raises(StrategyUnavailable, match=r"no Dense kernel's output dimension divides over a model axis of 3 "
+                                                  r"devices \(the model's 2-D kernels: m/d/kernel \[4, 5\]\)"):
+        model_parallel_plan([("m/d/kernel", (4, 5))], 3)
 
 
 def test_unavailable_where_jax_is_not_installed(monkeypatch, tmp_path):
@@ -147,11 +166,12 @@ def test_batchnorm_moments_are_the_global_batch_s_under_data_parallel():
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, int], dict]:
     out = tmp_path_factory.mktemp("keras-jax") / "run"
-    cp = distbench("run", "--strategies", f"single,{NAME},{MULTI}", "--workers", "1,2", "--epochs", "3",
+    cp = distbench("run", "--strategies", f"single,{NAME},{MULTI},{MODEL}", "--workers", "1,2", "--epochs", "3",
                    "--repeats", "1", "--out", str(out), timeout=600)
     assert cp.returncode == 0, cp.stderr[-3000:]
     recs = {(r["strategy"], r["workers"]): r for r in read_records(out)}
-    assert set(recs) == {("single", 1), (NAME, 1), (NAME, 2), (MULTI, 1), (MULTI, 2)}, sorted(recs)
+    assert set(recs) == {("single", 1), (NAME, 1), (NAME, 2), (MULTI, 1), (MULTI, 2), (MODEL, 1), (MODEL, 2)}
+    assert recs.pop((MODEL, 1))["reason"].startswith("ModelParallel needs at least 2 devices")
     for key, r in recs.items():
         assert r["status"] == "ok", (key, r["reason"], r.get("log_tail", "")[-1500:])
     return recs
@@ -224,3 +244,16 @@ def test_two_processes_train_as_two_devices_do(sweep):
     assert abs(two["final_test_accuracy"] - one["final_test_accuracy"]) <= ACCURACY_TOL
     assert two["final_test_loss"] == pytest.approx(one["final_test_loss"], rel=LOSS_RTOL)
     assert sweep[(MULTI, 1)]["status"] == "ok" and sweep[(MULTI, 1)]["details"]["processes"] == 1
+
+
+@pytest.mark.integration
+@requires(module="jax")
+def test_model_parallel_shards_the_kernels_and_trains_as_single(sweep):
+    single, mp = sweep[("single", 1)], sweep[(MODEL, 2)]
+    d = mp["details"]
+    assert d["distribution"] == "keras.distribution.ModelParallel" and d["mesh"]["shape"] == [1, 2]
+    assert d["mesh"]["axis_names"] == ["batch", "model"] and mp["replicas"] == 1
+    assert any(k.endswith("dense/kernel") and v == [None, "model"] for k, v in d["sharded_variables"].items())
+    assert mp["steps"] == single["steps"] and mp["initial_weights_sha256"] == single["initial_weights_sha256"]
+    assert abs(mp["final_test_accuracy"] - single["final_test_accuracy"]) <= ACCURACY_TOL
+    assert mp["final_test_loss"] == pytest.approx(single["final_test_loss"], rel=LOSS_RTOL)

@@ -1,5 +1,5 @@
 """``distbench worker keras-jax``: the JAX process of ``keras_jax:data_parallel``, or one
-of the N processes of ``keras_jax:multi_process``.
+of the N processes of ``keras_jax:multi_process``, or the process of ``keras_jax:model_parallel``.
 
 Started by the strategy (:mod:`distbench.strategies.keras_jax`) from a configuration's
 process, with ``KERAS_BACKEND=jax`` and, without accelerators, ``XLA_FLAGS`` giving JAX N
@@ -34,7 +34,7 @@ from distbench.workload import Workload, weights_sha256
 
 
 def process_main(run_dir: Path, out: Path, workers: int, scenario: Scenario | None = None, coordinator: str = "",
-                 process_id: int = 0, threads: int = 0) -> int:
+                 process_id: int = 0, threads: int = 0, model_parallel: bool = False) -> int:
     """Train one ``keras_jax`` configuration in this (JAX) process and write its result to ``out``.
 
     Args:
@@ -48,6 +48,7 @@ def process_main(run_dir: Path, out: Path, workers: int, scenario: Scenario | No
             over ``workers`` devices.
         process_id: this process's index under several.
         threads: CPU threads of this process (0: ``training.threads``, else every core).
+        model_parallel: ``ModelParallel`` over a 2-D mesh instead of ``DataParallel``.
 
     Returns:
         The exit code: 0 when the result is ``ok`` or ``unavailable``, 1 when training failed.
@@ -64,7 +65,7 @@ def process_main(run_dir: Path, out: Path, workers: int, scenario: Scenario | No
         pinned = jax_loop.pin_threads(threads or threads_per_process(workload.config.training.threads, 1))
         if coordinator:
             jax_loop.join_processes(coordinator, workers, process_id)
-        trained = jax_loop.train_data_parallel(workload, workers, scenario, pinned)
+        trained = jax_loop.train_data_parallel(workload, workers, scenario, pinned, model_parallel)
         if coordinator:
             (out / jax_loop.PROCESS_FILE.format(process_id)).write_text(json.dumps(
                 {"netns": current_namespace(), "hostname": socket.gethostname(),
@@ -82,14 +83,15 @@ def process_main(run_dir: Path, out: Path, workers: int, scenario: Scenario | No
 @click.option("--coordinator", default="", help="host:port of process 0 (several processes); empty: one process.")
 @click.option("--process-id", default=0, type=click.IntRange(0), help="This process's index under several.")
 @click.option("--threads", default=0, type=click.IntRange(0), help="CPU threads of this process (0: derived).")
+@click.option("--model-parallel", is_flag=True, help="ModelParallel over a 2-D mesh instead of DataParallel.")
 @user_errors
 def command(run_dir: str, out: str, workers: int, scenario: str | None, coordinator: str, process_id: int,
-            threads: int) -> None:
+            threads: int, model_parallel: bool) -> None:
     """Train one keras_jax configuration (started by the keras_jax strategy with KERAS_BACKEND=jax).
 
     Leaves with ``os._exit`` once the result is on disk, as the configuration's process does."""
     code = process_main(Path(run_dir), Path(out), workers, Scenario.from_arg(scenario), coordinator, process_id,
-                        threads)
+                        threads, model_parallel)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

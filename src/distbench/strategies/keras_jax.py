@@ -48,7 +48,7 @@ INSTALL_HINT = "install it with pip install 'jax[cpu]' (make setup does)"
 
 def jax_command(run_dir: Path, out: Path, workers: int, base_env: dict[str, str] | None = None,
                 scenario: Any = None, coordinator: str = "", process_id: int = 0, threads: int = 0,
-                python: str | None = None) -> tuple[list[str], dict[str, str]]:
+                python: str | None = None, model_parallel: bool = False) -> tuple[list[str], dict[str, str]]:
     """argv and env of the JAX process of one ``keras_jax:data_parallel`` configuration, or
     of process ``process_id`` of a ``keras_jax:multi_process`` one.
 
@@ -64,6 +64,7 @@ def jax_command(run_dir: Path, out: Path, workers: int, base_env: dict[str, str]
         process_id: this process's index under several.
         threads: CPU threads of the process (0: derived in the process).
         python: the interpreter (default: this one; a cluster's hosts may name another).
+        model_parallel: ``keras_jax:model_parallel`` (``--model-parallel``).
 
     Returns:
         ``(argv, env)``: ``python -m distbench worker keras-jax ...`` with ``KERAS_BACKEND=jax``.
@@ -73,6 +74,8 @@ def jax_command(run_dir: Path, out: Path, workers: int, base_env: dict[str, str]
                                 ("--scenario", commands.scenario_arg(scenario)), ("--coordinator", coordinator),
                                 ("--process-id", process_id if coordinator else None),
                                 ("--threads", threads or None), python=python)
+    if model_parallel:
+        argv.append("--model-parallel")
     devices = 1 if coordinator else workers
     env = commands.child_env({"KERAS_BACKEND": "jax", "XLA_FLAGS": xla_flags(devices, base.get("XLA_FLAGS", ""))},
                              base)
@@ -116,6 +119,7 @@ class KerasJaxDataParallel(Strategy):
              "where it has none (no multi-host training in this form)")
     uses_network = False
     worker_entries = {"keras-jax": "distbench.harness.keras_jax_app:command"}
+    model_parallel = False
 
     def is_available(self, config: ExperimentConfig, workers: int) -> Availability:
         """Available where ``jax`` and ``jaxlib`` are installed (found without importing them:
@@ -135,7 +139,8 @@ class KerasJaxDataParallel(Strategy):
             raise StrategyUnavailable(missing)
         ctx.artifacts_dir.mkdir(parents=True, exist_ok=True)
         (ctx.artifacts_dir / RESULT_FILE).unlink(missing_ok=True)  # only this process's result is read back
-        argv, env = jax_command(ctx.run_dir, ctx.artifacts_dir, ctx.workers, scenario=ctx.scenario)
+        argv, env = jax_command(ctx.run_dir, ctx.artifacts_dir, ctx.workers, scenario=ctx.scenario,
+                                model_parallel=self.model_parallel)
         spec = process.ProcSpec(PROCESS_NAME, argv, env, ctx.log_dir / LOG_FILE)
         res = process.run_processes([spec], ctx.timeout_s)
         out = result_of(res, ctx.artifacts_dir, ctx.timeout_s)
@@ -193,7 +198,21 @@ class KerasJaxMultiProcess(KerasJaxDataParallel):
         return out
 
 
+class KerasJaxModelParallel(KerasJaxDataParallel):
+    """``keras.distribution.ModelParallel`` on JAX in one process: a 2-D mesh ``(batch,
+    model)`` of N devices, the largest Dense kernels split on their output dimension over the
+    model axis by a ``LayoutMap`` (:func:`distbench.training.jax_loop.model_parallel_plan`),
+    the batch split over the batch axis; ``unavailable`` with the reason where no such mesh
+    or split can be formed (one device; no kernel the model axis divides)."""
+
+    name = "keras_jax:model_parallel"
+    description = ("Keras 3 keras.distribution.ModelParallel on JAX: one process, a 2-D mesh, the largest Dense "
+                   "kernels sharded")
+    needs = "JAX (and Keras 3) installed on one machine; 2 or more devices (CPU devices without GPUs)"
+    model_parallel = True
+
+
 REMOTE_PORT = 23600
 """Process 0's coordination port on a cluster host (a fixed port, as ``multi_worker_mirrored``'s)."""
 
-register_family("keras_jax", [KerasJaxDataParallel, KerasJaxMultiProcess])
+register_family("keras_jax", [KerasJaxDataParallel, KerasJaxMultiProcess, KerasJaxModelParallel])

@@ -125,6 +125,86 @@ def data_parallel(devices: list[str]) -> Any:
     return dist
 
 
+MODEL_AXIS = "model"
+"""The second axis of ``keras_jax:model_parallel``'s 2-D mesh, over which the sharded Dense
+kernels are split."""
+SHARD_SHARE = 0.125
+"""A Dense kernel is sharded when it holds at least this share of the largest kernel's
+parameters (the largest kernels: the smaller ones are not worth their collectives)."""
+
+
+def model_parallel_plan(weights: list[tuple[str, tuple[int, ...]]], devices: int) -> tuple[tuple[int, int],
+                                                                                             dict[str, tuple]]:
+    """The mesh shape and the variable layouts of ``keras_jax:model_parallel``: a 2-D mesh
+    ``(batch, model)`` with a model axis of 2 devices (all of them when their count is odd),
+    the batch axis the rest; each large Dense kernel (2-D, at least :data:`SHARD_SHARE` of
+    the largest one's parameters) split on its output dimension over the model axis, its
+    bias likewise (Megatron-style column parallelism: Shoeybi et al. 2019, section 3), every
+    other variable replicated.
+
+    Args:
+        weights: ``(variable path, shape)`` of every model variable.
+        devices: devices of the mesh.
+
+    Returns:
+        ``((batch size, model size), {variable path: layout axes})``.
+
+    Raises:
+        StrategyUnavailable: fewer than 2 devices, or no kernel whose output dimension the
+            model axis divides (the reason names the kernels).
+    """
+    if devices < 2:
+        raise StrategyUnavailable(f"ModelParallel needs at least 2 devices for its model axis, got {devices}: "
+                                  "run it with --workers 2 or more")
+    model = 2 if devices % 2 == 0 else devices
+    kernels = [(path, shape) for path, shape in weights if len(shape) == 2 and path.endswith("kernel")]
+    largest = max((int(np.prod(shape)) for _, shape in kernels), default=0)
+    chosen = [(path, shape) for path, shape in kernels if np.prod(shape) >= SHARD_SHARE * largest
+              and shape[1] % model == 0]
+    if not chosen:
+        shown = ", ".join(f"{path} {list(shape)}" for path, shape in kernels) or "none"
+        raise StrategyUnavailable(f"ModelParallel: no Dense kernel's output dimension divides over a model axis of "
+                                  f"{model} devices (the model's 2-D kernels: {shown})")
+    layouts: dict[str, tuple] = {}
+    paths = {path for path, _ in weights}
+    for path, _ in chosen:
+        layouts[path] = (None, MODEL_AXIS)
+        bias = path[: -len("kernel")] + "bias"
+        if bias in paths:
+            layouts[bias] = (MODEL_AXIS,)
+    return (devices // model, model), layouts
+
+
+def model_parallel(devices: list[str], workload: Workload) -> tuple[Any, dict[str, tuple]]:
+    """``keras.distribution.ModelParallel`` over a 2-D mesh of ``devices`` with the
+    :func:`model_parallel_plan` of the workload's model, set as Keras' global distribution.
+
+    The variable paths come from a model built once before (and cleared with
+    ``keras.utils.clear_session``, which resets Keras' layer-name counters, so the model built
+    under the distribution gets the same paths and the ``LayoutMap`` matches them).
+
+    Returns:
+        ``(the distribution, {variable path: layout axes} of the sharded variables)``.
+
+    Raises:
+        StrategyUnavailable: as :func:`model_parallel_plan`.
+    """
+    import keras
+
+    probe = workload.build_model()
+    weights = [(v.path, tuple(v.shape)) for v in probe.weights]
+    del probe
+    keras.utils.clear_session()
+    shape, layouts = model_parallel_plan(weights, len(devices))
+    mesh = keras.distribution.DeviceMesh(shape=shape, axis_names=[BATCH_AXIS, MODEL_AXIS], devices=devices)
+    layout_map = keras.distribution.LayoutMap(mesh)
+    for path, axes in layouts.items():
+        layout_map[path] = axes
+    dist = keras.distribution.ModelParallel(layout_map=layout_map, batch_dim_name=BATCH_AXIS)
+    keras.distribution.set_distribution(dist)
+    return dist, layouts
+
+
 def describe_mesh(dist: Any, kind: str) -> dict[str, Any]:
     """The record's ``mesh``: shape, axis names, the Keras device names and JAX's, their kind."""
     mesh = dist.device_mesh
@@ -192,10 +272,11 @@ def weights_reader(model: Any) -> Callable[[Any], list[np.ndarray]]:
 
 
 def local_value(array: Any) -> np.ndarray:
-    """A replicated JAX array's value as a float32 NumPy array, from this process's own copy
-    (an array laid out over the devices of several processes is not fully addressable:
-    ``np.asarray`` of it raises)."""
-    return np.asarray(array.addressable_data(0), dtype=np.float32)
+    """A JAX array's value as a float32 NumPy array: gathered from its shards when this
+    process holds them all, else (an array replicated over the devices of several
+    processes, which is not fully addressable: ``np.asarray`` of it raises) this process's
+    own copy."""
+    return np.asarray(array if array.is_fully_addressable else array.addressable_data(0), dtype=np.float32)
 
 
 def make_train_step(model: Any, optimizer: Any, loss_obj: Any, state_shardings: Any) -> Any:
@@ -399,11 +480,14 @@ def join_processes(coordinator: str, processes: int, process_id: int) -> None:
     keras.distribution.initialize(job_addresses=coordinator, num_processes=processes, process_id=process_id)
 
 
-def mesh_for(workers: int, global_batch: int, scenario: Any = None) -> tuple[Any, str]:
-    """Form the mesh of ``workers`` devices (:func:`mesh_devices`) and set ``DataParallel`` over it.
+def mesh_for(workers: int, global_batch: int, scenario: Any = None,
+             workload: Workload | None = None) -> tuple[Any, str, dict[str, tuple]]:
+    """Form the mesh of ``workers`` devices (:func:`mesh_devices`) and set ``DataParallel``
+    over it, or ``ModelParallel`` (:func:`model_parallel`) when ``workload`` is given.
 
     Returns:
-        ``(the distribution, the devices' kind)``.
+        ``(the distribution, the devices' kind, the sharded variables' layouts)`` (no layouts
+        under ``DataParallel``: every variable is replicated).
 
     Raises:
         StrategyUnavailable: too few devices; ``global_batch`` does not split over them; the
@@ -411,19 +495,22 @@ def mesh_for(workers: int, global_batch: int, scenario: Any = None) -> tuple[Any
     """
     devices, kind = mesh_devices(workers)
     n = len(devices)
+    if workload is not None:
+        dist, layouts = model_parallel(devices, workload)
+        n = dist.device_mesh.shape[0]  # the batch is split over the batch axis only
     if global_batch % n:
         raise StrategyUnavailable(f"the global batch {global_batch} does not split over the {n} devices of the mesh "
                                   f"({kind})")
     if scenario is not None and scenario.worker is not None and scenario.worker >= n:
         raise StrategyUnavailable(f"the straggler scenario slows worker {scenario.worker}, but the mesh has {n} "
                                   "devices: lower the scenario's worker index")
-    return data_parallel(devices), kind
+    return (dist, kind, layouts) if workload is not None else (data_parallel(devices), kind, {})
 
 
 def train_data_parallel(workload: Workload, workers: int, scenario: Any = None,
-                        threads: dict[str, Any] | None = None) -> TrainOutput:
-    """Train ``workload``'s model under ``keras.distribution.DataParallel`` on this process's
-    JAX devices (see the module docstring).
+                        threads: dict[str, Any] | None = None, model_parallel: bool = False) -> TrainOutput:
+    """Train ``workload``'s model under ``keras.distribution.DataParallel`` (or
+    ``ModelParallel``) on this process's JAX devices (see the module docstring).
 
     Args:
         workload: the run's workload (data, model spec, initial weights, optimizer).
@@ -433,6 +520,8 @@ def train_data_parallel(workload: Workload, workers: int, scenario: Any = None,
             (``None``: none); a delayed replica delays the step on the host (:func:`step_delayer`).
         threads: the record's thread fields (:func:`pin_threads`, applied by the caller
             before JAX started its thread pools).
+        model_parallel: train under ``ModelParallel`` over a 2-D mesh (:func:`model_parallel_plan`)
+            instead of ``DataParallel``.
 
     Returns:
         :class:`TrainOutput`: final weights and per-epoch snapshots in ``model.get_weights()``
@@ -447,11 +536,12 @@ def train_data_parallel(workload: Workload, workers: int, scenario: Any = None,
     jax, keras = import_jax_keras()
     cfg = workload.config.training
     G = cfg.global_batch_size
-    dist, kind = mesh_for(workers, G, scenario)
+    dist, kind, sharded = mesh_for(workers, G, scenario, workload if model_parallel else None)
     n = int(np.asarray(dist.device_mesh.devices).size)
+    replicas = dist.device_mesh.shape[0] if model_parallel else n  # data-parallel replicas: the batch axis
     processes, here = jax.process_count(), jax.process_index()
     local = list(range(n)) if processes == 1 else [here]  # one device per process under several
-    model, optimizer, synced = build_on_mesh(workload, n)
+    model, optimizer, synced = build_on_mesh(workload, replicas)
     state = ([v.value for v in model.trainable_variables], [v.value for v in model.non_trainable_variables],
              [v.value for v in optimizer.variables])
     step = make_train_step(model, optimizer, workload.loss_fn(), jax.tree.map(lambda a: a.sharding, state))
@@ -470,13 +560,14 @@ def train_data_parallel(workload: Workload, workers: int, scenario: Any = None,
     res = loop.run(epoch_runner(compiled, box, layouts, workload, step_delayer(loop, local)))
     return TrainOutput(
         final_weights=read(box[0]), snapshots=res.snapshots, train_s=res.train_s,
-        first_step_unix=res.first_step_unix, steps=res.steps, samples=res.steps * G, replicas=n,
+        first_step_unix=res.first_step_unix, steps=res.steps, samples=res.steps * G, replicas=replicas,
         extra={"last_train_loss": res.loss, "steps_per_epoch": workload.steps_per_epoch(), "trace_s": res.trace_s,
                "batchnorm": describe_batchnorm(model, synced), **(threads or {}), "backend": keras.backend.backend(),
                "versions": versions(), "distribution": f"keras.distribution.{type(dist).__name__}",
                "mesh": mesh, "devices": mesh["devices"],
                "device_kind": kind, "collective": collective_implementation(kind, n, processes),
-               "processes": processes,
+               "processes": processes, **({"sharded_variables": {k: list(v) for k, v in sharded.items()}}
+                                          if sharded else {}),
                "step_collectives": collective_ops(compiled.as_text()),
                "tensorflow_imported": sys.modules.get("tensorflow") is not None,
                **({"step_delays": res.step_delays} if res.step_delays else {})},
