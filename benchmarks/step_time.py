@@ -9,7 +9,8 @@ rounds in reverse order, so a drift in the machine's load hits all of them alike
 (``cnn``, filters [32, 64], hidden [128]: ~12.3 MFLOP forward per sample, 545 k
 parameters = 2.2 MB), global batch 64, SGD, 2 workers, for ``single``, ``mirrored``,
 ``multi_worker_mirrored``, ``horovod``, ``keras_jax:data_parallel`` (Keras 3's own
-``DataParallel`` on JAX, one process over 2 CPU devices) and ``spark_ps:adag``; then ``horovod`` and
+``DataParallel`` on JAX, one process over 2 CPU devices), ``keras_jax:multi_process`` (the
+same over 2 processes, Gloo) and ``spark_ps:adag``; then ``horovod`` and
 ``spark_ps:adag`` on 1 worker too (the 1-worker points of the model's validation).
 
 - **samples/s** of a configuration = training samples per epoch / steady-state epoch
@@ -57,7 +58,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C  # noqa: E402
 
 SECTION, MODEL_SECTION = "step_time", "scaling_model"
-STRATEGIES = ["single", "mirrored", "multi_worker_mirrored", "horovod", "keras_jax:data_parallel", "spark_ps:adag"]
+STRATEGIES = ["single", "mirrored", "multi_worker_mirrored", "horovod", "keras_jax:data_parallel",
+              "keras_jax:multi_process", "spark_ps:adag"]
 ONE_WORKER = ["horovod", "spark_ps:adag"]
 # CONFIG's model, input and classes, for the compute probe's FLOP count
 CNN_SPEC = {"model": {"name": "cnn", "filters": [32, 64], "hidden": [128]}, "input_shape": [32, 32, 3], "classes": 10}

@@ -200,3 +200,18 @@ def test_strategies_without_a_cluster_form_are_named_not_dropped(run_dir):
     assert "mirrored" not in by_name(preds) and inputs["not_predicted"] == ["mirrored"]
     assert "Not predicted (one process on one machine's devices, no form on a cluster of nodes): mirrored." in \
         CM.describe("4 nodes x 2, 10gbit", c, inputs)
+
+
+def test_keras_jax_over_processes_is_a_ring_and_its_one_process_forms_are_named(run_dir):
+    # issue 34: the multi-process form is predicted as a synchronous all-reduce; the one-process forms cannot leave
+    with (run_dir / "results.jsonl").open("a") as f:
+        for name in ("keras_jax:multi_process", "keras_jax:data_parallel"):
+            f.write(json.dumps(rec(name, 2, 0.3)) + "\n")
+    c = parse_target("4 nodes x 1, 1gbit").cluster()
+    preds, inputs = CM.predict_strategies(run_dir, c)
+    kj = by_name(preds)["keras_jax:multi_process"]
+    hv = by_name(preds)["horovod"]
+    assert kj.epoch_s is not None and kj.terms_s["link"] > 0
+    assert kj.terms_s["link"] == pytest.approx(hv.terms_s["link"] / CM.WIRE_FACTOR["horovod"], rel=0.35)
+    assert "its transport's link factor is not measured: bytes / rate assumed" in kj.notes
+    assert inputs["not_predicted"] == ["keras_jax:data_parallel"]

@@ -31,7 +31,8 @@ The model, per strategy ``S`` at ``N = nodes x per_node`` workers, per-worker ba
     step     = compute(b, threads) x share + framework_S(N) x share / share_run(N)
     link     = the strategy's link time per step below (x WIRE_FACTOR), of which half the
                smaller of (framework, link) overlaps the other (OVERLAP)
-    ring     (multi_worker_mirrored, horovod, horovod_mpi; Patarasuk & Yuan 2009):
+    ring     (multi_worker_mirrored, horovod, horovod_mpi, keras_jax:multi_process;
+              Patarasuk & Yuan 2009):
                epoch = steps x (step + 2 (N-1)/N x M / R + 2 (N-1) L)          [nodes > 1]
     tf_ps    every step pulls the variables and pushes the gradients (2 M) over the
              worker's host link; the ps tasks' link carries all N workers' on a real cluster:
@@ -68,7 +69,7 @@ from distbench.calibrate import compute_s, read_calibration
 from distbench.predict import epoch_s, no_single
 from distbench.results.store import read_records
 
-RING = ("multi_worker_mirrored", "horovod", "horovod_mpi")
+RING = ("multi_worker_mirrored", "horovod", "horovod_mpi", "keras_jax:multi_process")
 PS_FAMILIES = ("spark_ps:", "mpi_ps:")
 SYNC_PS = ("easgd", "averaging")
 
@@ -359,6 +360,8 @@ def _one(name: str, rows: dict[tuple[str, int], Measured], cal: dict[str, Any], 
     per_step, bound = _link(name, c, M, steps, window)
     overlap = OVERLAP * min(fw_s, per_step)  # the transport's own CPU work runs while bytes are on the wire
     epoch = max(steps * (comp + fw_s + per_step - overlap), bound)
+    if c.nodes > 1 and not any(name == k or (k.endswith(":") and name.startswith(k)) for k in WIRE_FACTOR):
+        p.notes.append("its transport's link factor is not measured: bytes / rate assumed")
     if c.nodes > 1 and c.bandwidth_Bps > 2e7 and (name == "horovod_mpi" or name.startswith("mpi_ps:")):
         p.notes.append("Open MPI's link factor was measured at 100 Mbit/s; faster links were over-predicted "
                        "(1 Gbit/s: up to 45%)")
