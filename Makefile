@@ -6,8 +6,8 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-# Where the NVIDIA driver lists GPUs, TensorFlow's CUDA libraries too (the `gpu` extra:
-# tensorflow[and-cuda], pip packages, no system CUDA needed); its own stamp, so a machine that
+# Where the NVIDIA driver lists GPUs, TensorFlow's and JAX's CUDA libraries too (the `gpu` extra:
+# tensorflow[and-cuda] and jax[cuda12], pip packages, no system CUDA needed); its own stamp, so a machine that
 # gains GPUs installs them on the next run. Without them distbench refuses to run there
 # (src/distbench/gpu.py): a GPU machine is never benchmarked on its CPU unasked.
 GPU_EXTRA := $(shell nvidia-smi -L 2>/dev/null | grep -q '^GPU ' && echo ,gpu)
