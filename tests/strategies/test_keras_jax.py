@@ -257,3 +257,16 @@ def test_model_parallel_shards_the_kernels_and_trains_as_single(sweep):
     assert mp["steps"] == single["steps"] and mp["initial_weights_sha256"] == single["initial_weights_sha256"]
     assert abs(mp["final_test_accuracy"] - single["final_test_accuracy"]) <= ACCURACY_TOL
     assert mp["final_test_loss"] == pytest.approx(single["final_test_loss"], rel=LOSS_RTOL)
+
+
+@pytest.mark.integration
+@requires(module="jax")
+def test_model_parallel_builds_a_factory_with_synchronized_batchnorm(tmp_path):
+    # the plan's probe build refused BatchNormalization(synchronized=True) outside the JAX rule's context
+    out = tmp_path / "run"
+    cp = distbench("run", str(ROOT / "examples" / "your_model.toml"), "--strategies", MODEL, "--workers", "2",
+                   "--epochs", "2", "--out", str(out), timeout=600, cwd=ROOT)
+    assert cp.returncode == 0, cp.stderr[-3000:]
+    (r,) = read_records(out)
+    assert r["status"] == "ok", r["reason"]
+    assert r["details"]["sharded_variables"] == {"dense/kernel": [None, "model"], "dense/bias": ["model"]}

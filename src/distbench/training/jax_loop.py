@@ -191,7 +191,8 @@ def model_parallel(devices: list[str], workload: Workload) -> tuple[Any, dict[st
     """
     import keras
 
-    probe = workload.build_model()
+    with synchronized_batchnorm_accepted():  # as the model built under the distribution will be
+        probe = workload.build_model()
     weights = [(v.path, tuple(v.shape)) for v in probe.weights]
     del probe
     keras.utils.clear_session()
