@@ -76,7 +76,8 @@ def jax_problem(device: str = "auto") -> str | None:
             importlib.metadata.version(JAX_CUDA)
         except importlib.metadata.PackageNotFoundError:
             return (f"this machine has {len(gpus)} NVIDIA GPU(s) but JAX cannot use them: {JAX_CUDA} is not "
-                    "installed (jax[cpu] trains on the CPU); make setup installs it on a machine whose nvidia-smi -L lists GPUs (or pip install 'jax[cuda12]'), or set "
+                    "installed (jax[cpu] trains on the CPU); make setup installs it on a machine whose "
+                    "nvidia-smi -L lists GPUs (or pip install 'jax[cuda12]'), or set "
                     '[run] device = "cpu" (--device cpu) to benchmark the CPU')
         return None
     return problem(device)

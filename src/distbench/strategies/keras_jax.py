@@ -17,10 +17,16 @@ configuration's time limit, its log in the configuration's log folder), and read
 result it leaves in the artifacts directory. TensorFlow and JAX are never imported in the
 same process.
 
+``keras_jax:multi_process`` runs the same over N processes of one device each, joined by
+``keras.distribution.initialize`` (process 0 coordinates; Gloo collectives between CPU
+devices; one GPU per process by ``CUDA_VISIBLE_DEVICES`` where there are GPUs), placed like
+``multi_worker_mirrored``'s workers. ``keras_jax:model_parallel`` trains in one process under
+``keras.distribution.ModelParallel``: a ``(batch, model)`` mesh, the largest Dense kernels
+split over the model axis (:func:`distbench.training.jax_loop.model_parallel_plan`).
+
 Source: the Keras distribution API guide (keras-io ``guides/distribution.py``,
-"Distributed training with Keras 3": ``DeviceMesh``, ``DataParallel``, ``set_distribution``).
-Multi-process training (``keras.distribution.initialize`` over several processes or hosts)
-and ``ModelParallel`` are not built yet (docs/keras_jax.md).
+"Distributed training with Keras 3": ``DeviceMesh``, ``DataParallel``, ``ModelParallel``,
+``LayoutMap``, ``set_distribution``, ``initialize``); docs/keras_jax.md.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from typing import Any
 
 from distbench.config import ExperimentConfig
 from distbench.contracts import Status
+from distbench import gpu
 from distbench.launch import commands, process
 from distbench.strategies.base import Availability, LaunchContext, Strategy, StrategyUnavailable
 from distbench.strategies.registry import register_family
@@ -179,10 +186,11 @@ class KerasJaxMultiProcess(KerasJaxDataParallel):
             shutil.rmtree(stale) if stale.is_dir() else stale.unlink(missing_ok=True)
         port = commands.free_ports(1)[0] if pl.is_local else REMOTE_PORT
         coordinator = f"{pl.address(0)}:{port}"
+        gpus = gpu.process_envs([pl.address(i) for i in range(n)])  # one GPU per process where there are GPUs
         specs = []
         for i in range(n):
-            argv, env = jax_command(ctx.run_dir, art, n, scenario=ctx.scenario, coordinator=coordinator,
-                                    process_id=i, threads=ctx.threads_per_process(n), python=pl.python)
+            argv, env = jax_command(ctx.run_dir, art, n, {**os.environ, **gpus[i]}, ctx.scenario, coordinator, i,
+                                    ctx.threads_per_process(n), pl.python)
             specs.append(process.ProcSpec(f"jax process {i}", pl.wrap(i, argv, env), env, ctx.log_dir / f"jax{i}.log"))
         res = process.run_processes(specs, ctx.timeout_s)
         failed = res.failed
