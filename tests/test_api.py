@@ -167,8 +167,15 @@ def test_user_test_findings(tmp_path):
     with pytest.raises(ConfigError, match="already holds a run: pass resume=True to continue it, or choose a new "
                                           "out= directory"):
         api.compare(_model(), (x, y), out=tmp_path / "used")
-    with pytest.raises(ConfigError, match=r"e.g. batch_size=102 or global_batch_size = 102 under \[training\]"):
+    with pytest.raises(ConfigError, match=r"e.g. batch_size=102\)$"):  # not the config file's spelling too
         api.compare(_model(), (x, y), out=tmp_path / "odd", workers=[2, 3], batch_size=100, strategies="horovod")
+    with pytest.raises(ConfigError, match=r"did you mean training=\{'learning_rate': 0.1\}\?"):
+        api.compare(_model(), (x, y), out=tmp_path / "lr", learning_rate=0.1)
+    e = ConfigError("--resume: the workload must stay identical to the run in r, but data.name recorded 'npz', "
+                    "given 'digits'; give the recorded values in CONFIG_FILE, or leave CONFIG_FILE out to use the "
+                    "recorded config, or use a new --out")
+    assert str(api._as_given(e, tmp_path, None)).endswith(
+        "given 'digits'; leave model, data and config= out to use the recorded ones, or use a new out=")
     # a refused call leaves nothing behind
     with pytest.raises(DataError):
         api.compare(_model(), (x, y[:-1]), strategies="single", out=tmp_path / "bad")

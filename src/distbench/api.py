@@ -18,6 +18,7 @@ Errors are the CLI's as exceptions (:class:`~distbench.config.ConfigError`,
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import logging
 import os
@@ -29,7 +30,7 @@ from typing import Any, Callable, Iterator
 
 import click
 
-from distbench.config import ConfigError, ExperimentConfig
+from distbench.config import SECTIONS, ConfigError, ExperimentConfig
 from distbench.contracts import DataError
 
 
@@ -414,8 +415,11 @@ def _section_keys(sections: dict[str, Any], known: list[str]) -> dict[str, Any]:
 
             words = [*FLAG_KEYS, "out", "config", "features", "label", "resume"]
             near = difflib.get_close_matches(section, [*words, *known], n=1)
-            raise ConfigError(f"compare({section}=...): no such keyword argument or config section"
-                              + (f"; did you mean {near[0]}?" if near else "")
+            owner = next((s for s in known if s in SECTIONS
+                          and section in {f.name for f in dataclasses.fields(SECTIONS[s])}), None)
+            hint = (f"; did you mean {owner}={{{section!r}: {values!r}}}?" if owner else
+                    f"; did you mean {near[0]}?" if near else "")
+            raise ConfigError(f"compare({section}=...): no such keyword argument or config section" + hint
                               + f" (keyword arguments: {', '.join(words)}; config sections, each a dict of its keys: "
                               f"{', '.join(known)})")
         if not isinstance(values, dict):
@@ -439,6 +443,9 @@ def _as_given(e: ConfigError, run_dir: Path, data: Any) -> ConfigError:
     text = re.sub(r"(--[a-z][a-z-]*)\b(?: (\d[\w.]*))?",  # '--batch-size 96' -> 'batch_size=96'
                   lambda m: (API_FLAGS[m[1]] + (m[2] or "") if m[1] in API_FLAGS else m[0]),
                   str(e).replace(str(saved.absolute()), str(saved)))
+    text = re.sub(r" or global_batch_size = \d+ under \[training\]", "", text)  # the config file's spelling
+    text = text.replace("give the recorded values in CONFIG_FILE, or leave CONFIG_FILE out to use the recorded config",
+                        "leave model, data and config= out to use the recorded ones")
     if not isinstance(data, (str, os.PathLike)) and str(saved) in text:
         text = text.replace(str(saved), "compare's data")
     return e if text == str(e) else type(e)(text)

@@ -82,9 +82,14 @@ def test_model_parallel_plan_shards_the_largest_kernels_on_their_outputs():
     assert model_parallel_plan([("m/d/kernel", (4, 6))], 3)[0] == (1, 3)  # an odd count: every device on the model axis
     with pytest.raises(StrategyUnavailable, match="at least 2 devices"):
         model_parallel_plan(weights, 1)
-    with pytest.raises(StrategyUnavailable, match=r"no Dense kernel's output dimension divides over a model axis of 3 "
-                                                  r"devices \(the model's 2-D kernels: m/d/kernel \[4, 5\]\)"):
+    with pytest.raises(StrategyUnavailable, match=r"no large Dense kernel \(at least 1/8 of the largest one's "
+                                                  r"parameters\) has an output dimension that divides over a model "
+                                                  r"axis of 3 devices \(the large kernels: m/d/kernel \[4, 5\]\); "
+                                                  r"give those layers widths divisible by 3"):
         model_parallel_plan([("m/d/kernel", (4, 5))], 3)
+    # user test: a small output layer that divides is not counted, and the reason says which kernels are
+    with pytest.raises(StrategyUnavailable, match=r"the large kernels: a/kernel \[64, 129\], b/kernel \[129, 129\]\)"):
+        model_parallel_plan([("a/kernel", (64, 129)), ("b/kernel", (129, 129)), ("c/kernel", (129, 10))], 2)
 
 
 def test_unavailable_where_jax_is_not_installed(monkeypatch, tmp_path):

@@ -108,7 +108,7 @@ def coerce(key: str, value: Any, tp: Any) -> Any:
     if origin is list:
         (inner,) = get_args(tp)
         if not isinstance(value, (list, dict)) and not dataclasses.is_dataclass(inner):
-            value = [value]  # one value where a list is expected: a list of one (workers = 2 as --workers 2)
+            return [coerce(key, value, inner)]  # one value where a list is expected: a list of one (workers = 2)
         if not isinstance(value, list):
             example = '["a", "b"]' if inner is str else "[1, 2]"
             raise ConfigError(f"{key} = {shown(value)}: expected {type_name(tp)}, e.g. {example}")

@@ -162,9 +162,12 @@ def model_parallel_plan(weights: list[tuple[str, tuple[int, ...]]], devices: int
     chosen = [(path, shape) for path, shape in kernels if np.prod(shape) >= SHARD_SHARE * largest
               and shape[1] % model == 0]
     if not chosen:
-        shown = ", ".join(f"{path} {list(shape)}" for path, shape in kernels) or "none"
-        raise StrategyUnavailable(f"ModelParallel: no Dense kernel's output dimension divides over a model axis of "
-                                  f"{model} devices (the model's 2-D kernels: {shown})")
+        large = [(path, shape) for path, shape in kernels if np.prod(shape) >= SHARD_SHARE * largest]
+        shown = ", ".join(f"{path} {list(shape)}" for path, shape in large) or "none"
+        raise StrategyUnavailable(f"ModelParallel: no large Dense kernel (at least 1/{round(1 / SHARD_SHARE)} of the "
+                                  f"largest one's parameters) has an output dimension that divides over a model axis "
+                                  f"of {model} devices (the large kernels: {shown}); give those layers widths "
+                                  f"divisible by {model}")
     layouts: dict[str, tuple] = {}
     paths = {path for path, _ in weights}
     for path, _ in chosen:
@@ -246,7 +249,8 @@ def collective_implementation(kind: str, devices: int, processes: int = 1) -> st
     cpu = (f"Gloo across {processes} processes (jax_cpu_collectives_implementation = gloo, over TCP)"
            if processes > 1 else "XLA:CPU in-process collectives (one process, device buffers in host memory)")
     where = {"GPUs": "NCCL (XLA:GPU)", "TPU cores": "the TPU interconnect (XLA:TPU)"}.get(kind, cpu)
-    return f"XLA all-reduce inserted by the SPMD partitioner (jax.jit over the mesh), run by {where}"
+    return (f"XLA collectives (step_collectives) inserted by the SPMD partitioner (jax.jit over the mesh), "
+            f"run by {where}")
 
 
 def weights_reader(model: Any) -> Callable[[Any], list[np.ndarray]]:
