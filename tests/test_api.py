@@ -211,3 +211,10 @@ def test_warnings_from_python_read_as_the_clis(tmp_path):
     assert cp.returncode == 0, cp.stderr[-3000:]
     assert "distbench: WARNING: compare's data: features reach 1.6e+04 in magnitude" in cp.stderr, cp.stderr[-3000:]
     assert "'npz'" not in cp.stderr
+
+
+def test_no_model_says_which_model_it_trains(tmp_path, caplog):
+    # user test: compare(None, data) trained the embedded default's MLP without a word
+    x, y = _digits()
+    api.compare(None, (x, y), strategies="single", epochs=1, out=tmp_path / "r")
+    assert "compare(model=None): training the embedded default's model (mlp, hidden [512, 512])" in caplog.text

@@ -391,6 +391,11 @@ def compare(model: Any = None, data: Any = None, *, strategies: str | list[str] 
         given.update(_model_keys(model, data, run_dir))
         cfg = config_mod.override(cfg, **given)
         with _warnings_to_stderr(data):
+            if model is None and data is not None and config is None and not resume:  # user test
+                logging.getLogger("distbench.api").warning(
+                    "compare(model=None): training the embedded default's model (%s, hidden %s), not one of yours; "
+                    "pass model= a keras.Model, a factory or a .keras path to compare your own",
+                    cfg.model.name, cfg.model.hidden)
             run_config(cfg, run_dir, resume, t0=t0)
     except ConfigError as e:
         if made and not (run_dir / "results.jsonl").exists():  # refused: nothing of it is left behind
