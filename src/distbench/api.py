@@ -392,10 +392,7 @@ def compare(model: Any = None, data: Any = None, *, strategies: str | list[str] 
         cfg = config_mod.override(cfg, **given)
         with _warnings_to_stderr(data):
             if model is None and data is not None and config is None and not resume:  # user test
-                logging.getLogger("distbench.api").warning(
-                    "compare(model=None): training the embedded default's model (%s, hidden %s), not one of yours; "
-                    "pass model= a keras.Model, a factory or a .keras path to compare your own",
-                    cfg.model.name, cfg.model.hidden)
+                _warn_default_model(cfg)
             run_config(cfg, run_dir, resume, t0=t0)
     except ConfigError as e:
         if made and not (run_dir / "results.jsonl").exists():  # refused: nothing of it is left behind
@@ -454,6 +451,13 @@ def _as_given(e: ConfigError, run_dir: Path, data: Any) -> ConfigError:
     if not isinstance(data, (str, os.PathLike)) and str(saved) in text:
         text = text.replace(str(saved), "compare's data")
     return e if text == str(e) else type(e)(text)
+
+
+def _warn_default_model(cfg: ExperimentConfig) -> None:
+    """Warn that :func:`compare` called without a model trains the embedded default's."""
+    logging.getLogger("distbench.api").warning(
+        "compare(model=None): training the embedded default's model (%s, hidden %s), not one of yours; "
+        "pass model= a keras.Model, a factory or a .keras path to compare your own", cfg.model.name, cfg.model.hidden)
 
 
 @contextlib.contextmanager
