@@ -28,6 +28,12 @@ Usage::
 
     python benchmarks/predict_validation.py [--quick] [--dir DIR] [--models small,large]
         [--cells 2x100mbit,2x1gbit,...] [--repeats 2] [--no-run] [--write BENCHMARKS.md]
+    python benchmarks/predict_validation.py --dir DIR --models large --fit
+
+``--fit`` prints, for the calibration cells (:data:`CALIBRATION_CELLS`, the large model on 2
+hosts at 100 Mbit/s and at 1 Gbit/s) already measured in ``DIR``, the link factor per
+strategy at which the one-host prediction equals the measured epoch: the figures of
+``distbench.costmodel.WIRE_FACTOR``.
 """
 
 from __future__ import annotations
@@ -51,8 +57,8 @@ STRATEGIES = ["multi_worker_mirrored", "horovod", "horovod_mpi", "tf_ps", "spark
               "mpi_ps:easgd"]
 CELLS = ["2x100mbit", "2x1gbit", "2x10gbit", "3x1gbit", "4x100mbit", "4x1gbit"]
 QUICK_STRATEGIES = ["horovod", "mpi_ps:adag"]
-CALIBRATION_CELL = ("large", "2x100mbit")
-"""The cell distbench.costmodel.WIRE_FACTOR was measured on: shown, left out of the summary figures."""
+CALIBRATION_CELLS = (("large", "2x100mbit"), ("large", "2x1gbit"))
+"""The cells distbench.costmodel.WIRE_FACTOR was fitted on (``--fit``): shown, left out of the summary figures."""
 CONFIG = """\
 [data]
 name = "digits"
@@ -193,6 +199,41 @@ def lead_agreement(pred: dict[str, dict[str, Any]], meas: dict[str, dict[str, li
     return p == m, p, m
 
 
+def fit_wire_factors(root: Path) -> dict[str, dict[str, float]]:
+    """Per calibration cell (:data:`CALIBRATION_CELLS`) and strategy, the link factor at
+    which ``distbench predict`` from the one-host run gives the cell's measured epoch
+    (bisection; the predicted epoch grows with the factor). These are the figures of
+    :data:`distbench.costmodel.WIRE_FACTOR`."""
+    from distbench import costmodel as CM
+    from distbench.results.advice import parse_target
+
+    out: dict[str, dict[str, float]] = {}
+    original = CM.wire_factor
+    try:
+        for model, cell in CALIBRATION_CELLS:
+            one, run = root / f"{model}-onehost", root / f"{model}-{cell}"
+            if not (run / "results.jsonl").exists():
+                continue
+            cluster = parse_target(target_text(cell)).cluster()
+            for name, m in sorted(measured(run).items()):
+                if not m["epoch_s"]:
+                    continue
+                want, lo, hi = statistics.median(m["epoch_s"]), 0.05, 8.0
+                for _ in range(40):
+                    mid = (lo + hi) / 2
+                    CM.wire_factor = lambda _n, _r=0.0, f=mid: f  # type: ignore[assignment]
+                    preds, _ = CM.predict_strategies(one, cluster)
+                    got = next((p.epoch_s for p in preds if p.strategy == name), None)
+                    if got is None:
+                        break
+                    lo, hi = (mid, hi) if got < want else (lo, mid)
+                else:
+                    out.setdefault(name, {})[cell] = round((lo + hi) / 2, 2)
+    finally:
+        CM.wire_factor = original
+    return out
+
+
 def table(args: argparse.Namespace, root: Path, dirs: dict[str, dict[str, Path]], wall: float,
           argv: list[str] | None) -> str:
     """The BENCHMARKS.md section: one row per (model, cell, strategy), then the summary."""
@@ -205,8 +246,8 @@ def table(args: argparse.Namespace, root: Path, dirs: dict[str, dict[str, Path]]
              "`tc tbf` at RATE). Epoch: steady seconds per epoch (median over repeats); to target: seconds to "
              f"test accuracy {args.target}; ratio = predicted / measured. The term column names the predicted "
              "epoch's largest part (compute, framework, link) where a ratio misses by more than 25%. The cell "
-             f"{' '.join(CALIBRATION_CELL)} is where each transport's link factor (costmodel.WIRE_FACTOR) was "
-             "measured: shown, left out of the summary figures below.", "",
+             f"{' and '.join(' '.join(c) for c in CALIBRATION_CELLS)} are where each transport's link factor "
+             "(costmodel.WIRE_FACTOR) was fitted (`--fit`): shown, left out of the summary figures below.", "",
              "| model | cell | strategy | measured s/epoch [range] | predicted | ratio | measured to target | "
              "predicted | ratio | largest term |", "|---|---|---|---|---|---|---|---|---|---|"]
     eratios: list[float] = []
@@ -221,7 +262,7 @@ def table(args: argparse.Namespace, root: Path, dirs: dict[str, dict[str, Path]]
                 continue
             pred = predicted(runs["onehost"], cell, root / f"{model}-{cell}-predict.log")
             meas = measured(run)
-            calib = (model, cell) == CALIBRATION_CELL
+            calib = (model, cell) in CALIBRATION_CELLS
             where = f"{model} | {cell}{' (calibration)' if calib else ''}"
             for name in sorted(meas):
                 p, m = pred.get(name), meas[name]
@@ -245,13 +286,13 @@ def table(args: argparse.Namespace, root: Path, dirs: dict[str, dict[str, Path]]
                              f"{er:.2f} | {f'{mt:.2f}' if mt else '-'} | {f'{pt:.2f}' if pt else '-'} | "
                              f"{f'{tr:.2f}' if tr else '-'} | {big if miss else ''} |")
             leader = lead_agreement(pred, meas)
-            if leader is not None and (model, cell) != CALIBRATION_CELL:
+            if leader is not None and not calib:
                 leads.append(leader)
                 if not leader[0]:
                     wrong_leads.append(f"{model} {cell}: predicted {leader[1]}, measured {leader[2]}")
             a, t, w = pair_agreement({n: p["epoch_s"] for n, p in pred.items() if p.get("epoch_s")},
                                      {n: m["epoch_s"] for n, m in meas.items()})
-            if (model, cell) != CALIBRATION_CELL:
+            if not calib:
                 agree, total = agree + a, total + t
                 wrongs += [f"{model} {cell}: {x}" for x in w]
 
@@ -284,6 +325,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--target", type=float, default=0.9, help="target test accuracy [default: 0.9]")
     ap.add_argument("--write", help="BENCHMARKS.md to update (section predict_validation)")
     ap.add_argument("--no-run", action="store_true", help="only the table, from the runs already in --dir")
+    ap.add_argument("--fit", action="store_true", help="print the link factors fitted on the calibration cells in "
+                    "--dir (costmodel.WIRE_FACTOR) and stop")
     args = ap.parse_args(argv)
     args.models = (args.models or ("small" if args.quick else "small,large")).split(",")
     if unknown := [m for m in args.models if m not in MODELS]:
@@ -303,6 +346,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     root = Path(args.dir) if args.dir else Path(__import__("tempfile").mkdtemp(prefix="distbench-pv-"))
     root.mkdir(parents=True, exist_ok=True)
+    if args.fit:
+        print(json.dumps(fit_wire_factors(root), indent=1))
+        return 0
     t0 = time.perf_counter()
     dirs = collect(args, root) if not args.no_run else {
         m: {c: root / f"{m}-{c}" for c in ["onehost", *args.cells] if (root / f"{m}-{c}" / "results.jsonl").exists()}

@@ -60,18 +60,30 @@ def test_compute_table_interpolates_log_log_and_never_below_the_smallest_batch()
 def test_emulated_target_at_a_measured_size_is_the_run_plus_the_link(run_dir):
     preds, inputs = CM.predict_strategies(run_dir, parse_target("4 nodes x 1, 1gbit, emulated").cluster())
     h = by_name(preds)["horovod"]
-    # compute and framework cost are the run's own at 4 workers on this machine (0.6 s per epoch),
-    # plus the ring at 1.25e8 B/s: 2 x 3/4 x 4000 B per step, latency 0 (the emulation shapes the rate only)
-    link = 2 * 3 / 4 * 4000 * CM.wire_factor("horovod") / 1.25e8
-    assert h.epoch_s == pytest.approx(20 * (0.03 + link - CM.OVERLAP * link))  # half the smaller part overlaps
+    # compute and framework cost are the run's own at 4 workers on this machine (0.6 s per epoch); the ring's
+    # 2 x 3/4 x 4000 B per step fit in the emulated link's token bucket (500 KB at 1 Gbit/s): no link time
+    assert h.epoch_s == pytest.approx(20 * 0.03) and h.terms_s["link"] == 0
     assert h.terms_s["compute"] == pytest.approx(20 * 0.0026 * 2)     # 4 processes of 1 thread on 2 cores
     assert h.epochs_to_target == 2 and h.time_to_target_s == pytest.approx(0.5 + 2 * h.epoch_s)
     assert h.notes == [] and inputs["model_bytes"] == 4000 and inputs["global_batch"] == 64
 
 
+def test_an_emulated_link_charges_what_exceeds_its_token_bucket():
+    c = parse_target("4 nodes x 1, 1gbit, emulated").cluster()
+    f, burst = CM.wire_factor("horovod", 1e9), 1e9 / 8 / 250          # 4 ms at the rate
+    per_step, bound = CM._link("horovod", c, 4.5e6, 10, None)
+    assert per_step == pytest.approx(f * (2 * 3 / 4 * 4.5e6 - burst) / 1.25e8) and bound == 0
+    real = parse_target("4 nodes x 1, 1gbit, 0 us latency").cluster()  # a real link has no bucket to spend
+    assert CM._link("horovod", real, 4.5e6, 10, None)[0] == pytest.approx(f * 2 * 3 / 4 * 4.5e6 / 1.25e8)
+    f = CM.wire_factor("mpi_ps:adag", 1e9)  # each exchange: commit out, pull in, each M past the bucket
+    per_step, bound = CM._link("mpi_ps:adag", c, 4.5e6, 10, 2)
+    assert per_step == pytest.approx(5 * 2 * f * (4.5e6 - burst) / 1.25e8 / 10)
+    assert bound == pytest.approx(5 * 4 * 2 * f * (4.5e6 - burst) / 1.25e8)  # its server serves one at a time
+
+
 def test_real_target_drops_core_sharing_and_extrapolates_the_framework_cost(run_dir):
     fw2, fw4 = 0.01 - 0.004, (0.03 - 0.0026 * 2) / 2                 # normalised by the sharing they ran with
-    f = CM.wire_factor("horovod")  # Gloo's time on a link over bytes / rate
+    f = CM.wire_factor("horovod", 1e9)  # Gloo's time on a 1 Gbit/s link over bytes / rate
     link = 2 * 7 / 8 * 4000 * f / 1.25e8 + 2 * 7 * 50e-6
     preds, _ = CM.predict_strategies(run_dir, parse_target("8 nodes x 1, 1 Gbit/s").cluster())
     h = by_name(preds)["horovod"]
@@ -85,9 +97,25 @@ def test_real_target_drops_core_sharing_and_extrapolates_the_framework_cost(run_
     preds, _ = CM.predict_strategies(run_dir, parse_target("8 nodes x 1, 1 Gbit/s, emulated").cluster())
     h = by_name(preds)["horovod"]
     fw8 = fw4 + (fw4 - fw2) * (8 - 4) / (4 - 2)
-    link = 2 * 7 / 8 * 4000 * f / 1.25e8
-    assert h.epoch_s == pytest.approx(20 * (0.0026 * 4 + fw8 * 4 + link - CM.OVERLAP * min(fw8 * 4, link)))
+    assert h.epoch_s == pytest.approx(20 * (0.0026 * 4 + fw8 * 4))  # the ring's 7 KB fit in the link's bucket
     assert "framework cost extrapolated from 2 and 4 workers" in h.notes
+
+
+def test_link_factor_is_interpolated_in_log_rate_between_its_measured_rates(monkeypatch):
+    monkeypatch.setitem(CM.WIRE_FACTOR, "horovod", ((1e8, 1.6), (1e9, 1.1)))
+    assert CM.wire_factor("horovod", 1e8) == 1.6 and CM.wire_factor("horovod", 1e9) == 1.1
+    assert CM.wire_factor("horovod", 10 ** 8.5) == pytest.approx(1.35)   # half way in log rate
+    assert CM.wire_factor("horovod", 1e7) == 1.6 and CM.wire_factor("horovod", 1e10) == 1.1  # held outside
+    assert CM.wire_factor("mpi_ps:downpour", 1e9) == CM.WIRE_FACTOR["mpi_ps:"][1][1]  # by its family
+    assert CM.wire_factor("mpi_ps:easgd", 1e9) == CM.WIRE_FACTOR["mpi_ps:easgd"][1][1]  # its own
+
+
+def test_a_target_outside_the_fitted_rates_says_which_factor_it_used(run_dir):
+    notes = {r: by_name(CM.predict_strategies(run_dir, parse_target(f"2 nodes, {r}").cluster())[0])["horovod"].notes
+             for r in ("1gbit", "10gbit")}
+    assert not any("fitted at" in n for n in notes["1gbit"])
+    assert "its link factor was fitted at 100 Mbit/s and 1 Gbit/s; the nearest one is used at 10 Gbit/s" in \
+        notes["10gbit"]
 
 
 def test_a_falling_framework_line_is_held_at_the_smallest_measured():
@@ -102,8 +130,8 @@ def test_parameter_server_windows_and_server_link(run_dir):
     preds, _ = CM.predict_strategies(run_dir, parse_target("4 nodes, 100 Mbit/s").cluster())
     p = by_name(preds)
     m = p["mpi_ps:adag"]
-    f = CM.wire_factor("mpi_ps:adag")
-    assert f == CM.WIRE_FACTOR["mpi_ps:"] and CM.wire_factor("nonesuch") == 1.0
+    f = CM.wire_factor("mpi_ps:adag", 1e8)
+    assert f == CM.WIRE_FACTOR["mpi_ps:"][0][1] and CM.wire_factor("nonesuch", 1e8) == 1.0
     own = 10 * (2 * 4000 * f / 1.25e7 + 2 * 50e-6)                    # 10 windows of 2 steps: commit + pull
     assert m.epoch_s == pytest.approx(20 * (0.0016 + 0.011) + own - 20 * CM.OVERLAP * min(0.011, own / 20))
     assert "framework cost taken as at 2 workers (the only count measured)" in m.notes
@@ -212,6 +240,28 @@ def test_keras_jax_over_processes_is_a_ring_and_its_one_process_forms_are_named(
     kj = by_name(preds)["keras_jax:multi_process"]
     hv = by_name(preds)["horovod"]
     assert kj.epoch_s is not None and kj.terms_s["link"] > 0
-    assert kj.terms_s["link"] == pytest.approx(hv.terms_s["link"] / CM.WIRE_FACTOR["horovod"], rel=0.35)
+    assert kj.terms_s["link"] == pytest.approx(hv.terms_s["link"] / CM.wire_factor("horovod", 1e9), rel=0.35)
     assert "its transport's link factor is not measured: bytes / rate assumed" in kj.notes
     assert inputs["not_predicted"] == ["keras_jax:data_parallel"]
+
+
+def test_fit_finds_the_link_factor_at_which_the_prediction_meets_the_measured_epoch(tmp_path, monkeypatch):
+    # benchmarks/predict_validation.py --fit: the figures of WIRE_FACTOR come from it
+    import importlib
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    pv = importlib.import_module("predict_validation")
+    big = {"num_parameters": 1_000_000, "sizes": {"train": 1280}}  # 4 MB: beyond the 100 Mbit/s bucket
+    monkeypatch.setitem(WORKLOAD, "num_parameters", big["num_parameters"])
+    one, cell = tmp_path / "large-onehost", tmp_path / "large-2x100mbit"
+    for d, recs in ((one, [rec("single", 1, 0.1, threads=2), rec("horovod", 2, 0.2)]), (cell, [rec("horovod", 2, 9.0)])):
+        d.mkdir()
+        (d / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    (one / K.CALIBRATION_FILE).write_text(json.dumps(CAL))
+    before = CM.wire_factor
+    f = pv.fit_wire_factors(tmp_path)["horovod"]["2x100mbit"]
+    assert 1.0 < f < 8.0 and CM.wire_factor is before  # the module's function is put back
+    monkeypatch.setitem(CM.WIRE_FACTOR, "horovod", ((1e8, f), (1e9, f)))
+    got = by_name(CM.predict_strategies(one, parse_target(pv.target_text("2x100mbit")).cluster())[0])["horovod"]
+    assert got.epoch_s == pytest.approx(9.0, rel=0.01)

@@ -59,15 +59,18 @@ class ClusterUnavailable(ConfigError):
     no ``ip``/``tc``, or the kernel refuses): exit 2 with the reason."""
 
 
-def tbf_args(bits: int) -> list[str]:
-    """``tc qdisc replace ... root`` arguments shaping to ``bits`` bit/s.
+def tbf_burst_bytes(bits: int) -> int:
+    """The token bucket of a link shaped to ``bits`` bit/s, bytes: 4 ms at the rate, at least
+    64 KiB (a whole TSO/GSO segment, so no packet is split or stalls the bucket). A full
+    bucket lets that many bytes through at the veth's own speed, not at the rate (the cost
+    model charges only what exceeds it on an emulated link)."""
+    return max(64 * 1024, bits // 8 // 250)
 
-    The bucket holds 4 ms at the rate, at least 64 KiB (a whole TSO/GSO segment, so no
-    packet is split or stalls the bucket); packets wait in its queue for at most
-    :data:`TBF_LATENCY`.
-    """
-    burst = max(64 * 1024, bits // 8 // 250)
-    return ["tbf", "rate", f"{bits}bit", "burst", str(burst), "latency", TBF_LATENCY]
+
+def tbf_args(bits: int) -> list[str]:
+    """``tc qdisc replace ... root`` arguments shaping to ``bits`` bit/s: the bucket of
+    :func:`tbf_burst_bytes`; packets wait in its queue for at most :data:`TBF_LATENCY`."""
+    return ["tbf", "rate", f"{bits}bit", "burst", str(tbf_burst_bytes(bits)), "latency", TBF_LATENCY]
 
 
 def hosts_text(st: State, k: int) -> str:
