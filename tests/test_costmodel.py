@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from distbench import calibrate as K
 from distbench import costmodel as CM
 from distbench.cli import main
+from distbench.config import ConfigError
 from distbench.results.advice import advise, parse_target
 from distbench.results.records import new_record, time_to_target
 
@@ -144,9 +145,20 @@ def test_parameter_server_windows_and_server_link(run_dir):
 
 
 def test_missing_inputs_name_the_command_that_measures_them(run_dir, tmp_path_factory):
-    with pytest.raises(ValueError, match="cannot split the run's global batch of 64"):
+    with pytest.raises(ValueError, match=f"at least 128: distbench run {run_dir}/config.json --batch-size 128 "):
         CM.predict_strategies(run_dir, parse_target("128 nodes, 10gbit").cluster())
+    # helper-12: a batch bigger than the data cannot be the fix
+    with pytest.raises(ValueError, match="the data's 1280 training samples cap a target at 1280 workers"):
+        CM.predict_strategies(run_dir, parse_target("2000 nodes, 10gbit").cluster())
     (run_dir / K.CALIBRATION_FILE).unlink()
+    # helper-12: without workload/ calibrate cannot measure, so it is not the fix named
+    with pytest.raises(ValueError, match=f"no compute calibration: {run_dir} holds no workload/ .* distbench run "
+                                         f"{run_dir}/config.json --out NEW_RUN_DIR"):
+        CM.predict_strategies(run_dir, parse_target("4 nodes, 10gbit").cluster())
+    (run_dir / "config.json").write_text(json.dumps({"training": {"global_batch_size": 64}, "run": {"workers": [2]}}))
+    with pytest.raises(ConfigError, match="holds no workload/"):
+        K.calibrate(run_dir)
+    (run_dir / "workload").mkdir()
     with pytest.raises(ValueError, match=f"no compute calibration: distbench calibrate {run_dir} measures it"):
         CM.predict_strategies(run_dir, parse_target("4 nodes, 10gbit").cluster())
     empty = tmp_path_factory.mktemp("nosingle")
@@ -175,6 +187,25 @@ def test_cli_predict_target_table_json_and_errors(run_dir):
     assert res.exit_code == 2 and "--bandwidth belongs to the first-order table" in res.output
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "lots"])
     assert res.exit_code == 2 and "--target 'lots'" in res.output
+    # helper-12: predict takes --target-accuracy as advise does; 0.94 is reached one epoch later than 0.9
+    at = {a: json.loads(CliRunner().invoke(main, ["predict", str(run_dir), "--target", "2 nodes, 1gbit", "--json"] +
+                                           (["--target-accuracy", a] if a else [])).output)["target"]
+          for a in (None, "0.94")}
+    hv = {a: next(p for p in d["strategies"] if p["strategy"] == "horovod") for a, d in at.items()}
+    assert hv[None]["epochs_to_target"] == 2 and hv["0.94"]["epochs_to_target"] == 3
+    assert at["0.94"]["inputs"]["target_accuracy"] == 0.94
+    res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "2 nodes, 1gbit", "--target-accuracy", "94"])
+    assert res.exit_code == 2 and "--target-accuracy 94.0: expected a test accuracy in (0, 1]" in res.output
+    res = CliRunner().invoke(main, ["predict", str(run_dir), "--target-accuracy", "0.9"])
+    assert res.exit_code == 2 and "--target-accuracy need --target" in res.output
+
+
+def test_the_error_band_says_when_a_target_lies_outside_the_validated_cells(run_dir):
+    band = {t: CM.predict_strategies(run_dir, parse_target(t).cluster())[1]["validated"]
+            for t in ("3 nodes x 1, 1gbit, emulated", "8 nodes x 2, 25gbit")}
+    assert band["3 nodes x 1, 1gbit, emulated"] == CM.VALIDATED
+    assert band["8 nodes x 2, 25gbit"].endswith("this target's 8 nodes, 2 workers per node, 25 Gbit/s, dedicated "
+                                                 "nodes lie outside those cells, which the band does not cover")
 
 
 def test_advise_target_names_the_predicted_leader(run_dir):
@@ -216,7 +247,7 @@ def test_cli_predict_against_a_cluster_run(run_dir):
                            doc["measured"])
     assert rows == [["horovod", "0.25 s", "0.2 s", "1.25", "1 s", "0.9 s", "1.11"]]
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--against", str(run_dir)])
-    assert res.exit_code == 2 and "--against need --target" in res.output
+    assert res.exit_code == 2 and "--target-accuracy need --target" in res.output
 
 
 def test_strategies_without_a_cluster_form_are_named_not_dropped(run_dir):

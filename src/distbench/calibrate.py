@@ -118,6 +118,8 @@ def calibrate(run_dir: str | Path, timeout_s: float = 1800.0) -> dict[str, Any]:
     except (OSError, ValueError) as e:
         raise ConfigError(f"{run_dir} holds no readable config.json ({e}): calibrate needs a run directory "
                           "that 'distbench run --out DIR' made") from None
+    if not (run_dir / "workload").is_dir():
+        raise ConfigError(no_workload(run_dir))
     g = int(raw["training"]["global_batch_size"])
     batches = batch_ladder(g, [int(w) for w in raw["run"]["workers"]])
     cores = os.cpu_count() or 1
@@ -130,12 +132,20 @@ def calibrate(run_dir: str | Path, timeout_s: float = 1800.0) -> dict[str, Any]:
         except subprocess.TimeoutExpired:
             raise ConfigError(f"calibrate: measuring {threads} thread(s) took over {timeout_s:.0f} s") from None
         if proc.returncode != 0:
-            last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+            last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1].removeprefix(
+                "distbench.contracts.ConfigError: ")
             raise ConfigError(f"calibrate: the measuring process ({threads} threads) exited {proc.returncode}: {last}")
         points += json.loads(proc.stdout.strip().splitlines()[-1])
     doc = {"cores": cores, "cpu": cpu_model(), "unix": time.time(), "global_batch": g, "points": points}
     (run_dir / CALIBRATION_FILE).write_text(json.dumps(doc, indent=2))
     return doc
+
+
+def no_workload(run_dir: str | Path) -> str:
+    """The one line for a run directory without ``workload/`` (the saved model and data the
+    compute is measured on): what is missing and the command that makes a run that has it."""
+    return (f"{run_dir} holds no workload/ (the run's saved model and data) to measure compute on: make a new "
+            f"run and use it: distbench run {run_dir}/config.json --out NEW_RUN_DIR")
 
 
 def ensure(run_dir: str | Path) -> None:

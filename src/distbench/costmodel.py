@@ -68,7 +68,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from distbench.calibrate import compute_s, read_calibration
+from distbench.calibrate import compute_s, no_workload, read_calibration
 from distbench.cluster.emulated import tbf_burst_bytes
 from distbench.predict import epoch_s, no_single
 from distbench.results.store import read_records
@@ -317,13 +317,18 @@ def predict_strategies(run_dir: str | Path, c: Cluster, target_accuracy: float |
         raise ValueError(no_single(rd, recs, "the model needs single's step"))
     cal = read_calibration(run_dir)
     if cal is None:
-        raise ValueError(f"{rd} has no compute calibration: distbench calibrate {rd} measures it")
+        raise ValueError(f"{rd} has no compute calibration: distbench calibrate {rd} measures it" if
+                         (Path(rd) / "workload").is_dir() else f"no compute calibration: {no_workload(rd)}")
     wl = singles[0]["workload"]
     B, n_train, M = int(singles[0]["global_batch_size"]), int(wl["sizes"]["train"]), 4 * int(wl["num_parameters"])
     if B < c.workers:
+        if c.workers > n_train:
+            raise ValueError(f"the target's {c.workers} workers cannot split the run's global batch of {B} samples, "
+                             f"and the data's {n_train} training samples cap a target at {n_train} workers (one "
+                             "sample each): ask about fewer workers, or measure with more data")
         raise ValueError(f"the target's {c.workers} workers cannot split the run's global batch of {B} samples "
                          "(each worker needs 1 or more): run again with a global batch of at least "
-                         f"{c.workers} (training.global_batch_size)")
+                         f"{c.workers}: distbench run {rd}/config.json --batch-size {c.workers} --out NEW_RUN_DIR")
     steps, cores = n_train // B, int(cal["cores"])
     target = target_accuracy or singles[0].get("target_accuracy") or 1.0
     rows = measured_rows(recs, steps) if target_accuracy is None else measured_rows(
@@ -331,15 +336,17 @@ def predict_strategies(run_dir: str | Path, c: Cluster, target_accuracy: float |
     single = rows[("single", 1)]
     speed = (c.node_step_s / single.step_s) if c.node_step_s else 1.0
     assumed = [f"links of {c.bandwidth_Bps * 8 / 1e9:g} Gbit/s and {c.latency_s * 1e6:g} us per message",
-               "each transport's time on a link over bytes / rate as measured on an emulated 100 Mbit/s link "
-               "(docs/predict.md)"]
+               "each transport's time on a link over bytes / rate as fitted on emulated 100 Mbit/s and 1 Gbit/s "
+               "links of one worker per host (WIRE_FACTOR, docs/predict.md)"]
     if c.emulated:
         assumed.append("the hosts are this machine's emulated hosts (shared cores, servers on the unshaped bridge)")
     elif c.node_step_s:
         assumed.append(f"a node computes {1 / speed:.2f}x as fast as this machine (the step time given)")
     else:
-        assumed.append(f"a node computes like this machine ({cores} cores); give a step time measured on one "
-                       "to change that")
+        assumed.append(f"a node computes like this machine ({cores} cores, its {c.per_node} worker(s) sharing "
+                       "them as processes did here, whether the target's workers are GPUs or not); "
+                       "distbench predict --node-step SECONDS (single's step at the run's global batch, measured "
+                       "on one) changes that")
     out = [_single(single, cal, B, steps, cores, speed)]
     names = sorted({s for s, _ in rows if s != "single" and (s in RING or s == "tf_ps" or s.startswith(PS_FAMILIES))})
     for name in names:
@@ -354,8 +361,18 @@ def predict_strategies(run_dir: str | Path, c: Cluster, target_accuracy: float |
               "measured": ["each strategy's step and framework cost at the run's worker counts",
                            f"compute vs per-worker batch at {len({p['batch'] for p in cal['points']})} batches "
                            "(distbench calibrate)", "epochs to target and warm-up from each strategy's curve"],
-              "assumed": assumed, "validated": VALIDATED}
+              "assumed": assumed, "validated": VALIDATED + _beyond_validation(c)}
     return ranked + [p for p in out if p.epoch_s is None], inputs
+
+
+def _beyond_validation(c: Cluster) -> str:
+    """What of target ``c`` lies outside the validated cells (2-4 hosts of one worker, 100 Mbit/s
+    to 10 Gbit/s, this machine's emulated hosts); '' when none does."""
+    out = [w for w, off in ((f"{c.nodes} nodes", not 2 <= c.nodes <= 4),
+                            (f"{c.per_node} workers per node", c.per_node != 1),
+                            (f"{c.bandwidth_Bps * 8 / 1e9:g} Gbit/s", not 1e8 <= c.bandwidth_Bps * 8 <= 1e10),
+                            ("dedicated nodes", not c.emulated)) if off]
+    return f"; this target's {', '.join(out)} lie outside those cells, which the band does not cover" if out else ""
 
 
 def _single(m: Measured, cal: dict[str, Any], B: int, steps: int, cores: int, speed: float) -> StrategyPrediction:

@@ -59,21 +59,23 @@ def calibrate(run_dir: str) -> None:
 @click.option("--node-step", type=float, default=None,
               help="With --target: seconds of single's step at the run's global batch measured on one target node "
                    "[default: a node computes like this machine].")
+@click.option("--target-accuracy", type=float, default=None,
+              help="With --target: time to this test accuracy (from each run's curve) [default: the run's].")
 @user_errors
 @run_dir_param("Run directory with at least one ok 'single' record (its step time and model size "
                           "are used).")
 def predict(run_dir: str, bandwidth: float | None, latency: float | None, window: int | None,
             per_worker_batch: int | None, samples: int | None, max_workers: int, plot_path: str | None,
-            as_json: bool, target: str | None, against: str | None, node_step: float | None) -> None:
-    """Predict seconds per epoch for ring-allreduce and single-parameter-server training on N = 1, 2,
-    4, ... workers (per-worker batch fixed) from a run's step time and model size; print a table and
-    write a plot (distbench/predict.py). With --target: each strategy's epoch time, time to target and
-    rank on that cluster, from the per-strategy model calibrated on the run (distbench/costmodel.py)."""
+            as_json: bool, target: str | None, against: str | None, node_step: float | None,
+            target_accuracy: float | None) -> None:
+    """Seconds per epoch of ring allreduce and one parameter server at N = 1, 2, 4, ... workers from a
+    run's step time and model size: a table and a plot (distbench/predict.py). With --target: each
+    strategy's epoch, time to target and rank there, calibrated on the run (distbench/costmodel.py)."""
     import textwrap
 
     print_warnings()  # a bare --latency 50 (seconds): said once the command line parsed
-    if target is not None or node_step is not None or against is not None:
-        return _predict_target(run_dir, target, node_step, as_json, against, {
+    if target is not None or node_step is not None or against is not None or target_accuracy is not None:
+        return _predict_target(run_dir, target, node_step, as_json, against, target_accuracy, {
             "--bandwidth": bandwidth, "--latency": latency, "--window": window, "--samples": samples,
             "--per-worker-batch": per_worker_batch, "--plot": plot_path})
 
@@ -145,13 +147,13 @@ def predict(run_dir: str, bandwidth: float | None, latency: float | None, window
 
 
 def _predict_target(run_dir: str, target_text: str | None, node_step: float | None, as_json: bool,
-                    against: str | None, first_order_flags: dict[str, Any]) -> None:
+                    against: str | None, target_accuracy: float | None, first_order_flags: dict[str, Any]) -> None:
     """``distbench predict RUN_DIR --target TEXT``: the per-strategy table (or JSON).
 
     Raises:
-        ConfigError: ``--node-step`` or ``--against`` without ``--target``, or with the first-order
-            table's options (``first_order_flags``: each flag's value); a bad target or step; what
-            the model misses.
+        ConfigError: ``--node-step``, ``--against`` or ``--target-accuracy`` without
+            ``--target``, or with the first-order table's options (``first_order_flags``: each
+            flag's value); a bad target, step or accuracy; what the model misses.
     """
     from distbench import costmodel
     from distbench.calibrate import ensure as ensure_calibration
@@ -159,7 +161,8 @@ def _predict_target(run_dir: str, target_text: str | None, node_step: float | No
 
     first_order = [f for f, v in first_order_flags.items() if v is not None]
     if target_text is None:
-        raise ConfigError("predict: --node-step and --against need --target (the cluster they are about)")
+        raise ConfigError("predict: --node-step, --against and --target-accuracy need --target (the cluster they "
+                          "are about)")
     if first_order:
         raise ConfigError(f"predict: {' and '.join(first_order)} belongs to the first-order table: give --target "
                           "(per-strategy model, the link in its text) or the first-order options, not both")
@@ -167,10 +170,13 @@ def _predict_target(run_dir: str, target_text: str | None, node_step: float | No
     if node_step is not None and not (math.isfinite(node_step) and node_step > 0):
         raise ConfigError(f"predict: --node-step {node_step}: expected seconds > 0 (single's step at the run's "
                           "global batch, measured on one target node)")
+    if target_accuracy is not None and not 0 < target_accuracy <= 1:
+        raise ConfigError(f"predict: --target-accuracy {target_accuracy}: expected a test accuracy in (0, 1], "
+                          "e.g. 0.95")
     require_results(run_dir)
     ensure_calibration(run_dir)
     try:
-        preds, inputs = costmodel.predict_strategies(run_dir, tgt.cluster(node_step))
+        preds, inputs = costmodel.predict_strategies(run_dir, tgt.cluster(node_step), target_accuracy)
     except ValueError as e:
         raise ConfigError(f"predict: {e}") from None
     if against is not None:
