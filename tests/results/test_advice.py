@@ -257,6 +257,12 @@ def test_advise_cli(tmp_path):
     nxt = adv["next_command"]
     assert nxt.endswith("--target-accuracy 0.99") if "--resume" not in nxt else \
         nxt.endswith(f"&& distbench advise {tmp_path} --target-accuracy 0.99"), nxt
+    # helper-12: asked with --target as well, the advise after the resume keeps the cluster
+    from distbench.results.advice import with_target
+
+    assert with_target("distbench run r/config.json --out r --resume", "r", 0.94, "4 nodes 10gbit") == \
+        "distbench run r/config.json --out r --resume && distbench advise r --target-accuracy 0.94 --target " \
+        "'4 nodes 10gbit'"
     res = CliRunner().invoke(main, ["advise", str(tmp_path), "--target-accuracy", "1.5"])
     assert res.exit_code == 2 and "--target-accuracy 1.5: expected a test accuracy in (0, 1]" in res.output
     # `report --out` elsewhere: the report's "Run next" is advise's, naming the run directory

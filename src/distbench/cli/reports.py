@@ -114,7 +114,7 @@ def advise(run_dir: str, target: str | None, target_accuracy: float | None, as_j
             raise ConfigError(str(e)) from None
     adv = make_advice(records, run_dir, parse_target(target) if target is not None else None)
     if target_accuracy is not None and adv.next_command:
-        adv.next_command = with_target(adv.next_command, run_dir, target_accuracy)
+        adv.next_command = with_target(adv.next_command, run_dir, target_accuracy, target)
     if as_json:
         click.echo(json.dumps(adv.to_dict(), indent=2))
     else:

@@ -278,7 +278,7 @@ def _baseline(s: ConfigSummary) -> bool:
     return s.straggler in ("", "1x")
 
 
-def with_target(command: str, run_dir: str, target_accuracy: float) -> str:
+def with_target(command: str, run_dir: str, target_accuracy: float, cluster: str | None = None) -> str:
     """``command`` (an advice's next ``distbench run``) for advice asked with another target
     accuracy than the recorded one: a new run takes it as a flag; a resumed run keeps its
     recorded target (``run`` refuses to change it), so ``distbench advise`` is asked again
@@ -288,9 +288,12 @@ def with_target(command: str, run_dir: str, target_accuracy: float) -> str:
         command: the ``distbench run ...`` command.
         run_dir: the run directory the advice is about.
         target_accuracy: the test accuracy the advice was asked with, in (0, 1].
+        cluster: the ``--target`` cluster text the advice was asked with, kept in that call.
     """
     if "--resume" in command:
-        return f"{command} && distbench advise {shlex.quote(str(run_dir))} --target-accuracy {target_accuracy:g}"
+        again = f" --target {shlex.quote(cluster)}" if cluster else ""
+        return (f"{command} && distbench advise {shlex.quote(str(run_dir))} --target-accuracy "
+                f"{target_accuracy:g}{again}")
     return f"{command} --target-accuracy {target_accuracy:g}"
 
 
