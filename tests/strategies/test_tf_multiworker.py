@@ -239,16 +239,23 @@ def test_user_run_tf_config_workers_write_the_record(tmp_path):
 def test_stopped_tf_ps_worker_fails_the_configuration_naming_it(tmp_path):
     """A task that is alive but never answers (SIGSTOP) would hold the coordinator until the
     configuration's timeout; the stall bound ends it soon after the stall floor (15 s for a
-    150 s configuration), naming the task."""
-    out = tmp_path / "run"
-    proc = subprocess.Popen([sys.executable, "-m", "distbench", "run", "--strategies", "tf_ps", "--workers", "2",
-                             "--epochs", "200", "--timeout", "150", "--out", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    log = out / "logs" / "tf_ps_w2_r0.log"
-    t0 = time.monotonic()
-    while not (log.exists() and "epoch 1/" in log.read_text(errors="replace")):
-        assert time.monotonic() - t0 < 180 and proc.poll() is None, "training never started"
-        time.sleep(0.5)
+    150 s configuration), naming the task. TensorFlow's ClusterCoordinator has crashed with
+    SIGSEGV in its closure thread before the first epoch, twice in full ``make test`` runs
+    under load (the record says so, as it should): then the configuration is started once more."""
+    for attempt in range(2):
+        out = tmp_path / f"run{attempt}"
+        proc = subprocess.Popen([sys.executable, "-m", "distbench", "run", "--strategies", "tf_ps", "--workers",
+                                 "2", "--epochs", "200", "--timeout", "150", "--out", str(out)],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        log = out / "logs" / "tf_ps_w2_r0.log"
+        t0 = time.monotonic()
+        while not (log.exists() and "epoch 1/" in log.read_text(errors="replace")) and proc.poll() is None:
+            assert time.monotonic() - t0 < 180, "training never started"
+            time.sleep(0.5)
+        if proc.poll() is None:
+            break
+        reasons = [r.get("reason") or "" for r in read_records(out)] if (out / "results.jsonl").exists() else []
+        assert attempt == 0 and any("SIGSEGV" in r for r in reasons), f"training never started: {reasons}"
     (pid,) = [p for p in pids_with(str(out)) if json.loads(_env_of(p).get("TF_CONFIG", "{}") or "{}").get("task")
               == {"type": "worker", "index": 1}]
     stopped_at = time.monotonic()
