@@ -245,7 +245,7 @@ def table(args: argparse.Namespace, root: Path, dirs: dict[str, dict[str, Path]]
              "calibration only. Measured: the same sweep on an emulated cluster of H hosts (one worker each, "
              "`tc tbf` at RATE). Epoch: steady seconds per epoch (median over repeats); to target: seconds to "
              f"test accuracy {args.target}; ratio = predicted / measured. The term column names the predicted "
-             "epoch's largest part (compute, framework, link) where a ratio misses by more than 25%. The cell "
+             "epoch's largest part (compute, framework, link) where a ratio misses by more than 25%. The cells "
              f"{' and '.join(' '.join(c) for c in CALIBRATION_CELLS)} are where each transport's link factor "
              "(costmodel.WIRE_FACTOR) was fitted (`--fit`): shown, left out of the summary figures below.", "",
              "| model | cell | strategy | measured s/epoch [range] | predicted | ratio | measured to target | "
