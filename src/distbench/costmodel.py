@@ -276,7 +276,7 @@ def _link(name: str, c: Cluster, model_bytes: float, steps: int, window: int | N
             x * n * 2 * M * f / R if server_shaped else (x * n * 2 * wire(M) if serial else 0.0))
 
 
-def wire_factor(name: str, bits_per_s: float = 1e8) -> float:
+def wire_factor(name: str, bits_per_s: float) -> float:
     """:data:`WIRE_FACTOR` of strategy ``name`` (by name, or by its family's prefix; 1 if
     unknown) on a link of ``bits_per_s``: interpolated in log rate between the rates it was
     measured at, held at the nearest outside them."""
