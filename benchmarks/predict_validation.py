@@ -234,13 +234,24 @@ def fit_wire_factors(root: Path) -> dict[str, dict[str, float]]:
     return out
 
 
+def _shapes(dirs: dict[str, dict[str, Path]]) -> str:
+    """Epochs and repeats per configuration of each model, as its stored runs were made
+    (``--no-run`` may table runs made with other ``--epochs``/``--repeats`` than its own)."""
+    out = []
+    for model, runs in dirs.items():
+        cfg = json.loads((runs["onehost"] / "config.json").read_text())
+        out.append(f"{model} model {cfg['training']['epochs']} epochs and {cfg['run']['repeats']} repeat(s) "
+                   "per configuration")
+    return "; ".join(out)
+
+
 def table(args: argparse.Namespace, root: Path, dirs: dict[str, dict[str, Path]], wall: float,
           argv: list[str] | None) -> str:
     """The BENCHMARKS.md section: one row per (model, cell, strategy), then the summary."""
     lines = ["## The per-strategy cost model against emulated clusters (predict_validation)", "",
              f"`{C.command_line('predict_validation.py', argv)}` on {C.utc_now()}; {C.machine_info()}; load "
              f"{C.load_average()}; {wall:.0f} s this invocation. digits (1,437 training samples), global batch 120, "
-             f"{args.epochs} epochs, {args.repeats} repeat(s) per configuration, PS window 2. Predicted: "
+             f"{_shapes(dirs)}, PS window 2. Predicted: "
              "`distbench predict ONE_HOST_RUN --target 'H nodes x 1, RATE, emulated'` from the one-host run and its "
              "calibration only. Measured: the same sweep on an emulated cluster of H hosts (one worker each, "
              "`tc tbf` at RATE). Epoch: steady seconds per epoch (median over repeats); to target: seconds to "

@@ -82,6 +82,22 @@ def test_an_emulated_link_charges_what_exceeds_its_token_bucket():
     assert bound == pytest.approx(5 * 4 * 2 * f * (4.5e6 - burst) / 1.25e8)  # its server serves one at a time
 
 
+def test_horovod_mpi_moves_the_bytes_of_the_allreduce_open_mpi_picks_for_its_world_size():
+    # Open MPI 4.1 (coll/tuned): Rabenseifner's for MBs below 8 ranks; at 3 ranks one rank is folded
+    # in first and sent the result last, 2 M more than a power of two's 2 (p'-1)/p' M
+    assert CM.openmpi_allreduce(2, 4.5e6) == ("Rabenseifner's reduce-scatter + allgather", pytest.approx(4.5e6))
+    assert CM.openmpi_allreduce(3, 4.5e6)[1] == pytest.approx(3 * 4.5e6)
+    assert CM.openmpi_allreduce(4, 4.5e6)[1] == pytest.approx(1.5 * 4.5e6)
+    assert CM.openmpi_allreduce(3, 20000) == ("ring", pytest.approx(4 / 3 * 20000))      # 16-64 KB at 3 ranks
+    assert CM.openmpi_allreduce(6, 4000) == ("recursive doubling", pytest.approx(2 * 4000 + 2 * 4000))
+    assert CM.openmpi_allreduce(1, 4.5e6) == ("none", 0.0)
+    real = parse_target("3 nodes x 1, 1gbit, 0 us latency").cluster()
+    f = CM.wire_factor("horovod_mpi", 1e9)
+    assert CM._link("horovod_mpi", real, 4.5e6, 10, None)[0] == pytest.approx(f * 3 * 4.5e6 / 1.25e8)
+    assert CM._link("horovod", real, 4.5e6, 10, None)[0] == pytest.approx(
+        CM.wire_factor("horovod", 1e9) * 4 / 3 * 4.5e6 / 1.25e8)                           # Gloo: a ring
+
+
 def test_real_target_drops_core_sharing_and_extrapolates_the_framework_cost(run_dir):
     fw2, fw4 = 0.01 - 0.004, (0.03 - 0.0026 * 2) / 2                 # normalised by the sharing they ran with
     f = CM.wire_factor("horovod", 1e9)  # Gloo's time on a 1 Gbit/s link over bytes / rate
@@ -215,6 +231,10 @@ def test_advise_target_names_the_predicted_leader(run_dir):
     assert adv.target_recommended == "single"  # 0.1 s epochs beat every distributed row here
     assert "Predicted fastest to 0.9 there: single" in text and "Error band:" in text
     assert adv.to_dict()["target_recommended"] == "single"
+    data = json.loads(json.dumps(adv.to_dict()))["target_predictions"]  # as advise --json prints it
+    rows = {p["strategy"]: p for p in data["strategies"]}
+    assert rows["single"]["rank"] == 1 and rows["horovod"]["epoch_s"] == pytest.approx(20 * 0.03)
+    assert data["inputs"]["validated"].startswith("against emulated clusters")
     far = advise(records, run_dir, parse_target("4 nodes, 1 kbit/s"))
     assert "does not decide" not in "\n".join(far.target)
 
@@ -248,6 +268,19 @@ def test_cli_predict_against_a_cluster_run(run_dir):
     assert rows == [["horovod", "0.25 s", "0.2 s", "1.25", "1 s", "0.9 s", "1.11"]]
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--against", str(run_dir)])
     assert res.exit_code == 2 and "--target-accuracy need --target" in res.output
+
+
+
+def test_against_a_run_of_another_workload_is_said(run_dir, tmp_path_factory):
+    other = tmp_path_factory.mktemp("other")
+    r = rec("horovod", 2, 0.2)
+    (other / "results.jsonl").write_text(json.dumps({**r, "epochs": 5, "global_batch_size": 32}) + "\n")
+    assert CM.against_mismatch(run_dir, run_dir) == ""
+    text = CM.against_mismatch(run_dir, other)
+    assert "global batch 32 (here 64)" in text and "epochs 5 (here 3)" in text and "do not check" in text
+    res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "2 nodes x 1, 1gbit, emulated",
+                                    "--against", str(other)])
+    assert res.exit_code == 0 and "warning: " in res.output and "ran another workload" in res.output
 
 
 def test_strategies_without_a_cluster_form_are_named_not_dropped(run_dir):
@@ -296,3 +329,15 @@ def test_fit_finds_the_link_factor_at_which_the_prediction_meets_the_measured_ep
     monkeypatch.setitem(CM.WIRE_FACTOR, "horovod", ((1e8, f), (1e9, f)))
     got = by_name(CM.predict_strategies(one, parse_target(pv.target_text("2x100mbit")).cluster())[0])["horovod"]
     assert got.epoch_s == pytest.approx(9.0, rel=0.01)
+
+
+def test_results_predict_is_a_dataframe_that_keeps_the_inputs_and_the_error_band(run_dir):
+    from distbench.api import Results
+
+    df = Results(run_dir).predict("4 nodes x 1, 1gbit, emulated")
+    assert set(df.strategy) == {"single", "horovod", "mpi_ps:adag", "spark_ps:adag"}
+    h = df[df.strategy == "horovod"].iloc[0]
+    assert h.epoch_s == pytest.approx(20 * 0.03) and h.workers == 4
+    inputs = df.attrs["inputs"]
+    assert inputs["model_bytes"] == 4000 and inputs["validated"].startswith("against emulated clusters")
+    assert inputs["assumed"] and inputs["measured"]

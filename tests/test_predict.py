@@ -140,6 +140,14 @@ def test_inputs_from_run_takes_an_mpi_ps_window_too(tmp_path):
     assert P.inputs_from_run(tmp_path).window == 8
 
 
+def test_steady_epoch_is_the_median_interval_so_one_stalled_epoch_does_not_move_it():
+    # a parameter server's last epoch also waits for the final commits: 0.17 s against 0.04 s
+    curve = [{"epoch": e, "elapsed_s": t} for e, t in [(1, 0.28), (2, 0.32), (3, 0.36), (4, 0.40), (5, 0.44),
+                                                        (6, 0.61)]]
+    assert P.epoch_s({"curve": curve}) == pytest.approx(0.04)
+    assert P.epoch_s({"curve": curve[:2]}) == pytest.approx(0.04)
+
+
 def test_inputs_from_run_one_epoch_falls_back_to_train_s(tmp_path):
     (tmp_path / "results.jsonl").write_text(json.dumps(_record("single", [2.0], [40], 2.0)) + "\n")
     inp = P.inputs_from_run(tmp_path)

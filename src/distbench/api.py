@@ -669,7 +669,11 @@ class Results:
 
     def predict(self, target: str, node_step: float | None = None) -> Any:
         """Each strategy's predicted epoch time, time to target and rank on ``target`` (the
-        per-strategy model of ``distbench predict --target``), as a pandas DataFrame.
+        per-strategy model of ``distbench predict --target``), as a pandas DataFrame whose
+        ``attrs["inputs"]`` holds what the prediction rests on, as ``--json`` gives it:
+        ``measured`` and ``assumed`` (lists of sentences), ``validated`` (the error band
+        the validation measured, and what of the target lies outside it), ``model_bytes``,
+        ``n_train``, ``global_batch``, ``cores``, ``target_accuracy``, ``not_predicted``.
 
         Raises:
             ConfigError: a target that cannot be parsed, or what the model misses (naming the command).
@@ -683,12 +687,14 @@ class Results:
         _check_target(target)
         ensure(self.run_dir)
         try:
-            preds, _ = costmodel.predict_strategies(self.run_dir, parse_target(target).cluster(node_step))
+            preds, inputs = costmodel.predict_strategies(self.run_dir, parse_target(target).cluster(node_step))
         except ValueError as e:
             raise ConfigError(f"predict: {e}") from None
-        return pd.DataFrame([{"rank": p.rank, "strategy": p.strategy, "workers": p.workers, "epoch_s": p.epoch_s,
-                              "time_to_target_s": p.time_to_target_s, **{f"{k}_s": v for k, v in p.terms_s.items()},
-                              "notes": "; ".join(p.notes), "missing": p.missing} for p in preds])
+        df = pd.DataFrame([{"rank": p.rank, "strategy": p.strategy, "workers": p.workers, "epoch_s": p.epoch_s,
+                            "time_to_target_s": p.time_to_target_s, **{f"{k}_s": v for k, v in p.terms_s.items()},
+                            "notes": "; ".join(p.notes), "missing": p.missing} for p in preds])
+        df.attrs["inputs"] = inputs
+        return df
 
     @property
     def report(self) -> dict[str, Path]:

@@ -31,9 +31,12 @@ The model, per strategy ``S`` at ``N = nodes x per_node`` workers, per-worker ba
     step     = compute(b, threads) x share + framework_S(N) x share / share_run(N)
     link     = the strategy's link time per step below (every M / R x wire_factor(S, R)), of which half the
                smaller of (framework, link) overlaps the other (OVERLAP)
-    ring     (multi_worker_mirrored, horovod, horovod_mpi, keras_jax:multi_process;
+    ring     (multi_worker_mirrored, horovod, keras_jax:multi_process;
               Patarasuk & Yuan 2009):
                epoch = steps x (step + 2 (N-1)/N x M / R + 2 (N-1) L)          [nodes > 1]
+    horovod_mpi: as a ring, with the bytes of the algorithm Open MPI picks for N ranks and M
+             bytes in place of 2 (N-1)/N x M (:func:`openmpi_allreduce`: Rabenseifner's,
+             3 M at N = 3, for a model of MBs)
     tf_ps    every step pulls the variables and pushes the gradients (2 M) over the
              worker's host link; the ps tasks' link carries all N workers' on a real cluster:
                epoch = max(steps x (step + per_node x 2 M / R + 2 L), steps x N x 2 M / R)
@@ -90,8 +93,9 @@ WIRE_FACTOR = {"horovod": ((1e8, 1.11), (1e9, 1.27)), "multi_worker_mirrored": (
                "mpi_ps:": ((1e8, 0.91), (1e9, 0.74))}
 """How much longer a transport's exchange takes on a shaped link than its bytes / rate, at
 the link rates (bit/s) it was measured at: TCP/IP headers and acknowledgements, and the
-collective's algorithm and phases (Open MPI's allreduce of a 4.5 MB buffer between 2 ranks
-is not a bandwidth-optimal ring; the MPI parameter server overlaps part of one worker's
+collective's phases (Open MPI's allreduce of a 4.5 MB buffer between 2 ranks moves a ring's
+bytes, :func:`openmpi_allreduce`, in two phases with a reduction between them; the MPI
+parameter server overlaps part of one worker's
 pull with the next worker's commit). Measured on this machine's emulated 100 Mbit/s and
 1 Gbit/s links (``benchmarks/predict_validation.py --fit``, the calibration cells
 :data:`CALIBRATION` of the large model: the factor at which the predicted epoch equals the
@@ -261,6 +265,8 @@ def _link(name: str, c: Cluster, model_bytes: float, steps: int, window: int | N
         return f * max(0.0, b - burst) / R
 
     M = model_bytes
+    if name == "horovod_mpi":  # Open MPI picks its allreduce algorithm by world size and bytes
+        return wire(openmpi_allreduce(n, M)[1]) + 2 * (n - 1) * L, 0.0
     if name in RING:
         return wire(2 * (n - 1) / n * M) + 2 * (n - 1) * L, 0.0
     server_shaped = not c.emulated
@@ -274,6 +280,54 @@ def _link(name: str, c: Cluster, model_bytes: float, steps: int, window: int | N
     serial = name.startswith("mpi_ps:")
     return (x * (2 * wire(c.per_node * M) + 2 * L) / steps,
             x * n * 2 * M * f / R if server_shaped else (x * n * 2 * wire(M) if serial else 0.0))
+
+
+OPENMPI_ALLREDUCE = ((4, ((8, 4), (4096, 3), (8192, 4), (16384, 3), (65536, 4), (262144, 5), (None, 6))),
+                     (8, ((16, 4), (8192, 3), (None, 6))), (16, ((8192, 3), (None, 6))),
+                     (32, ((64, 5), (4096, 3), (None, 6))), (64, ((128, 5), (None, 6))),
+                     (128, ((262144, 3), (None, 6))), (256, ((131072, 2), (262144, 3), (None, 6))),
+                     (512, ((4096, 2), (None, 6))), (2048, ((2048, 2), (16384, 3), (None, 6))),
+                     (4096, ((2048, 2), (4096, 5), (16384, 3), (None, 6))),
+                     (None, ((2048, 2), (16384, 5), (32768, 3), (None, 6))))
+"""Open MPI 4.1's fixed choice of allreduce algorithm for a commutative sum (its ``coll/tuned``
+component, ``ompi_coll_tuned_allreduce_intra_dec_fixed``): per world size below the first
+bound, per message bytes below the second, the algorithm number (2 nonoverlapping, 3
+recursive doubling, 4 ring, 5 segmented ring, 6 Rabenseifner); ``None``: no bound. The
+MPI that ``horovod_mpi`` runs on here (Debian's Open MPI 4.1)."""
+
+_ALGORITHMS = {2: "reduce then broadcast", 3: "recursive doubling", 4: "ring", 5: "segmented ring",
+               6: "Rabenseifner's reduce-scatter + allgather"}
+
+
+def openmpi_allreduce(world: int, nbytes: float) -> tuple[str, float]:
+    """The allreduce algorithm Open MPI 4.1 runs for ``nbytes`` bytes over ``world`` ranks
+    (:data:`OPENMPI_ALLREDUCE`) and the bytes one rank sends one after another on its
+    critical path (the link time is those bytes / rate).
+
+    With ``p'`` the largest power of two not above ``world`` and ``M = nbytes``: ring and
+    segmented ring ``2 (p-1)/p M`` (Patarasuk & Yuan 2009); Rabenseifner's reduce-scatter by
+    recursive halving and allgather by recursive doubling ``2 (p'-1)/p' M`` (Thakur,
+    Rabenseifner & Gropp 2005, sec. 4.4); recursive doubling ``log2(p') M``; reduce then
+    broadcast over binomial trees ``2 ceil(log2 p) M``. A world that is not a power of two
+    first folds its ``p - p'`` extra ranks into partners and sends them the result at the
+    end, ``2 M`` more on the critical path for Rabenseifner and recursive doubling: at 3
+    ranks a 4.5 MB allreduce moves ``3 M`` where a ring moves ``1.33 M``.
+
+    Args:
+        world: ranks (>= 1); nbytes: the message, bytes.
+
+    Returns:
+        (the algorithm's name, bytes on one rank's critical path); ``("none", 0.0)`` for one rank.
+    """
+    if world <= 1:
+        return "none", 0.0
+    alg = next(a for top, table in OPENMPI_ALLREDUCE if top is None or world < top
+               for below, a in table if below is None or nbytes < below)
+    pof2 = 1 << (world.bit_length() - 1)
+    fold = 0.0 if pof2 == world else 2 * nbytes
+    sent = {2: 2 * math.ceil(math.log2(world)) * nbytes, 3: math.log2(pof2) * nbytes + fold,
+            6: 2 * (pof2 - 1) / pof2 * nbytes + fold}.get(alg, 2 * (world - 1) / world * nbytes)
+    return _ALGORITHMS[alg], sent
 
 
 def wire_factor(name: str, bits_per_s: float) -> float:
@@ -410,6 +464,9 @@ def _one(name: str, rows: dict[tuple[str, int], Measured], cal: dict[str, Any], 
     per_step, bound = _link(name, c, M, steps, window)
     overlap = OVERLAP * min(fw_s, per_step)  # the transport's own CPU work runs while bytes are on the wire
     epoch = max(steps * (comp + fw_s + per_step - overlap), bound)
+    if name == "horovod_mpi" and c.nodes > 1:
+        alg, sent = openmpi_allreduce(n, M)
+        p.notes.append(f"Open MPI's allreduce at {n} ranks: {alg}, {sent / M:.2g} x the model's bytes per step")
     if c.nodes > 1 and not any(name == k or (k.endswith(":") and name.startswith(k)) for k in WIRE_FACTOR):
         p.notes.append("its transport's link factor is not measured: bytes / rate assumed")
     elif c.nodes > 1 and not 1e8 <= c.bandwidth_Bps * 8 <= 1e9:
@@ -485,6 +542,28 @@ def measured_on(run_dir: str | Path, workers: int) -> dict[str, dict[str, list[f
         if r.get("time_to_target_s") is not None:
             m["ttt_s"].append(float(r["time_to_target_s"]))
     return out
+
+
+def against_mismatch(run_dir: str | Path, against: str | Path) -> str:
+    """What differs between the workload of the one-host run ``run_dir`` and that of the
+    cluster run ``against`` (model size, training samples, global batch, target accuracy,
+    epochs), as one sentence; ``""`` when nothing does or either has no ok record. A
+    prediction compared with a run of another workload is not checked by it (user test:
+    ``--against`` took a run of other epochs without a word)."""
+    def shape(d: str | Path) -> dict[str, Any]:
+        r = next((r for r in read_records(d) if r.get("status") == "ok"), None)
+        if r is None:
+            return {}
+        wl = r.get("workload") or {}
+        return {"parameters": wl.get("num_parameters"), "training samples": (wl.get("sizes") or {}).get("train"),
+                "global batch": r.get("global_batch_size"), "target accuracy": r.get("target_accuracy"),
+                "epochs": r.get("epochs")}
+
+    a, b = shape(run_dir), shape(against)
+    diff = [f"{k} {b[k]} (here {a[k]})" for k in a if a and b and a[k] != b.get(k)]
+    return (f"{against} ran another workload than {run_dir}: {', '.join(diff)}; its times do not check this "
+            "prediction" + (" (epochs alone change only a time to target that was not reached)"
+                            if [k for k in a if a[k] != b.get(k)] == ["epochs"] else "")) if diff else ""
 
 
 AGAINST_HEADERS = ("strategy", "predicted s/epoch", "measured s/epoch", "ratio", "predicted to target",

@@ -170,6 +170,12 @@ def test_parse_target():
         t = parse_target(text)
         assert (t.nodes, t.per_node, t.bandwidth_Bps, t.gpus) == want, text
     assert parse_target("2 nodes with 10 GbE links, 1 ms").latency_s == pytest.approx(1e-3)
+    # user test (helper-12): "10Gb", "25G", "servers", "GPU nodes" and seconds of latency were refused
+    for text, want in [("4 nodes 10Gb", (4, 1, 10e9 / 8, False)), ("4 servers 25G", (4, 1, 25e9 / 8, False)),
+                       ("4 GPU nodes, 10 Gbit/s", (4, 1, 10e9 / 8, True)), ("4 nodes 10GB", (4, 1, 10e9, False))]:
+        t = parse_target(text)
+        assert (t.nodes, t.per_node, t.bandwidth_Bps, t.gpus) == want, text
+    assert parse_target("2 nodes, 1 Gbit/s, 1 s latency").latency_s == pytest.approx(1.0)
     # a capital B is a byte (user test: "10 GB/s" was read as 10 Gbit/s); k/M/G/T prefixes; GigE
     for text, gbit in [("4 nodes, 10 GB/s", 80), ("4 nodes 10 GBps", 80), ("4 nodes 100 MB/s", 0.8),
                        ("2 nodes, 1 GByte/s", 8), ("4 nodes 10 GigE", 10), ("4 nodes 10 Gbps", 10),

@@ -181,6 +181,8 @@ def _predict_target(run_dir: str, target_text: str | None, node_step: float | No
         raise ConfigError(f"predict: {e}") from None
     if against is not None:
         require_results(against)
+        if mismatch := costmodel.against_mismatch(run_dir, against):
+            click.echo(f"distbench: warning: {mismatch}", err=True)
     measured = costmodel.measured_on(against, tgt.workers) if against is not None else None
     if as_json:
         click.echo(json.dumps({"target": {"text": tgt.text, "nodes": tgt.nodes, "per_node": tgt.per_node,

@@ -82,10 +82,11 @@ class Target:
         return self.nodes * self.per_node
 
 
-_COUNT_UNIT = r"(nodes?|machines?|hosts?|workers?|gpus?|devices?|replicas?|tpus?|cpus?)"
+_MACHINE = r"(?:(?:gpu|cpu|tpu)\s+)?(?:nodes?|machines?|hosts?|servers?)"
+_COUNT_UNIT = r"(" + _MACHINE + r"|workers?|gpus?|devices?|replicas?|tpus?|cpus?)"
 _TARGET_PATTERNS = (  # (kind, pattern), scanned in this order over the whole text
-    ("bandwidth", r"(\d+(?:\.\d+)?)\s*([kmgt])(bits?/s|bits?|bps|b/s|bytes?/s|bytes?|be|ige)(?![a-z])"),
-    ("latency", r"(\d+(?:\.\d+)?)\s*(us|µs|ms)(?![a-z])(?:\s+latency)?"),
+    ("bandwidth", r"(\d+(?:\.\d+)?)\s*([kmgt])(bits?/s|bits?|bps|b/s|bytes?/s|bytes?|be|ige|b)?(?![a-z])"),
+    ("latency", r"(\d+(?:\.\d+)?)\s*(us|µs|ms|s|secs?|seconds?)(?![a-z])(?:\s+latency)?"),
     ("grid", r"(\d+)\s*(?:(?:nodes?|machines?|hosts?)\s*)?[x×*]\s*(\d+)(?:\s*" + _COUNT_UNIT + r")?(?![a-z])"),
     ("count", r"(\d+)\s*" + _COUNT_UNIT + r"(?![a-z])"),
 )
@@ -99,10 +100,11 @@ def parse_target(text: str) -> Target:
     ``N nodes x M`` (``M`` workers, GPUs or devices per node; ``NxM``; ``N nodes with M
     GPUs each``) or one count
     (``N nodes``/``N workers``: one worker per machine; ``N GPUs``/``N devices``: one
-    machine), 2 workers or more. Bandwidth: k, M, G or T, then bits (``bit/s``, ``bit``,
-    ``b/s``, ``bps``, ``bE``, ``igE``: Gbit/s, 10gbit, Gb/s, Gbps, GbE, GigE) or bytes
-    (``byte/s``, ``B/s``, ``Bps``: GByte/s, GB/s, MBps; a capital B is a byte, as in SI
-    usage); latency in us or ms (default
+    machine; ``N GPU nodes``/``N servers``: one worker per machine), 2 workers or more.
+    Bandwidth: k, M, G or T, then bits (``bit/s``, ``bit``, ``b/s``, ``bps``, ``b``, ``bE``,
+    ``igE`` or nothing: Gbit/s, 10gbit, Gb/s, Gbps, 10Gb, GbE, GigE, 25G) or bytes (``byte/s``,
+    ``B/s``, ``Bps``, ``B``: GByte/s, GB/s, MBps, 10GB; a capital B is a byte, as in SI
+    usage); latency in us, ms or s (default
     :data:`distbench.predict.DEFAULT_LATENCY_S`). Commas, ``@``, ``at``, ``with`` and
     ``links`` between the parts are ignored. The word ``emulated`` marks a cluster emulated
     on this machine (``[cluster] emulate``; the hosts share its cores, latency 0 unless given).
@@ -126,7 +128,7 @@ def parse_target(text: str) -> Target:
     if left:
         raise bad(f"{' '.join(left)!r} is neither a size (N nodes x M GPUs), a bandwidth nor a latency")
     sizes = found["grid"] + found["count"]
-    machines = [c for c in found["count"] if c[2].lower().startswith(("node", "machine", "host"))]
+    machines = [c for c in found["count"] if re.fullmatch(_MACHINE, c[2], re.IGNORECASE)]
     devices = [c for c in found["count"] if c not in machines]
     each = re.search(r"\b(?:each|per (?:node|machine|host))\b", text, re.IGNORECASE)
     if not found["grid"] and len(machines) == 1 and len(devices) == 1 and each:  # "2 nodes ... with 4 GPUs each"
@@ -146,18 +148,19 @@ def parse_target(text: str) -> Target:
     elif per_node_count is not None:
         nodes, per_node, gpus = int(m[1]), per_node_count, devices[0][2].lower().startswith("gpu")
     else:  # "4 nodes", "16 workers": one worker per machine; "4 GPUs": one machine
-        one_machine = m[2].lower().startswith(("gpu", "device", "tpu"))
+        one_machine = m in devices and m[2].lower().startswith(("gpu", "device", "tpu"))
         nodes, per_node = (1, int(m[1])) if one_machine else (int(m[1]), 1)
         gpus = m[2].lower().startswith("gpu")
     bw = found["bandwidth"][0]
-    unit = bw[3]  # bytes: "byte", or a capital B in "GB/s", "MBps"; bits: "bit", "Gb/s", "Gbps", "GbE", "GigE"
-    in_bytes = "byte" in unit.lower() or (unit.lower() in ("bps", "b/s") and unit[0] == "B")
+    # bytes: "byte", or a capital B in "GB/s", "MBps", "GB"; bits: "bit", "Gb/s", "Gbps", "GbE", "10Gb", "25G"
+    unit = bw[3] or "bit"
+    in_bytes = "byte" in unit.lower() or (unit.lower() in ("bps", "b/s", "b") and unit[0] == "B")
     bandwidth = float(bw[1]) * _PREFIXES[bw[2].lower()] / (1 if in_bytes else 8)
     emulated = re.search(r"\bemulated\b", text, re.IGNORECASE) is not None
     latency = 0.0 if emulated else DEFAULT_LATENCY_S
     if found["latency"]:
         lat = found["latency"][0]
-        latency = float(lat[1]) * (1e-3 if lat[2] == "ms" else 1e-6)
+        latency = float(lat[1]) * {"ms": 1e-3, "us": 1e-6, "µs": 1e-6}.get(lat[2].lower(), 1.0)
     if nodes < 1 or per_node < 1 or not math.isfinite(bandwidth) or bandwidth <= 0:
         raise bad("counts must be >= 1 and the bandwidth > 0")
     if nodes * per_node < 2:
@@ -178,6 +181,10 @@ class Advice:
         target: sentences about the ``--target`` cluster (predictions), if one was given.
         target_recommended: the strategy predicted fastest to the target accuracy on the
             ``--target`` cluster (``None`` without one or without a prediction).
+        target_predictions: the ``target`` block as data: ``strategies`` (per strategy its
+            ``rank``, ``epoch_s``, ``time_to_target_s``, ``terms_s``, ``notes``, ``missing``, as
+            ``distbench predict --target --json``) and ``inputs`` (measured, assumed, the error
+            band); empty without a prediction.
         costs: ``(strategy, what it needs installed and running)`` for each candidate.
         unavailable: ``(strategy, reason)`` for each strategy that never ran here.
         next_command: the ``distbench run`` command that would measure what is missing.
@@ -199,6 +206,7 @@ class Advice:
     next_command: str | None = None
     scope: str = ""
     target_recommended: str | None = None
+    target_predictions: dict[str, Any] = field(default_factory=dict)
     compared: list[ConfigSummary] = field(default_factory=list, repr=False)
     short: list[ConfigSummary] = field(default_factory=list, repr=False)
 
@@ -207,7 +215,8 @@ class Advice:
         return {"verdict": self.verdict, "headline": self.headline, "recommended": self.recommended,
                 "runner_up": self.runner_up, "reasons": self.reasons, "target": self.target,
                 "costs": dict(self.costs), "unavailable": dict(self.unavailable), "next_command": self.next_command,
-                "scope": self.scope, "target_recommended": self.target_recommended}
+                "scope": self.scope, "target_recommended": self.target_recommended,
+                **({"target_predictions": self.target_predictions} if self.target_predictions else {})}
 
     def lines(self) -> list[tuple[str, list[str]]]:
         """``(heading, items)`` blocks in reading order (empty blocks left out)."""
@@ -674,22 +683,24 @@ server rank; TensorFlow's ps and coordinator tasks to keep alive; a Spark cluste
 
 
 def _target_sentences(target: Target, run_dir: str | None, records: list[dict[str, Any]]
-                      ) -> tuple[list[str], list[str]]:
+                      ) -> tuple[list[str], list[str], dict[str, Any]]:
     """Sentences predicting every strategy the run measured on ``target`` with the
-    per-strategy model (:func:`distbench.costmodel.predict_strategies`), and the strategies
-    that reach the target accuracy there, predicted fastest first (empty without a prediction)."""
+    per-strategy model (:func:`distbench.costmodel.predict_strategies`), the strategies
+    that reach the target accuracy there, predicted fastest first, and the same as data
+    (``strategies``: one dict per prediction; ``inputs``: what it rests on); both empty
+    without a prediction."""
     from distbench import costmodel
 
     head = (f"{target.text}: {target.nodes} node(s) x {target.per_node} = {target.workers} workers, "
             f"{target.bandwidth_Bps * 8 / 1e9:g} Gbit/s, {target.latency_s * 1e6:g} us per message"
             + (", emulated on this machine." if target.emulated else "."))
     if run_dir is None:
-        return [head, "No prediction: the run directory is unknown."], []
+        return [head, "No prediction: the run directory is unknown."], [], {}
     try:
         acc = next((r.get("target_accuracy") for r in records if r.get("target_accuracy")), None)
         preds, inputs = costmodel.predict_strategies(run_dir, target.cluster(), acc)  # as the records are scored
     except ValueError as e:
-        return [head, f"No prediction: {e}."], []
+        return [head, f"No prediction: {e}."], [], {}
     acc = inputs["target_accuracy"]
     ranked = [p for p in preds if p.rank]
     reached = [p for p in ranked if p.time_to_target_s is not None]
@@ -734,13 +745,13 @@ def _target_sentences(target: Target, run_dir: str | None, records: list[dict[st
         out.append("The compute per step was measured here on CPUs; a GPU's is shorter, so communication weighs more "
                    "on the target than predicted here (distbench predict --target ... --node-step S takes a step "
                    "time measured on one of its nodes).")
-    return out, [p.strategy for p in reached]
+    return out, [p.strategy for p in reached], {"strategies": [dict(p.__dict__) for p in preds], "inputs": inputs}
 
 
 def _add_target(adv: Advice, target: Target, rd: str | None, records: list[dict[str, Any]]) -> None:
     """Fill ``adv``'s Target block and ``target_recommended``; where no other run is needed
     first, its Run next measures the predicted leaders at the target's size (emulated)."""
-    adv.target, leaders = _target_sentences(target, rd, records)
+    adv.target, leaders, adv.target_predictions = _target_sentences(target, rd, records)
     adv.target_recommended = leaders[0] if leaders else None
     if leaders and rd and not adv.next_command:
         adv.next_command = _emulated_next(target, rd, leaders[:3])
