@@ -292,6 +292,10 @@ def test_strategies_without_a_cluster_form_are_named_not_dropped(run_dir):
     assert "mirrored" not in by_name(preds) and inputs["not_predicted"] == ["mirrored"]
     assert "Not predicted (one process on one machine's devices, no form on a cluster of nodes): mirrored." in \
         CM.describe("4 nodes x 2, 10gbit", c, inputs)
+    # user test (helper-12): on one node (a machine's devices) it is a candidate, at its measured step
+    preds, inputs = CM.predict_strategies(run_dir, parse_target("2 GPUs, 10gbit").cluster())
+    m = by_name(preds)["mirrored"]
+    assert inputs["not_predicted"] == [] and m.epoch_s == pytest.approx(0.15) and m.terms_s["link"] == 0
 
 
 def test_keras_jax_over_processes_is_a_ring_and_its_one_process_forms_are_named(run_dir):

@@ -77,6 +77,9 @@ from distbench.predict import epoch_s, no_single
 from distbench.results.store import read_records
 
 RING = ("multi_worker_mirrored", "horovod", "horovod_mpi", "keras_jax:multi_process")
+ONE_MACHINE = ("mirrored", "keras_jax:data_parallel")
+"""One process driving one machine's devices: predicted for a one-node target only (no link;
+its framework cost from its own rows as any strategy's), named as not predicted otherwise."""
 PS_FAMILIES = ("spark_ps:", "mpi_ps:")
 SYNC_PS = ("easgd", "averaging")
 
@@ -402,7 +405,8 @@ def predict_strategies(run_dir: str | Path, c: Cluster, target_accuracy: float |
                        "distbench predict --node-step SECONDS (single's step at the run's global batch, measured "
                        "on one) changes that")
     out = [_single(single, cal, B, steps, cores, speed)]
-    names = sorted({s for s, _ in rows if s != "single" and (s in RING or s == "tf_ps" or s.startswith(PS_FAMILIES))})
+    names = sorted({s for s, _ in rows if s != "single" and (s in RING or s == "tf_ps" or s.startswith(PS_FAMILIES)
+                                                             or (c.nodes == 1 and s in ONE_MACHINE))})
     for name in names:
         out.append(_one(name, rows, cal, c, M, B, steps, cores, speed))
     ranked = sorted([p for p in out if p.epoch_s is not None],
