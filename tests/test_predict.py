@@ -222,6 +222,8 @@ def test_cli_predict_prints_table_and_writes_plot(run_dir):
     assert [r[0] for r in rows] == ["1", "2", "4", "8"]
     assert (run_dir / "predict.png").stat().st_size > 1000
     assert "first-order model" in res.output and "less than one step" not in res.output
+    # user test (helper-12): it said "trust the shape", 13x away from predict --target on the same run
+    assert "several times off" in res.output and f"distbench predict {run_dir} --target" in " ".join(res.output.split())
     wide = CliRunner().invoke(main, ["predict", "--run-dir", str(run_dir), "--max-workers", "64"])
     assert "from 32 workers each worker takes less than one step per epoch" in wide.output  # 1280 / (32 x 64) < 1
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -141,8 +142,10 @@ def predict(run_dir: str, bandwidth: float | None, latency: float | None, window
                      block_head=3, drop=("measured s/epoch", "predicted s/epoch"))
         console.print(escape(model.MEASURED_LEGEND))
     console.print(escape("first-order model: no contention, stragglers, compute/communication overlap, per-call "
-                         "framework costs or topology; trust the shape of scaling, not absolute times "
-                         "(docs/predict.md, 'Commands')"))
+                         "framework costs or topology: its times can be several times off, in either direction. "
+                         "For a cluster you mean to run on, ask the per-strategy model calibrated from this run: "
+                         f"distbench predict {shlex.quote(str(run_dir))} --target \"4 nodes x 2, 10 Gbit/s\" "
+                         "(docs/predict.md)"))
     console.print(escape(f"wrote {png}"), soft_wrap=True)
 
 
