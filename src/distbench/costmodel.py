@@ -115,8 +115,8 @@ CALIBRATION = ("2 hosts at 100 Mbit/s", "2 hosts at 1 Gbit/s")
 """The emulated cells :data:`WIRE_FACTOR` was fitted on (4.5 MB of weights, one worker per host)."""
 
 VALIDATED = ("against emulated clusters of this machine (BENCHMARKS.md, predict_validation, 49 rows): epoch time "
-             "within 12% at the median (largest 70%), time to target within 15% (largest 71%); pairwise order "
-             "right for 89% of separable pairs")
+             "within 11% at the median (largest 41%), time to target within 9% (largest 71%); pairwise order "
+             "right for 95% of separable pairs")
 """The error band :mod:`benchmarks.predict_validation` measured (printed with every prediction)."""
 
 
