@@ -58,6 +58,10 @@ def test_horovod_and_mpi_ps_run_across_two_emulated_hosts(tmp_path):
     assert records["mpi_ps:adag"]["details"]["per_worker_netns"] == namespaces
     assert records["mpi_ps:adag"]["details"]["placement"]["server (rank 0)"] == "10.231.251.1"
     assert records["horovod"]["final_test_accuracy"] > 0.8
+    # the emulated hosts share this machine's cores: each rank gets cores // all ranks, as
+    # mpi_ps's processes do, not the cores of its "host" (which oversubscribed them)
+    cores = os.cpu_count() or 1
+    assert records["horovod"]["details"]["intra_op_threads"] == max(1, cores // 2)
     assert names_of(cid) == []  # removed with the sweep
 
 

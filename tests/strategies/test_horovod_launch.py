@@ -27,6 +27,7 @@ def test_worker_command_exact():
         PY, "-m", "distbench", "worker", "horovod", "--run-dir", "/runs/x", "--key", "horovod_w2_r0"]
     assert H.worker_command(PY, Path("/runs/x"), config_file="cfg.toml") == [
         PY, "-m", "distbench", "worker", "horovod", "--run-dir", "/runs/x", "--config", "cfg.toml"]
+    assert H.worker_command(PY, Path("/runs/x"), "k", threads=1)[-2:] == ["--threads", "1"]
 
 
 def test_horovodrun_command_exact():

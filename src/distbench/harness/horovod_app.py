@@ -49,7 +49,7 @@ from distbench.entrypoints import run_dir_param, user_errors
 
 
 def worker_main(run_dir: Path, key: str | None = None, config_file: str | None = None,
-                scenario: Scenario | None = None) -> int:
+                scenario: Scenario | None = None, threads: int = 0) -> int:
     """Run one rank (call it in every process that ``horovodrun``/``mpirun`` starts).
 
     Args:
@@ -59,6 +59,8 @@ def worker_main(run_dir: Path, key: str | None = None, config_file: str | None =
             None for a user's own cluster run.
         config_file: experiment TOML for a cluster run (None = the embedded default).
         scenario: the straggler scenario (``--scenario``; None: none).
+        threads: intra-op threads of this rank (``--threads``); 0: ``training.threads``, else
+            cores // local ranks.
 
     Returns:
         Process exit code: 0 when this rank finished.
@@ -73,7 +75,7 @@ def worker_main(run_dir: Path, key: str | None = None, config_file: str | None =
     if not key and config_file:
         config_mod.load(config_file)  # fail fast on every rank, before hvd.init()
     horovod = registry.strategy_class("horovod")
-    threads = horovod.configured_threads(run_dir, config_file)
+    threads = threads or horovod.configured_threads(run_dir, config_file)
     if key:
         art = artifacts_dir(run_dir, key)
 
@@ -125,11 +127,14 @@ def record_cluster_run(out: TrainOutput, workload: Workload, info: Any, scenario
 @click.option("--config", "config_file", type=click.Path(dir_okay=False),
               help="Experiment TOML for a cluster run (default: the embedded experiment).")
 @click.option("--scenario", hidden=True, help="Straggler scenario as JSON (set by 'distbench run').")
+@click.option("--threads", type=click.IntRange(min=0), default=0, hidden=True,
+              help="Intra-op threads of this rank (set by 'distbench run' on an emulated cluster; 0: "
+                   "training.threads or cores // local ranks).")
 @user_errors
 @run_dir_param("Run directory (rank 0 writes the workload, artifacts and results there).")
-def command(run_dir: str, key: str | None, config_file: str | None, scenario: str | None) -> None:
+def command(run_dir: str, key: str | None, config_file: str | None, scenario: str | None, threads: int) -> None:
     """One Horovod rank; run it under horovodrun or mpirun, e.g.
     'horovodrun -np 4 -H host1:2,host2:2 python -m distbench worker horovod DIR
     --config cfg.toml'. Without --key, rank 0 evaluates and appends a record to
     DIR/results.jsonl."""
-    sys.exit(worker_main(Path(run_dir), key, config_file, Scenario.from_arg(scenario)))
+    sys.exit(worker_main(Path(run_dir), key, config_file, Scenario.from_arg(scenario), threads))

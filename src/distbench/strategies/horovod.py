@@ -3,7 +3,8 @@ ring-allreduce, launched by ``horovodrun --gloo`` (Gloo controller) or by ``mpir
 (Open MPI controller).
 
 How it trains (every rank, :func:`distbench.strategies.horovod_rank.run_worker`):
-``hvd.init()``; intra-op threads = ``training.threads`` or cores // local ranks; rank 0
+``hvd.init()``; intra-op threads = ``training.threads`` or cores // local ranks (on an emulated
+cluster, whose hosts share this machine's cores, cores // all ranks, as the other strategies); rank 0
 loads the run's workload and broadcasts it (config, initial weights, hashes) so every
 rank builds the same Keras 3 model from the same initial weights, then
 ``hvd.broadcast_variables`` from rank 0 as Horovod users do. The loop is the shared batch
@@ -60,6 +61,7 @@ from pathlib import Path
 from typing import Any
 
 from distbench.config import ExperimentConfig
+from distbench.contracts import PlacementKind
 from distbench.launch import process
 from distbench.launch.commands import (horovodrun_command, launcher_env, mpirun_command,
                                        scenario_arg, start_timeout, worker_argv)
@@ -77,11 +79,13 @@ from distbench.training import TrainOutput
 
 
 def worker_command(python: str, run_dir: Path, key: str | None = None,
-                   config_file: str | None = None, scenario: Any = None) -> list[str]:
+                   config_file: str | None = None, scenario: Any = None, threads: int = 0) -> list[str]:
     """argv of one rank: ``PYTHON -m distbench worker horovod --run-dir DIR [--key K] [--config F]
-    [--scenario JSON]`` (a straggler :class:`~distbench.config.scenario.Scenario`)."""
+    [--scenario JSON] [--threads T]`` (a straggler :class:`~distbench.config.scenario.Scenario`;
+    ``threads``: intra-op threads of every rank, 0 = ``training.threads`` or cores // local ranks)."""
     return worker_argv("horovod", run_dir, ("--key", key), ("--config", config_file),
-                       ("--scenario", scenario_arg(scenario)), python=python)
+                       ("--scenario", scenario_arg(scenario)), ("--threads", str(threads) if threads else None),
+                       python=python)
 
 
 # ------------------------------------------------------------------- availability
@@ -392,7 +396,10 @@ class HorovodStrategy(Strategy):
         """
         pl = ctx.placement
         python = sys.executable
-        program = worker_command(pl.python, ctx.run_dir, ctx.key, scenario=ctx.scenario)
+        # emulated hosts are this machine: its cores are shared by all ranks, as every other
+        # strategy's processes share them there, not by each host's local ranks alone
+        threads = ctx.threads_per_process(ctx.workers) if pl.kind == PlacementKind.EMULATED else 0
+        program = worker_command(pl.python, ctx.run_dir, ctx.key, scenario=ctx.scenario, threads=threads)
         out_dir = ctx.log_dir
         if out_dir.exists():
             shutil.rmtree(out_dir)
