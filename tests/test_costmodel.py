@@ -232,6 +232,7 @@ def test_advise_target_names_the_predicted_leader(run_dir):
     assert "Predicted fastest to 0.9 there: single" in text and "Error band:" in text
     assert adv.to_dict()["target_recommended"] == "single"
     data = json.loads(json.dumps(adv.to_dict()))["target_predictions"]  # as advise --json prints it
+    assert data["target"]["nodes"] == 4 and data["target"]["emulated"] is True
     rows = {p["strategy"]: p for p in data["strategies"]}
     assert rows["single"]["rank"] == 1 and rows["horovod"]["epoch_s"] == pytest.approx(20 * 0.03)
     assert data["inputs"]["validated"].startswith("against emulated clusters")
@@ -261,8 +262,10 @@ def test_cli_predict_against_a_cluster_run(run_dir):
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "2 nodes x 1, 1gbit, emulated",
                                     "--against", str(run_dir), "--json"])
     assert res.exit_code == 0, res.output
-    doc = json.loads(res.output)
+    doc = json.loads(res.stdout)
     assert doc["measured"]["horovod"]["epoch_s"] == [pytest.approx(0.2)]
+    # user test (helper-13): a one-host run or other links do not check a cluster prediction, said
+    assert doc["against_warning"] == f"{run_dir} does not check this prediction: it ran on one host, not on a cluster"
     rows = CM.against_rows([CM.StrategyPrediction("horovod", 2, epoch_s=0.25, time_to_target_s=1.0)],
                            doc["measured"])
     assert rows == [["horovod", "0.25 s", "0.2 s", "1.25", "1 s", "0.9 s", "1.11"]]
@@ -277,10 +280,19 @@ def test_against_a_run_of_another_workload_is_said(run_dir, tmp_path_factory):
     (other / "results.jsonl").write_text(json.dumps({**r, "epochs": 5, "global_batch_size": 32}) + "\n")
     assert CM.against_mismatch(run_dir, run_dir) == ""
     text = CM.against_mismatch(run_dir, other)
-    assert "global batch 32 (here 64)" in text and "epochs 5 (here 3)" in text and "do not check" in text
+    assert "global batch 32 (here 64)" in text and "epochs 5 (here 3)" in text and "does not check" in text
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "2 nodes x 1, 1gbit, emulated",
                                     "--against", str(other)])
     assert res.exit_code == 0 and "warning: " in res.output and "ran another workload" in res.output
+    cluster = tmp_path_factory.mktemp("cluster")
+    (cluster / "results.jsonl").write_text(json.dumps({**r, "bandwidth": "1gbit", "hosts": ["a", "b"]}) + "\n")
+    c10 = parse_target("2 nodes x 1, 10gbit").cluster()
+    assert CM.against_mismatch(run_dir, cluster, c10).endswith(
+        "its links ran at 1 Gbit/s, the target's at 10 Gbit/s")
+    assert CM.against_mismatch(run_dir, cluster, parse_target("2 nodes x 1, 1gbit").cluster()) == ""
+    res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "4 nodes x 2, 1gbit", "--against",
+                                    str(cluster)])
+    assert "has no ok row at 8 workers of a predicted strategy (it has 2)" in " ".join(res.output.split())
 
 
 def test_strategies_without_a_cluster_form_are_named_not_dropped(run_dir):
@@ -345,3 +357,17 @@ def test_results_predict_is_a_dataframe_that_keeps_the_inputs_and_the_error_band
     inputs = df.attrs["inputs"]
     assert inputs["model_bytes"] == 4000 and inputs["validated"].startswith("against emulated clusters")
     assert inputs["assumed"] and inputs["measured"]
+    assert df.attrs["target"] == {"text": "4 nodes x 1, 1gbit, emulated", "nodes": 4, "per_node": 1, "workers": 4,
+                                  "bandwidth_Bps": 1.25e8, "latency_s": 0.0, "emulated": True, "gpus": False}
+    # user test (helper-13): a negative node_step gave negative times, ranked first; errors name the keywords
+    for kwargs, needle in [({"node_step": -1}, "node_step=-1: expected seconds > 0"),
+                           ({"node_step": float("nan")}, "node_step=nan"), ({"node_step": "0.01"}, "node_step='0.01'"),
+                           ({"target_accuracy": 2}, "target_accuracy=2: expected a test accuracy")]:
+        with pytest.raises(ConfigError, match=needle):
+            Results(run_dir).predict("4 nodes x 1, 1gbit", **kwargs)
+    with pytest.raises(ConfigError, match="^target='4 nodes': no bandwidth"):
+        Results(run_dir).predict("4 nodes")
+    with pytest.raises(ConfigError, match="target_accuracy=0: expected"):
+        Results(run_dir).advise(target_accuracy=0)
+    assert Results(run_dir).predict("4 nodes x 1, 1gbit", target_accuracy=0.95).attrs["inputs"]["target_accuracy"] \
+        == 0.95

@@ -21,6 +21,7 @@ import contextlib
 import dataclasses
 import functools
 import logging
+import math
 import os
 import re
 import shlex
@@ -657,26 +658,36 @@ class Results:
         from distbench.results.records import retarget
 
         _check_target(target, optional=True)
+        _check_accuracy(target_accuracy)
         recs = self.raw if target_accuracy is None else retarget(self.raw, target_accuracy)
         if target is not None:
             ensure(self.run_dir)
-        return advise(recs, self.run_dir, parse_target(target) if target is not None else None)
+        return advise(recs, self.run_dir, parse_target(target, "target=") if target is not None else None)
 
     @property
     def headline(self) -> str:
         """The recommendation's first sentence."""
         return self.advise().headline
 
-    def predict(self, target: str, node_step: float | None = None) -> Any:
+    def predict(self, target: str, node_step: float | None = None, target_accuracy: float | None = None) -> Any:
         """Each strategy's predicted epoch time, time to target and rank on ``target`` (the
         per-strategy model of ``distbench predict --target``), as a pandas DataFrame whose
         ``attrs["inputs"]`` holds what the prediction rests on, as ``--json`` gives it:
         ``measured`` and ``assumed`` (lists of sentences), ``validated`` (the error band
         the validation measured, and what of the target lies outside it), ``model_bytes``,
-        ``n_train``, ``global_batch``, ``cores``, ``target_accuracy``, ``not_predicted``.
+        ``n_train``, ``global_batch``, ``cores``, ``target_accuracy``, ``not_predicted``; and
+        ``attrs["target"]`` the cluster as read (nodes, per_node, workers, bandwidth_Bps,
+        latency_s, emulated, gpus, text).
+
+        Args:
+            target: the cluster as text, e.g. ``"4 nodes x 2, 10 Gbit/s"``.
+            node_step: seconds of ``single``'s step at the run's global batch measured on one
+                target node (default: the nodes compute like this machine).
+            target_accuracy: the accuracy the time to target counts to (default: the run's).
 
         Raises:
-            ConfigError: a target that cannot be parsed, or what the model misses (naming the command).
+            ConfigError: a target that cannot be parsed, a ``node_step`` that is not seconds > 0,
+                a ``target_accuracy`` outside (0, 1], or what the model misses (naming the command).
         """
         import pandas as pd
 
@@ -685,15 +696,22 @@ class Results:
         from distbench.results.advice import parse_target
 
         _check_target(target)
+        _check_accuracy(target_accuracy)
+        if node_step is not None and not (isinstance(node_step, (int, float)) and not isinstance(node_step, bool)
+                                          and math.isfinite(node_step) and node_step > 0):
+            raise ConfigError(f"node_step={node_step!r}: expected seconds > 0 (single's step at the run's global "
+                              "batch, measured on one target node), e.g. node_step=0.004")
+        tgt = parse_target(target, "target=")
         ensure(self.run_dir)
         try:
-            preds, inputs = costmodel.predict_strategies(self.run_dir, parse_target(target).cluster(node_step))
+            preds, inputs = costmodel.predict_strategies(self.run_dir, tgt.cluster(node_step), target_accuracy)
         except ValueError as e:
             raise ConfigError(f"predict: {e}") from None
         df = pd.DataFrame([{"rank": p.rank, "strategy": p.strategy, "workers": p.workers, "epoch_s": p.epoch_s,
                             "time_to_target_s": p.time_to_target_s, **{f"{k}_s": v for k, v in p.terms_s.items()},
                             "notes": "; ".join(p.notes), "missing": p.missing} for p in preds])
         df.attrs["inputs"] = inputs
+        df.attrs["target"] = tgt.data()
         return df
 
     @property
@@ -720,6 +738,14 @@ class Results:
             data = base64.b64encode(png.read_bytes()).decode()
             parts.append(f'<img alt="{html.escape(png.name)}" src="data:image/png;base64,{data}" width="480"/>')
         return "\n".join(parts)
+
+
+def _check_accuracy(target_accuracy: Any) -> None:
+    """Refuse a ``target_accuracy=`` that is not a test accuracy in (0, 1]."""
+    if target_accuracy is None or (isinstance(target_accuracy, (int, float)) and not isinstance(target_accuracy, bool)
+                                   and 0 < target_accuracy <= 1):
+        return
+    raise ConfigError(f"target_accuracy={target_accuracy!r}: expected a test accuracy in (0, 1], e.g. 0.95")
 
 
 def _check_target(target: Any, optional: bool = False) -> None:

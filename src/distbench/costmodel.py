@@ -548,26 +548,44 @@ def measured_on(run_dir: str | Path, workers: int) -> dict[str, dict[str, list[f
     return out
 
 
-def against_mismatch(run_dir: str | Path, against: str | Path) -> str:
-    """What differs between the workload of the one-host run ``run_dir`` and that of the
-    cluster run ``against`` (model size, training samples, global batch, target accuracy,
-    epochs), as one sentence; ``""`` when nothing does or either has no ok record. A
-    prediction compared with a run of another workload is not checked by it (user test:
-    ``--against`` took a run of other epochs without a word)."""
-    def shape(d: str | Path) -> dict[str, Any]:
-        r = next((r for r in read_records(d) if r.get("status") == "ok"), None)
-        if r is None:
-            return {}
+def against_mismatch(run_dir: str | Path, against: str | Path, c: Cluster | None = None) -> str:
+    """What makes the cluster run ``against`` no check of a prediction from the one-host run
+    ``run_dir`` for cluster ``c``, as one sentence; ``""`` when nothing does. Compared: the
+    workload (model size, training samples, global batch, target accuracy, epochs), and
+    with ``c`` the cluster: a run on one host, or links of another rate than ``c``'s.
+    (User tests: ``--against`` took a run of other epochs, a one-host run, and a 1 Gbit/s
+    run for a 10 Gbit/s target without a word.)"""
+    from distbench.config.values import parse_rate
+
+    def ok(d: str | Path) -> list[dict[str, Any]]:
+        return [r for r in read_records(d) if r.get("status") == "ok"]
+
+    def shape(rs: list[dict[str, Any]]) -> dict[str, Any]:
+        r = rs[0]
         wl = r.get("workload") or {}
         return {"parameters": wl.get("num_parameters"), "training samples": (wl.get("sizes") or {}).get("train"),
                 "global batch": r.get("global_batch_size"), "target accuracy": r.get("target_accuracy"),
                 "epochs": r.get("epochs")}
 
-    a, b = shape(run_dir), shape(against)
-    diff = [f"{k} {b[k]} (here {a[k]})" for k in a if a and b and a[k] != b.get(k)]
-    return (f"{against} ran another workload than {run_dir}: {', '.join(diff)}; its times do not check this "
-            "prediction" + (" (epochs alone change only a time to target that was not reached)"
-                            if [k for k in a if a[k] != b.get(k)] == ["epochs"] else "")) if diff else ""
+    mine, theirs = ok(run_dir), ok(against)
+    if not mine or not theirs:
+        return ""
+    a, b = shape(mine), shape(theirs)
+    out = [f"it ran another workload: {', '.join(f'{k} {b[k]} (here {a[k]})' for k in a if a[k] != b[k])}"
+           ] if a != b else []
+    if c is not None and c.nodes > 1:
+        rates = {parse_rate("bandwidth", r["bandwidth"]) for r in theirs if r.get("bandwidth")}
+        if not any(len(r.get("hosts") or []) > 1 for r in theirs):
+            out.append("it ran on one host, not on a cluster")
+        elif rates and all(abs(x / (c.bandwidth_Bps * 8) - 1) > 0.01 for x in rates if x):
+            out.append(f"its links ran at {', '.join(sorted(f'{x / 1e9:g} Gbit/s' for x in rates if x))}, the "
+                       f"target's at {c.bandwidth_Bps * 8 / 1e9:g} Gbit/s")
+    return f"{against} does not check this prediction: {'; '.join(out)}" if out else ""
+
+
+def measured_counts(run_dir: str | Path) -> list[int]:
+    """The worker counts of ``run_dir``'s ok records (for saying which it has)."""
+    return sorted({int(r.get("workers") or 0) for r in read_records(run_dir) if r.get("status") == "ok"})
 
 
 AGAINST_HEADERS = ("strategy", "predicted s/epoch", "measured s/epoch", "ratio", "predicted to target",

@@ -141,12 +141,15 @@ def predict(run_dir: str, bandwidth: float | None, latency: float | None, window
         print_fitted(model.MEASURED_HEADERS, model.measured_rows(measured), console, left=("strategy", "scheme"),
                      block_head=3, drop=("measured s/epoch", "predicted s/epoch"))
         console.print(escape(model.MEASURED_LEGEND))
-    console.print(escape("first-order model: no contention, stragglers, compute/communication overlap, per-call "
-                         "framework costs or topology: its times can be several times off, in either direction. "
-                         "For a cluster you mean to run on, ask the per-strategy model calibrated from this run: "
-                         f"distbench predict {shlex.quote(str(run_dir))} --target \"4 nodes x 2, 10 Gbit/s\" "
-                         "(docs/predict.md)"))
+    console.print(escape(FIRST_ORDER_CAVEAT.format(run_dir=shlex.quote(str(run_dir)))))
     console.print(escape(f"wrote {png}"), soft_wrap=True)
+
+
+FIRST_ORDER_CAVEAT = ("first-order model: no contention, stragglers, compute/communication overlap, per-call "
+                      "framework costs or topology: its times can be several times off, in either direction. For a "
+                      "cluster you mean to run on, ask the per-strategy model calibrated from this run: distbench "
+                      "predict {run_dir} --target \"4 nodes x 2, 10 Gbit/s\" (docs/predict.md)")
+"""The last line of the first-order table (user test: it said to trust its shape, 13x from --target)."""
 
 
 def _predict_target(run_dir: str, target_text: str | None, node_step: float | None, as_json: bool,
@@ -184,15 +187,21 @@ def _predict_target(run_dir: str, target_text: str | None, node_step: float | No
         raise ConfigError(f"predict: {e}") from None
     if against is not None:
         require_results(against)
-        if mismatch := costmodel.against_mismatch(run_dir, against):
-            click.echo(f"distbench: warning: {mismatch}", err=True)
     measured = costmodel.measured_on(against, tgt.workers) if against is not None else None
+    warn = costmodel.against_mismatch(run_dir, against, tgt.cluster(node_step)) if against is not None else ""
+    if against is not None and not any(p.strategy in (measured or {}) for p in preds if p.epoch_s is not None):
+        warn = "; ".join(w for w in (warn, f"{against} has no ok row at {tgt.workers} workers of a predicted strategy "
+                                     f"(it has {', '.join(map(str, costmodel.measured_counts(against))) or 'none'})")
+                         if w)
+    if warn:
+        click.echo(f"distbench: warning: {warn}", err=True)
     if as_json:
         click.echo(json.dumps({"target": {"text": tgt.text, "nodes": tgt.nodes, "per_node": tgt.per_node,
                                           "bandwidth_Bps": tgt.bandwidth_Bps, "latency_s": tgt.latency_s,
                                           "emulated": tgt.emulated, "inputs": inputs,
                                           "strategies": [p.__dict__ for p in preds]},
-                               **({"measured": measured} if measured is not None else {})}, indent=2))
+                               **({"measured": measured, "against_warning": warn} if measured is not None else {})},
+                               indent=2))
         return
     from rich.console import Console
     from rich.markup import escape
@@ -205,8 +214,7 @@ def _predict_target(run_dir: str, target_text: str | None, node_step: float | No
                  left=("strategy", "notes"), block_head=2, drop=("compute", "framework", "link"))
     if measured is not None:
         rows = costmodel.against_rows(preds, measured)
-        console.print(escape(f"measured in {against} at {tgt.workers} workers (median [min-max] over repeats; "
-                             "ratio = predicted / measured):" if rows else
-                             f"{against} has no ok row at {tgt.workers} workers of a predicted strategy"))
         if rows:
+            console.print(escape(f"measured in {against} at {tgt.workers} workers (median [min-max] over repeats; "
+                                 "ratio = predicted / measured):"))
             print_fitted(costmodel.AGAINST_HEADERS, rows, console, left=("strategy",), block_head=1)

@@ -70,6 +70,13 @@ class Target:
     text: str
     emulated: bool = False
 
+    def data(self) -> dict[str, Any]:
+        """The target as read, as plain JSON: ``text``, ``nodes``, ``per_node``, ``workers``,
+        ``bandwidth_Bps`` (bytes/s), ``latency_s``, ``emulated``, ``gpus``."""
+        return {"text": self.text, "nodes": self.nodes, "per_node": self.per_node, "workers": self.workers,
+                "bandwidth_Bps": self.bandwidth_Bps, "latency_s": self.latency_s, "emulated": self.emulated,
+                "gpus": self.gpus}
+
     def cluster(self, node_step_s: float | None = None) -> Any:
         """This target as the cost model's :class:`distbench.costmodel.Cluster`."""
         from distbench.costmodel import Cluster
@@ -93,7 +100,7 @@ _TARGET_PATTERNS = (  # (kind, pattern), scanned in this order over the whole te
 _TARGET_FILLER = r"[\s,;@/]|\b(?:at|with|and|over|links?|network|each|per|node|machine|host|emulated)\b"
 
 
-def parse_target(text: str) -> Target:
+def parse_target(text: str, label: str = "--target ") -> Target:
     """Parse ``--target`` as people write it: ``"8 nodes x 4 GPUs, 25 Gbit/s"``,
     ``"4x8 GPUs @ 25 Gbit/s"``, ``"4 nodes 10gbit"``, ``"2 nodes x 1, 100 Mbit/s"``,
     ``"16 workers, 10 GbE"``, ``"2 nodes, 1 Gbit/s, 200 us latency"``. The size is
@@ -109,6 +116,8 @@ def parse_target(text: str) -> Target:
     ``links`` between the parts are ignored. The word ``emulated`` marks a cluster emulated
     on this machine (``[cluster] emulate``; the hosts share its cores, latency 0 unless given).
 
+    ``label`` starts the error message (``"target="`` from the Python API).
+
     Raises:
         ConfigError: naming the text, what was not understood and an example.
     """
@@ -116,7 +125,7 @@ def parse_target(text: str) -> Target:
     from distbench.predict import DEFAULT_LATENCY_S
 
     def bad(why: str) -> ConfigError:
-        return ConfigError(f"--target {text!r}: {why}; expected e.g. {_TARGET_EXAMPLE}")
+        return ConfigError(f"{label}{text!r}: {why}; expected e.g. {_TARGET_EXAMPLE}")
 
     rest = text
     found: dict[str, list[re.Match[str]]] = {}
@@ -181,7 +190,8 @@ class Advice:
         target: sentences about the ``--target`` cluster (predictions), if one was given.
         target_recommended: the strategy predicted fastest to the target accuracy on the
             ``--target`` cluster (``None`` without one or without a prediction).
-        target_predictions: the ``target`` block as data: ``strategies`` (per strategy its
+        target_predictions: the ``target`` block as data: ``target`` (the cluster as read,
+            :meth:`Target.data`), ``strategies`` (per strategy its
             ``rank``, ``epoch_s``, ``time_to_target_s``, ``terms_s``, ``notes``, ``missing``, as
             ``distbench predict --target --json``) and ``inputs`` (measured, assumed, the error
             band); empty without a prediction.
@@ -745,7 +755,8 @@ def _target_sentences(target: Target, run_dir: str | None, records: list[dict[st
         out.append("The compute per step was measured here on CPUs; a GPU's is shorter, so communication weighs more "
                    "on the target than predicted here (distbench predict --target ... --node-step S takes a step "
                    "time measured on one of its nodes).")
-    return out, [p.strategy for p in reached], {"strategies": [dict(p.__dict__) for p in preds], "inputs": inputs}
+    return out, [p.strategy for p in reached], {"target": target.data(), "inputs": inputs,
+                                                 "strategies": [dict(p.__dict__) for p in preds]}
 
 
 def _add_target(adv: Advice, target: Target, rd: str | None, records: list[dict[str, Any]]) -> None:
