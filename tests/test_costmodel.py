@@ -56,6 +56,12 @@ def test_compute_table_interpolates_log_log_and_never_below_the_smallest_batch()
     assert K.compute_s(CAL, 32, 3) == pytest.approx(0.0025)           # the nearest thread count measured
     assert K.batch_ladder(120, [3, 5]) == [120, 60, 40, 30, 24, 20, 15, 7, 3]
     assert K.thread_counts(0, 4) == [4, 2, 1] and K.thread_counts(3, 8) == [3]
+    # user test (helper-13): a noisy point below a smaller batch's time is read as that time
+    noisy = {"cores": 2, "points": [{"threads": 1, "batch": 20, "step_s": 0.00363},
+                                    {"threads": 1, "batch": 30, "step_s": 0.00438},
+                                    {"threads": 1, "batch": 40, "step_s": 0.00411}]}
+    assert K.compute_s(noisy, 40, 1) == K.compute_s(noisy, 35, 1) == pytest.approx(0.00438)
+    assert K.compute_s(noisy, 80, 1) == pytest.approx(2 * 0.00438)
 
 
 def test_emulated_target_at_a_measured_size_is_the_run_plus_the_link(run_dir):
