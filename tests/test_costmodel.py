@@ -219,7 +219,24 @@ def test_cli_predict_target_table_json_and_errors(run_dir):
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "2 nodes, 1gbit", "--target-accuracy", "94"])
     assert res.exit_code == 2 and "--target-accuracy 94.0: expected a test accuracy in (0, 1]" in res.output
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--target-accuracy", "0.9"])
-    assert res.exit_code == 2 and "--target-accuracy need --target" in res.output
+    assert res.exit_code == 2 and "predict: --target-accuracy needs --target" in res.output
+
+
+def test_an_unlikely_target_is_used_but_warned_about(run_dir):
+    # user test (helper-13): 10 kbit/s, 1 s of latency and a latency on an emulated cluster passed without a word
+    assert parse_target("4 nodes, 1gbit").warnings() == []
+    assert "did you mean Mbit/s" in parse_target("4 nodes, 10 kbit/s").warnings()[0]
+    assert "did you mean Gbit/s" in parse_target("4 nodes, 10 Tbit/s").warnings()[0]
+    assert "did you mean ms or us" in parse_target("4 nodes, 1gbit, 1 s latency").warnings()[0]
+    assert "shapes the rate only" in parse_target("4 nodes, 1gbit, 5 ms, emulated").warnings()[0]
+    res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "2 nodes, 10 kbit/s"])
+    assert res.exit_code == 0 and "distbench: warning: --target: a link of 10 kbit/s" in res.output
+    res = CliRunner().invoke(main, ["advise", str(run_dir), "--target", "2 nodes, 10 kbit/s"])
+    assert "distbench: warning: --target: a link of 10 kbit/s" in res.output
+    with pytest.warns(UserWarning, match="did you mean"):
+        from distbench.api import Results
+
+        Results(run_dir).predict("2 nodes, 10 kbit/s")
 
 
 def test_the_error_band_says_when_a_target_lies_outside_the_validated_cells(run_dir):
@@ -275,8 +292,8 @@ def test_cli_predict_against_a_cluster_run(run_dir):
     rows = CM.against_rows([CM.StrategyPrediction("horovod", 2, epoch_s=0.25, time_to_target_s=1.0)],
                            doc["measured"])
     assert rows == [["horovod", "0.25 s", "0.2 s", "1.25", "1 s", "0.9 s", "1.11"]]
-    res = CliRunner().invoke(main, ["predict", str(run_dir), "--against", str(run_dir)])
-    assert res.exit_code == 2 and "--target-accuracy need --target" in res.output
+    res = CliRunner().invoke(main, ["predict", str(run_dir), "--against", str(run_dir), "--node-step", "0.1"])
+    assert res.exit_code == 2 and "predict: --node-step and --against need --target" in res.output
 
 
 

@@ -26,6 +26,7 @@ import os
 import re
 import shlex
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -702,6 +703,8 @@ class Results:
             raise ConfigError(f"node_step={node_step!r}: expected seconds > 0 (single's step at the run's global "
                               "batch, measured on one target node), e.g. node_step=0.004")
         tgt = parse_target(target, "target=")
+        for line in tgt.warnings():
+            warnings.warn(f"target={target!r}: {line}", stacklevel=2)
         ensure(self.run_dir)
         try:
             preds, inputs = costmodel.predict_strategies(self.run_dir, tgt.cluster(node_step), target_accuracy)

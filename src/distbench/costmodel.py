@@ -398,12 +398,13 @@ def predict_strategies(run_dir: str | Path, c: Cluster, target_accuracy: float |
     if c.emulated:
         assumed.append("the hosts are this machine's emulated hosts (shared cores, servers on the unshaped bridge)")
     elif c.node_step_s:
-        assumed.append(f"a node computes {1 / speed:.2f}x as fast as this machine (the step time given)")
+        assumed.append(f"a node computes {1 / speed:.3g}x as fast as this machine (the step time given, "
+                       f"{c.node_step_s * 1e3:.3g} ms at batch {B}, against {single.step_s * 1e3:.3g} ms here)")
     else:
         assumed.append(f"a node computes like this machine ({cores} cores, its {c.per_node} worker(s) sharing "
                        "them as processes did here, whether the target's workers are GPUs or not); "
                        "distbench predict --node-step SECONDS (single's step at the run's global batch, measured "
-                       "on one) changes that")
+                       f"on one; here {single.step_s * 1e3:.3g} ms at batch {B}) changes that")
     out = [_single(single, cal, B, steps, cores, speed)]
     names = sorted({s for s, _ in rows if s != "single" and (s in RING or s == "tf_ps" or s.startswith(PS_FAMILIES)
                                                              or (c.nodes == 1 and s in ONE_MACHINE))})

@@ -176,6 +176,12 @@ def test_parse_target():
         t = parse_target(text)
         assert (t.nodes, t.per_node, t.bandwidth_Bps, t.gpus) == want, text
     assert parse_target("2 nodes, 1 Gbit/s, 1 s latency").latency_s == pytest.approx(1.0)
+    # user test (helper-13): spelled-out prefixes, "of", the network's name
+    for text, want in [("4 nodes 10 gigabit", (4, 1, 10e9 / 8, False)), ("2 nodes of 4 GPUs, 25 Gbit/s", (2, 4, 25e9 / 8, True)),
+                       ("4 nodes, 100 Gbit/s InfiniBand", (4, 1, 100e9 / 8, False)),
+                       ("4 nodes 10 Gbit/s ethernet", (4, 1, 10e9 / 8, False))]:
+        t = parse_target(text)
+        assert (t.nodes, t.per_node, t.bandwidth_Bps, t.gpus) == want, text
     # a capital B is a byte (user test: "10 GB/s" was read as 10 Gbit/s); k/M/G/T prefixes; GigE
     for text, gbit in [("4 nodes, 10 GB/s", 80), ("4 nodes 10 GBps", 80), ("4 nodes 100 MB/s", 0.8),
                        ("2 nodes, 1 GByte/s", 8), ("4 nodes 10 GigE", 10), ("4 nodes 10 Gbps", 10),

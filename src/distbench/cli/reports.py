@@ -112,7 +112,10 @@ def advise(run_dir: str, target: str | None, target_accuracy: float | None, as_j
             records = retarget(records, target_accuracy)
         except ValueError as e:
             raise ConfigError(str(e)) from None
-    adv = make_advice(records, run_dir, parse_target(target) if target is not None else None)
+    tgt = parse_target(target) if target is not None else None
+    for line in tgt.warnings() if tgt else []:
+        click.echo(f"distbench: warning: --target: {line}", err=True)
+    adv = make_advice(records, run_dir, tgt)
     if target_accuracy is not None and adv.next_command:
         adv.next_command = with_target(adv.next_command, run_dir, target_accuracy, target)
     if as_json:

@@ -70,6 +70,25 @@ class Target:
     text: str
     emulated: bool = False
 
+    def warnings(self) -> list[str]:
+        """Sentences about parts of the target that are legal but unlikely to be meant: a rate
+        under 1 Mbit/s or over 1 Tbit/s, a latency over 100 ms, a latency on an emulated
+        cluster (which shapes the rate only). Empty when none applies."""
+        bits, out = self.bandwidth_Bps * 8, []
+        if bits < 1e6:
+            out.append(f"a link of {bits / 1e3:g} kbit/s is slower than any datacentre's: did you mean Mbit/s or "
+                       "Gbit/s?")
+        elif bits > 1e12:
+            out.append(f"a link of {bits / 1e12:g} Tbit/s is faster than today's NICs (up to 0.8 Tbit/s): did you "
+                       "mean Gbit/s?")
+        if self.latency_s > 0.1:
+            out.append(f"a latency of {self.latency_s:g} s per message is over 1000x a datacentre's (tens of "
+                       "microseconds): did you mean ms or us?")
+        if self.emulated and self.latency_s > 0:
+            out.append("an emulated cluster shapes the rate only (its latency is 0): the latency given is "
+                       "predicted, but a run on the emulated cluster will not have it")
+        return out
+
     def data(self) -> dict[str, Any]:
         """The target as read, as plain JSON: ``text``, ``nodes``, ``per_node``, ``workers``,
         ``bandwidth_Bps`` (bytes/s), ``latency_s``, ``emulated``, ``gpus``."""
@@ -92,12 +111,14 @@ class Target:
 _MACHINE = r"(?:(?:gpu|cpu|tpu)\s+)?(?:nodes?|machines?|hosts?|servers?)"
 _COUNT_UNIT = r"(" + _MACHINE + r"|workers?|gpus?|devices?|replicas?|tpus?|cpus?)"
 _TARGET_PATTERNS = (  # (kind, pattern), scanned in this order over the whole text
-    ("bandwidth", r"(\d+(?:\.\d+)?)\s*([kmgt])(bits?/s|bits?|bps|b/s|bytes?/s|bytes?|be|ige|b)?(?![a-z])"),
+    ("bandwidth", r"(\d+(?:\.\d+)?)\s*(kilo|mega|giga|tera|[kmgt])(bits?/s|bits?|bps|b/s|bytes?/s|bytes?|be|ige|b)?"
+                  r"(?![a-z])"),
     ("latency", r"(\d+(?:\.\d+)?)\s*(us|µs|ms|s|secs?|seconds?)(?![a-z])(?:\s+latency)?"),
     ("grid", r"(\d+)\s*(?:(?:nodes?|machines?|hosts?)\s*)?[x×*]\s*(\d+)(?:\s*" + _COUNT_UNIT + r")?(?![a-z])"),
     ("count", r"(\d+)\s*" + _COUNT_UNIT + r"(?![a-z])"),
 )
-_TARGET_FILLER = r"[\s,;@/]|\b(?:at|with|and|over|links?|network|each|per|node|machine|host|emulated)\b"
+_TARGET_FILLER = (r"[\s,;@/]|\b(?:at|with|of|and|over|links?|network|each|per|node|machine|host|emulated|ethernet|"
+                  r"infiniband|ib|roce)\b")
 
 
 def parse_target(text: str, label: str = "--target ") -> Target:
@@ -139,7 +160,7 @@ def parse_target(text: str, label: str = "--target ") -> Target:
     sizes = found["grid"] + found["count"]
     machines = [c for c in found["count"] if re.fullmatch(_MACHINE, c[2], re.IGNORECASE)]
     devices = [c for c in found["count"] if c not in machines]
-    each = re.search(r"\b(?:each|per (?:node|machine|host))\b", text, re.IGNORECASE)
+    each = re.search(r"\b(?:each|per (?:node|machine|host)|of)\b", text, re.IGNORECASE)
     if not found["grid"] and len(machines) == 1 and len(devices) == 1 and each:  # "2 nodes ... with 4 GPUs each"
         sizes = [machines[0]]
         per_node_count = int(devices[0][1])
@@ -164,7 +185,7 @@ def parse_target(text: str, label: str = "--target ") -> Target:
     # bytes: "byte", or a capital B in "GB/s", "MBps", "GB"; bits: "bit", "Gb/s", "Gbps", "GbE", "10Gb", "25G"
     unit = bw[3] or "bit"
     in_bytes = "byte" in unit.lower() or (unit.lower() in ("bps", "b/s", "b") and unit[0] == "B")
-    bandwidth = float(bw[1]) * _PREFIXES[bw[2].lower()] / (1 if in_bytes else 8)
+    bandwidth = float(bw[1]) * _PREFIXES[bw[2][0].lower()] / (1 if in_bytes else 8)
     emulated = re.search(r"\bemulated\b", text, re.IGNORECASE) is not None
     latency = 0.0 if emulated else DEFAULT_LATENCY_S
     if found["latency"]:
