@@ -439,7 +439,8 @@ def _single(m: Measured, cal: dict[str, Any], B: int, steps: int, cores: int, sp
     fw = max(0.0, m.step_s * speed - comp)
     e = steps * (comp + fw)
     return StrategyPrediction("single", 1, e, m.warmup_s + m.epochs_to_target * e if m.epochs_to_target else None,
-                              m.epochs_to_target, {"compute": steps * comp, "framework": steps * fw, "link": 0.0})
+                              m.epochs_to_target, {"compute": steps * comp, "framework": steps * fw, "link": 0.0},
+                              ["one worker on one of the target's nodes: the baseline distributing has to beat"])
 
 
 def _one(name: str, rows: dict[tuple[str, int], Measured], cal: dict[str, Any], c: Cluster, M: float, B: int,

@@ -132,7 +132,8 @@ def predict(run_dir: str, bandwidth: float | None, latency: float | None, window
                               block_head=1, drop=("allreduce comm/step", "PS comm/window", "steps/epoch"))
     thin = [p.workers for p in preds if p.steps_per_epoch < 1]
     if thin:
-        console.print(escape(f"from {thin[0]} workers each worker takes less than one step per epoch: the data, not "
+        console.print(escape(f"from {thin[0]} worker{'s' if thin[0] > 1 else ''} each worker takes less than one "
+                             "step per epoch: the data, not "
                              "the model, limits those rows (give --samples for a larger dataset); the parameter "
                              "server still pays one whole exchange per worker and epoch"))
     if measured:

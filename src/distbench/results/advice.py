@@ -752,7 +752,7 @@ def _target_sentences(target: Target, run_dir: str | None, records: list[dict[st
     out.append("Predicted: " + "; ".join(
         f"{p.rank}. {p.strategy} " + (f"{p.time_to_target_s:.3g} s to {acc:g}, " if p.time_to_target_s else "")
         + f"{p.epoch_s:.3g} s/epoch (link {p.terms_s['link']:.3g} s)"
-        + "".join(f" [{n}]" for n in p.notes if len(notes[n]) == 1) for p in ranked) + "."
+        + "".join(f" [{n}]" for n in p.notes if len(notes.get(n, [p.strategy])) == 1) for p in ranked) + "."
         + "".join(f" {n[0].upper() + n[1:]} ({_who(who, multi)})." for n, who in shared))
     out += [f"No prediction for {p.strategy}: {p.missing}." for p in preds if p.missing]
     if inputs.get("not_predicted"):  # user test: mirrored was a candidate here and silently absent there
