@@ -321,7 +321,7 @@ def test_against_a_run_of_another_workload_is_said(run_dir, tmp_path_factory):
 def test_strategies_without_a_cluster_form_are_named_not_dropped(run_dir):
     # user test: mirrored and keras_jax rows vanished from predict --target without a word
     with (run_dir / "results.jsonl").open("a") as f:
-        f.write(json.dumps(rec("mirrored", 2, 0.15)) + "\n")
+        f.write(json.dumps(rec("mirrored", 2, 0.15, threads=2)) + "\n")  # one process, the machine's 2 threads
     c = parse_target("4 nodes x 2, 10gbit").cluster()
     preds, inputs = CM.predict_strategies(run_dir, c)
     assert "mirrored" not in by_name(preds) and inputs["not_predicted"] == ["mirrored"]
@@ -331,6 +331,11 @@ def test_strategies_without_a_cluster_form_are_named_not_dropped(run_dir):
     preds, inputs = CM.predict_strategies(run_dir, parse_target("2 GPUs, 10gbit").cluster())
     m = by_name(preds)["mirrored"]
     assert inputs["not_predicted"] == [] and m.epoch_s == pytest.approx(0.15) and m.terms_s["link"] == 0
+    # one process with the machine's 2 threads for both replicas, as mirrored runs: its own step again
+    with (run_dir / "results.jsonl").open("a") as f:
+        f.write(json.dumps(rec("mirrored", 4, 0.3, threads=2)) + "\n")
+    m = by_name(CM.predict_strategies(run_dir, parse_target("4 GPUs, 10gbit").cluster())[0])["mirrored"]
+    assert m.epoch_s == pytest.approx(0.3) and m.terms_s["compute"] == pytest.approx(20 * 0.0016)
 
 
 def test_keras_jax_over_processes_is_a_ring_and_its_one_process_forms_are_named(run_dir):

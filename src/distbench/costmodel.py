@@ -451,17 +451,22 @@ def _one(name: str, rows: dict[tuple[str, int], Measured], cal: dict[str, Any], 
     if not mine:
         p.missing = f"{name} has no multi-worker row in the run"
         return p
+    one = name in ONE_MACHINE  # one process for all its replicas
+
+    def procs(w: int) -> int:  # processes sharing the machine's cores at w workers
+        return 1 if one else w
+
     fw_norm = {}
     for w, m in mine.items():  # framework cost per step, normalised by the core sharing it ran with
-        sh = share(w, m.threads, cores)
+        sh = share(procs(w), m.threads, cores)
         fw_norm[w] = max(0.0, m.step_s - compute_s(cal, B / w, m.threads) * sh) / sh
     # on dedicated nodes, rows that oversubscribed the run's cores (MPI ranks busy-polling, time
     # slicing beyond what the normalisation removes) say little: those that did not, where there are any
-    free = {w: v for w, v in fw_norm.items() if c.emulated or w * mine[w].threads <= cores}
+    free = {w: v for w, v in fw_norm.items() if c.emulated or procs(w) * mine[w].threads <= cores}
     fw, how = _framework(free or fw_norm, n, "without oversubscribing the cores" if free and free != fw_norm else "")
     if how:
         p.notes.append(f"framework cost {how}")
-    k = n if c.emulated else c.per_node  # processes sharing one machine's cores
+    k = 1 if one else n if c.emulated else c.per_node  # processes sharing one machine's cores
     t = max(1, cores // k)  # the run's thread rule (distbench.training.loop.threads_per_process)
     sh = share(k, t, cores)
     comp = compute_s(cal, B / n, t) * sh * speed
