@@ -166,19 +166,18 @@ def _predict_target(run_dir: str, target_text: str | None, node_step: float | No
     from distbench.calibrate import ensure as ensure_calibration
     from distbench.results.advice import parse_target
 
-    def named(flags: list[str]) -> str:  # "--a", "--a and --b", "--a, --b and --c", then the verb's form
-        text = ", ".join(flags[:-1]) + " and " + flags[-1] if len(flags) > 1 else flags[0]
-        return text + (" need" if len(flags) > 1 else " needs")
+    def named(flags: list[str], verb: str) -> str:  # "--a needs", "--a and --b need", "--a, --b and --c need"
+        many = len(flags) > 1
+        return (", ".join(flags[:-1]) + " and " if many else "") + flags[-1] + f" {verb}{'' if many else 's'}"
 
     first_order = [f for f, v in first_order_flags.items() if v is not None]
     if target_text is None:
         given = [f for f, v in (("--node-step", node_step), ("--against", against),
                                 ("--target-accuracy", target_accuracy)) if v is not None]
-        raise ConfigError(f"predict: {named(given)} --target (the cluster they are about)")
+        raise ConfigError(f"predict: {named(given, 'need')} --target (the cluster they are about)")
     if first_order:
-        raise ConfigError(f"predict: {named(first_order).rsplit(' ', 1)[0]} "
-                          f"{'belong' if len(first_order) > 1 else 'belongs'} to the first-order table: give "
-                          "--target (per-strategy model, the link in its text) or the first-order options, not both")
+        raise ConfigError(f"predict: {named(first_order, 'belong')} to the first-order table: give --target "
+                          "(per-strategy model, the link in its text) or the first-order options, not both")
     tgt = parse_target(target_text)
     for line in tgt.warnings():
         click.echo(f"distbench: warning: --target: {line}", err=True)
