@@ -313,6 +313,11 @@ def test_against_a_run_of_another_workload_is_said(run_dir, tmp_path_factory):
     assert CM.against_mismatch(run_dir, cluster, c10).endswith(
         "its links ran at 1 Gbit/s, the target's at 10 Gbit/s")
     assert CM.against_mismatch(run_dir, cluster, parse_target("2 nodes x 1, 1gbit").cluster()) == ""
+    (cluster / "results.jsonl").write_text(json.dumps({**r, "bandwidth": "1gbit", "hosts": ["a", "b"],
+                                                       "details": {"cluster_id": "c1"}}) + "\n")
+    assert CM.against_mismatch(run_dir, cluster, parse_target("2 nodes x 1, 1gbit").cluster()).endswith(
+        "it ran on this machine's emulated cluster: add ', emulated' to the target")
+    assert CM.against_mismatch(run_dir, cluster, parse_target("2 nodes x 1, 1gbit, emulated").cluster()) == ""
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "4 nodes x 2, 1gbit", "--against",
                                     str(cluster)])
     assert "has no ok row at 8 workers of a predicted strategy (it has 2)" in " ".join(res.output.split())

@@ -399,7 +399,8 @@ def predict_strategies(run_dir: str | Path, c: Cluster, target_accuracy: float |
         assumed.append("the hosts are this machine's emulated hosts (shared cores, servers on the unshaped bridge)")
     elif c.node_step_s:
         assumed.append(f"a node computes {1 / speed:.3g}x as fast as this machine (the step time given, "
-                       f"{c.node_step_s * 1e3:.3g} ms at batch {B}, against {single.step_s * 1e3:.3g} ms here)")
+                       f"{c.node_step_s * 1e3:.3g} ms at batch {B}, against {single.step_s * 1e3:.3g} ms here); "
+                       "the first epoch's one-off warm-up is kept at this machine's")
     else:
         assumed.append(f"a node computes like this machine ({cores} cores, its {c.per_node} worker(s) sharing "
                        "them as processes did here, whether the target's workers are GPUs or not); "
@@ -559,9 +560,10 @@ def against_mismatch(run_dir: str | Path, against: str | Path, c: Cluster | None
     """What makes the cluster run ``against`` no check of a prediction from the one-host run
     ``run_dir`` for cluster ``c``, as one sentence; ``""`` when nothing does. Compared: the
     workload (model size, training samples, global batch, target accuracy, epochs), and
-    with ``c`` the cluster: a run on one host, or links of another rate than ``c``'s.
-    (User tests: ``--against`` took a run of other epochs, a one-host run, and a 1 Gbit/s
-    run for a 10 Gbit/s target without a word.)"""
+    with ``c`` the cluster: a run on one host, an emulated run for real nodes (or the other
+    way round), or links of another rate than ``c``'s. (User tests: ``--against`` took a run
+    of other epochs, a one-host run, an emulated run for dedicated nodes, and a 1 Gbit/s run
+    for a 10 Gbit/s target without a word.)"""
     from distbench.config.values import parse_rate
 
     def ok(d: str | Path) -> list[dict[str, Any]]:
@@ -582,8 +584,12 @@ def against_mismatch(run_dir: str | Path, against: str | Path, c: Cluster | None
            ] if a != b else []
     if c is not None and c.nodes > 1:
         rates = {parse_rate("bandwidth", r["bandwidth"]) for r in theirs if r.get("bandwidth")}
+        emulated = any((r.get("details") or {}).get("cluster_id") for r in theirs)
         if not any(len(r.get("hosts") or []) > 1 for r in theirs):
             out.append("it ran on one host, not on a cluster")
+        elif emulated != c.emulated:  # shared cores and servers on the unshaped bridge, or not
+            out.append("it ran on this machine's emulated cluster: add ', emulated' to the target" if emulated else
+                       "it ran on real hosts: leave 'emulated' out of the target")
         elif rates and all(abs(x / (c.bandwidth_Bps * 8) - 1) > 0.01 for x in rates if x):
             out.append(f"its links ran at {', '.join(sorted(f'{x / 1e9:g} Gbit/s' for x in rates if x))}, the "
                        f"target's at {c.bandwidth_Bps * 8 / 1e9:g} Gbit/s")
