@@ -9,7 +9,8 @@ the script runs:
    multi-process strategy at 2, 3 and 4 workers; then ``distbench calibrate`` on it (the
    compute time of one step against the per-worker batch and the threads);
 2. for every **cell** (hosts x link rate), the same sweep on an emulated cluster of that
-   many hosts (one worker per host, ``launcher = "agent"``), at that link rate;
+   many hosts (one worker per host, ``launcher = "agent"``), at that link rate, with
+   ``single`` (one process on the launching host) so that ``advise`` can be read on it;
 
 then ``distbench predict ONE_HOST_DIR --target CELL`` (the one-host run's calibration only;
 the emulated run is not read) next to the cell's measured rows: per strategy, predicted /
@@ -17,7 +18,9 @@ measured steady seconds per epoch, and time to the target accuracy where both re
 It writes per cell the ratios, the median and largest |ratio - 1|, and the pairwise
 ranking agreement: for every pair of strategies whose measured epoch times differ by more
 than their run-to-run spread (the two ranges over repeats do not overlap), whether the
-prediction orders them the same way.
+prediction orders them the same way. Then, per cell, the strategy ``distbench advise
+ONE_HOST_DIR --target CELL`` recommends against the one ``distbench advise CELL_DIR``
+recommends from the measured cell (``single`` included on both sides).
 
 Every run is a ``distbench run --resume`` into ``--dir``: a stopped script picks up where it
 stopped, cell by cell. The full grid (2 models x 6 cells, 2 repeats) takes hours on two
@@ -131,7 +134,9 @@ def collect(args: argparse.Namespace, root: Path) -> dict[str, dict[str, Path]]:
             out = root / f"{model}-{cell}"
             print(f"[{C.utc_now()}] {model}: {cell}", flush=True)
             cluster = f'[cluster]\nemulate = {{ hosts = {hosts}, slots = 1, bandwidth = "{rate}" }}\n'
-            run_sweep(out, CONFIG.format(strategies=_toml_list(strategies), workers=[hosts], cluster=cluster,
+            # single too: advise on the cell (advise_agreement) compares the strategies with it, as on one host
+            run_sweep(out, CONFIG.format(strategies=_toml_list(["single"] + strategies), workers=[hosts],
+                                         cluster=cluster,
                                          **common), root / f"{model}-{cell}.log")
             dirs[model][cell] = out
     return dirs
@@ -187,6 +192,69 @@ def pair_agreement(pred: dict[str, float], meas: dict[str, list[float]]) -> tupl
     return agree, total, wrong
 
 
+def _advise_json(args: list[str], log: Path) -> dict[str, Any]:
+    """``distbench advise ARGS --json`` as a dict; raises with the tail of stderr on failure."""
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-m", "distbench", "advise", *args, "--json"], capture_output=True,
+                          text=True, timeout=600, env=C.child_env(), cwd=C.ROOT)
+    log.write_text(proc.stderr)
+    if proc.returncode != 0:
+        raise RuntimeError(f"distbench advise {' '.join(args)} failed: {proc.stderr[-500:]}")
+    return json.loads(proc.stdout)
+
+
+def advise_agreement(root: Path, dirs: dict[str, dict[str, Path]]) -> list[str]:
+    """Per cell whose sweep has ``single``: the strategy ``distbench advise ONE_HOST --target
+    CELL`` recommends (predicted fastest to target) against the one ``distbench advise CELL``
+    recommends from the measured emulated run; the table's rows and its summary sentence.
+
+    A cell whose advice is ``overlap`` (two leaders within run-to-run noise) agrees "within
+    noise" when the prediction names either; ``too_few``/``warmup`` verdicts are shown, not counted.
+    """
+    rows = ["| model | cell | one host + --target recommends (then) | emulated run: advise's verdict | agrees |",
+            "|---|---|---|---|---|"]
+    strict = noise = counted = 0
+    seconds: list[bool] = []
+    for model, runs in dirs.items():
+        for cell, run in runs.items():
+            if cell == "onehost" or "single" not in measured(run):
+                continue
+            pred = _advise_json([str(runs["onehost"]), "--target", target_text(cell)],
+                                root / f"{model}-{cell}-advise-target.log")
+            meas = _advise_json([str(run)], root / f"{model}-{cell}-advise.log")
+            ranked = sorted(pred.get("target_predictions", {}).get("strategies", []),
+                            key=lambda p: p.get("rank") or 1e9)
+            picks = [p["strategy"] for p in ranked[:2]]
+            named = [c["strategy"] for c in meas.get("compared", [])]
+            if meas["verdict"] in ("clear", "single"):
+                counted += 1
+                ok = bool(named) and pred.get("target_recommended") == named[0]
+                strict += ok
+                if len(named) > 1 and len(picks) > 1:  # the runner-up too: where single leads, the best distributed
+                    seconds.append(picks[1] == named[1])
+                verdict, agrees = f"recommends {named[0]} (runner-up {', '.join(named[1:]) or '-'})", \
+                    "yes" if ok else "no"
+            elif meas["verdict"] == "overlap":
+                counted += 1
+                ok = pred.get("target_recommended") in named
+                noise += ok
+                verdict, agrees = f"no clear winner: {' and '.join(named)} within noise", \
+                    "within noise" if ok else "no"
+            else:
+                verdict, agrees = f"{meas['verdict']}: {meas['headline']}", "not counted"
+            rows.append(f"| {model} | {cell} | {' (then '.join(picks)}{')' if len(picks) > 1 else ''} | "
+                        f"{verdict} | {agrees} |")
+    if not counted:
+        return []
+    return ["", "`advise` on the one-host run with `--target` (predicted) against `advise` on the cell's emulated run "
+            "(measured), both sweeps with `single`:", "", *rows, "",
+            f"Same recommended strategy: {strict + noise} of {counted} cells ({strict} with a clear measured winner, "
+            f"{noise} where the emulated run's two leaders were within run-to-run noise and the prediction named one "
+            f"of them). Runner-up (where `single` leads: the fastest distributed strategy) the same where advise named "
+            f"one: {sum(seconds)} of {len(seconds)} cells."]
+
+
 def lead_agreement(pred: dict[str, dict[str, Any]], meas: dict[str, dict[str, list[float]]]
                    ) -> tuple[bool, str, str] | None:
     """Whether the strategy predicted fastest to target among those the cell measured is the
@@ -216,7 +284,7 @@ def fit_wire_factors(root: Path) -> dict[str, dict[str, float]]:
                 continue
             cluster = parse_target(target_text(cell)).cluster()
             for name, m in sorted(measured(run).items()):
-                if not m["epoch_s"]:
+                if not m["epoch_s"] or name == "single":
                     continue
                 want, lo, hi = statistics.median(m["epoch_s"]), 0.05, 8.0
                 for _ in range(40):
@@ -272,7 +340,7 @@ def table(args: argparse.Namespace, root: Path, dirs: dict[str, dict[str, Path]]
             if cell == "onehost":
                 continue
             pred = predicted(runs["onehost"], cell, root / f"{model}-{cell}-predict.log")
-            meas = measured(run)
+            meas = {n: m for n, m in measured(run).items() if n != "single"}  # the advise table uses single
             calib = (model, cell) in CALIBRATION_CELLS
             where = f"{model} | {cell}{' (calibration)' if calib else ''}"
             for name in sorted(meas):
@@ -321,6 +389,7 @@ def table(args: argparse.Namespace, root: Path, dirs: dict[str, dict[str, Path]]
               f"Fastest to {args.target} (median over repeats) predicted from the one-host run = measured on the "
               f"emulated cluster: {sum(x[0] for x in leads)} of {len(leads)} cells"
               + (f" (missed: {'; '.join(wrong_leads)})" if wrong_leads else "") + "."]
+    lines += advise_agreement(root, dirs)
     return "\n".join(lines) + "\n"
 
 

@@ -220,6 +220,16 @@ def test_cli_predict_target_table_json_and_errors(run_dir):
     assert res.exit_code == 2 and "--target-accuracy 94.0: expected a test accuracy in (0, 1]" in res.output
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--target-accuracy", "0.9"])
     assert res.exit_code == 2 and "predict: --target-accuracy needs --target" in res.output
+    # user test (helper-14): no strategy reaching the accuracy ranked by epoch time without a word; --node-step units
+    res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "2 nodes, 1gbit", "--target-accuracy", "0.999"])
+    assert res.exit_code == 0 and "No strategy reaches 0.999 in the run's curves: the ranks are by seconds per epoch" \
+        in " ".join(res.output.split())
+    steps = {a: json.loads(CliRunner().invoke(main, ["predict", str(run_dir), "--target", "2 nodes, 1gbit", "--json",
+                                                     "--node-step", a]).stdout)["target"]["strategies"]
+             for a in ("4ms", "0.004")}
+    assert steps["4ms"] == steps["0.004"]
+    res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "2 nodes, 1gbit", "--node-step", "250"])
+    assert res.exit_code == 0 and "--node-step 250: a bare number is seconds, so this is 250 seconds" in res.stderr
 
 
 def test_an_unlikely_target_is_used_but_warned_about(run_dir):

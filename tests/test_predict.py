@@ -263,6 +263,9 @@ def test_cli_predict_bad_input_exits_2(tmp_path, run_dir):
 @pytest.mark.parametrize("bandwidth,latency,want_bw,want_lat", [
     ("10Gbit", "50us", 1.25e9, 5e-5), ("800mbit", "0.2ms", 1e8, 2e-4), ("1.25GB/s", "0.001", 1.25e9, 1e-3),
     ("3e8", "1 ms", 3e8, 1e-3), ("25Gbit/s", "50us", 3.125e9, 5e-5),  # advise's spelling of a rate
+    # user test (helper-13): --target's spellings; a capital B is a byte, a small b a bit (10Gb/s was 80 Gbit/s)
+    ("10gbps", "50us", 1.25e9, 5e-5), ("10Gb", "50us", 1.25e9, 5e-5), ("10 Gb/s", "50us", 1.25e9, 5e-5),
+    ("10GbE", "50us", 1.25e9, 5e-5), ("1.25 GB/s", "50us", 1.25e9, 5e-5),
 ])
 def test_cli_predict_takes_units(run_dir, bandwidth, latency, want_bw, want_lat):
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--json", "--max-workers", "2", "--bandwidth", bandwidth,

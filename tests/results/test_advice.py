@@ -59,6 +59,8 @@ def test_overlapping_spreads_give_no_winner_and_more_runs():
     adv = advise(records, "runs/x")
     assert adv.verdict == "overlap" and adv.recommended is None
     assert "cannot be told apart" in adv.headline
+    # --json names the two it cannot separate as data (benchmarks/predict_validation.py reads them)
+    assert adv.to_dict()["compared"] == [{"strategy": "horovod", "workers": 2}, {"strategy": "mpi_ps:adag", "workers": 2}]
     assert adv.next_command == ("distbench run runs/x/config.json --out runs/x --resume --repeats 5 "
                                 "--strategies horovod,mpi_ps:adag")
     # the user test: single's range overlapped the leader's too, and the rerun left it out
@@ -182,6 +184,12 @@ def test_parse_target():
                        ("4 nodes 10 Gbit/s ethernet", (4, 1, 10e9 / 8, False))]:
         t = parse_target(text)
         assert (t.nodes, t.per_node, t.bandwidth_Bps, t.gpus) == want, text
+    # user test (helper-14): the word latency first, RDMA; a fraction of a node is refused naming it whole
+    t = parse_target("4 nodes, 100 Gbit/s RDMA, latency 50us")
+    assert (t.nodes, t.bandwidth_Bps, t.latency_s) == (4, 100e9 / 8, pytest.approx(5e-5))
+    assert parse_target("2 nodes 1gbit latency of 2 ms").latency_s == pytest.approx(2e-3)
+    with pytest.raises(ConfigError, match="'4.5 nodes': counts of nodes and workers are whole numbers"):
+        parse_target("4.5 nodes, 10 Gbit/s")
     # a capital B is a byte (user test: "10 GB/s" was read as 10 Gbit/s); k/M/G/T prefixes; GigE
     for text, gbit in [("4 nodes, 10 GB/s", 80), ("4 nodes 10 GBps", 80), ("4 nodes 100 MB/s", 0.8),
                        ("2 nodes, 1 GByte/s", 8), ("4 nodes 10 GigE", 10), ("4 nodes 10 Gbps", 10),

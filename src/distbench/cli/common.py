@@ -155,12 +155,15 @@ class _Quantity(click.ParamType):
         positive: 0 is refused too.
         plausible: ``(low, high)`` in the base unit: a bare number outside it is used as given
             but warned about on stderr (``--latency 50`` is 50 seconds, not 50 us).
+        rate: a parser tried first on the text (``--bandwidth``: the ``--target`` link rates,
+            case-sensitive bytes and bits, :func:`distbench.results.advice.parse_bandwidth`):
+            bytes/s, or ``None`` to go on with ``units``.
     """
 
     def __init__(self, name: str, units: dict[str, float], example: str, positive: bool = False,
-                 plausible: tuple[float, float] = (0.0, math.inf)) -> None:
+                 plausible: tuple[float, float] = (0.0, math.inf), rate: Any = None) -> None:
         self.name, self.units, self.example, self.positive = name, units, example, positive
-        self.plausible = plausible
+        self.plausible, self.rate = plausible, rate
 
     def convert(self, value: Any, param: Any, ctx: Any) -> float:
         """``"10Gbit"`` -> 1.25e9 (bytes/s); a float passes through; anything else fails
@@ -168,6 +171,8 @@ class _Quantity(click.ParamType):
         if isinstance(value, (int, float)):
             return float(value)
         text = str(value).strip().replace(" ", "")
+        if self.rate is not None and (v := self.rate(text)) is not None:  # "10Gbps", "10Gb/s", "1.25GB/s"
+            return self._checked(v, value, param, ctx, factor=0.0)
         for unit in sorted(self.units, key=len, reverse=True):
             if text.lower().endswith(unit):
                 text, factor = text[: -len(unit)], self.units[unit]
@@ -178,6 +183,10 @@ class _Quantity(click.ParamType):
             v = float(text) * factor
         except ValueError:
             v = math.nan
+        return self._checked(v, value, param, ctx, factor)
+
+    def _checked(self, v: float, value: Any, param: Any, ctx: Any, factor: float) -> float:
+        """``v`` (base unit) if in range, a warning if a bare number (``factor`` 1) is implausible."""
         if not math.isfinite(v) or v < 0 or (self.positive and v == 0):
             self.fail(f"{value!r}: expected a number {'>' if self.positive else '>='} 0, bare ({self.name}) or "
                       f"with a unit ({', '.join(self.units)}), e.g. {self.example}", param, ctx)
@@ -198,11 +207,20 @@ def print_warnings() -> None:
         click.echo(w, err=True)
 
 
+def _rate(text: str) -> float | None:
+    """``--bandwidth``'s link rate in bytes/s as ``--target`` reads it, ``None`` for a bare number."""
+    from distbench.results.advice import parse_bandwidth
+
+    return parse_bandwidth(text)
+
 
 # bytes per second: tc's decimal bit rates (values.RATE_UNITS, as [cluster] emulate reads them) and byte rates
 BANDWIDTH = _Quantity("bytes/s", {**{unit: bits / 8 for unit, bits in sorted(values.RATE_UNITS.items(),
                                                                   key=lambda u: -u[1])},
                                   **{f"{unit}/s": bits / 8 for unit, bits in values.RATE_UNITS.items()},
-                                  "gb/s": 1e9, "mb/s": 1e6, "kb/s": 1e3, "b/s": 1.0}, "10gbit or 1.25GB/s",
-                      positive=True, plausible=(1e5, 1e12))  # 0.8 Mbit/s .. 8 Tbit/s
+                                  "b/s": 1.0}, "10gbit, 10Gbps or 1.25GB/s",
+                      positive=True, plausible=(1e5, 1e12), rate=_rate)  # 0.8 Mbit/s .. 8 Tbit/s
 LATENCY = _Quantity("seconds", {"us": 1e-6, "ms": 1e-3, "s": 1.0}, "50us or 0.05ms", plausible=(0.0, 1.0))
+STEP = _Quantity("seconds", {"us": 1e-6, "ms": 1e-3, "s": 1.0}, "4ms or 0.004", positive=True,
+                 plausible=(1e-6, 10.0))
+"""A step time (``--node-step``): seconds, or with us/ms/s; a bare number outside 1 us .. 10 s is warned about."""

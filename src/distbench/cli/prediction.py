@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from distbench.cli.common import BANDWIDTH, LATENCY, print_warnings, require_results
+from distbench.cli.common import BANDWIDTH, LATENCY, STEP, print_warnings, require_results
 from distbench.config import ConfigError
 from distbench.entrypoints import user_errors
 from distbench.entrypoints import run_dir_param
@@ -57,9 +57,9 @@ def calibrate(run_dir: str) -> None:
 @click.option("--against", "against", type=click.Path(file_okay=False), default=None,
               help="With --target: a run made on that cluster (real or emulated): its measured epoch times and times "
                    "to target next to the prediction.")
-@click.option("--node-step", type=float, default=None,
-              help="With --target: seconds of single's step at the run's global batch measured on one target node "
-                   "[default: a node computes like this machine].")
+@click.option("--node-step", type=STEP, default=None,
+              help="With --target: single's step at the run's global batch measured on one target node: seconds, or "
+                   "with a unit: 4ms, 250us [default: a node computes like this machine].")
 @click.option("--target-accuracy", type=float, default=None,
               help="With --target: time to this test accuracy (from each run's curve) [default: the run's].")
 @user_errors
@@ -218,6 +218,10 @@ def _predict_target(run_dir: str, target_text: str | None, node_step: float | No
 
     console = Console(highlight=False)
     console.print(escape(costmodel.describe(tgt.text, tgt.cluster(node_step), inputs)))
+    if not any(p.time_to_target_s for p in preds):
+        console.print(escape(f"No strategy reaches {inputs['target_accuracy']:g} in the run's curves: the ranks are "
+                             "by seconds per epoch only. Give a --target-accuracy the run reached, or run more "
+                             "epochs."))
     print_fitted(costmodel.TABLE_HEADERS, costmodel.table_rows(preds, inputs["target_accuracy"]), console,
                  left=("strategy", "notes"), block_head=2, drop=("compute", "framework", "link"))
     if measured is not None:

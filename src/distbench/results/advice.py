@@ -110,15 +110,33 @@ class Target:
 
 _MACHINE = r"(?:(?:gpu|cpu|tpu)\s+)?(?:nodes?|machines?|hosts?|servers?)"
 _COUNT_UNIT = r"(" + _MACHINE + r"|workers?|gpus?|devices?|replicas?|tpus?|cpus?)"
+_BANDWIDTH = (r"(\d+(?:\.\d+)?)\s*(kilo|mega|giga|tera|[kmgt])(bits?/s|bits?|bps|b/s|bytes?/s|bytes?|be|ige|b)?"
+              r"(?![a-z])")
 _TARGET_PATTERNS = (  # (kind, pattern), scanned in this order over the whole text
-    ("bandwidth", r"(\d+(?:\.\d+)?)\s*(kilo|mega|giga|tera|[kmgt])(bits?/s|bits?|bps|b/s|bytes?/s|bytes?|be|ige|b)?"
-                  r"(?![a-z])"),
-    ("latency", r"(\d+(?:\.\d+)?)\s*(us|µs|ms|s|secs?|seconds?)(?![a-z])(?:\s+latency)?"),
+    ("bandwidth", _BANDWIDTH),
+    ("latency", r"(?:latency\s*(?:of|=|:)?\s*)?(\d+(?:\.\d+)?)\s*(us|µs|ms|s|secs?|seconds?)(?![a-z])"
+                r"(?:\s+latency)?"),
     ("grid", r"(\d+)\s*(?:(?:nodes?|machines?|hosts?)\s*)?[x×*]\s*(\d+)(?:\s*" + _COUNT_UNIT + r")?(?![a-z])"),
     ("count", r"(\d+)\s*" + _COUNT_UNIT + r"(?![a-z])"),
 )
 _TARGET_FILLER = (r"[\s,;@/]|\b(?:at|with|of|and|over|links?|network|each|per|node|machine|host|emulated|ethernet|"
-                  r"infiniband|ib|roce)\b")
+                  r"infiniband|ib|roce|rdma)\b")
+
+
+def _bandwidth_Bps(m: re.Match[str]) -> float:
+    """Bytes per second of a :data:`_BANDWIDTH` match. Bytes: ``byte``, or a capital B in
+    ``GB/s``, ``MBps``, ``GB``; bits: ``bit``, ``Gb/s``, ``Gbps``, ``GbE``, ``10Gb``, ``25G``."""
+    unit = m[3] or "bit"
+    in_bytes = "byte" in unit.lower() or (unit.lower() in ("bps", "b/s", "b") and unit[0] == "B")
+    return float(m[1]) * _PREFIXES[m[2][0].lower()] / (1 if in_bytes else 8)
+
+
+def parse_bandwidth(text: str) -> float | None:
+    """A link rate with a unit as :func:`parse_target` reads it (``10gbit``, ``10 Gbit/s``,
+    ``10Gbps``, ``10Gb``, ``10GbE``, ``25G``; ``1.25GB/s``, ``1.25 GByte/s``: a capital B is
+    a byte), in bytes per second; ``None`` when ``text`` is not one of these forms."""
+    m = re.fullmatch(_BANDWIDTH, text.strip(), re.IGNORECASE)
+    return _bandwidth_Bps(m) if m else None
 
 
 def parse_target(text: str, label: str = "--target ") -> Target:
@@ -132,7 +150,7 @@ def parse_target(text: str, label: str = "--target ") -> Target:
     Bandwidth: k, M, G or T, then bits (``bit/s``, ``bit``, ``b/s``, ``bps``, ``b``, ``bE``,
     ``igE`` or nothing: Gbit/s, 10gbit, Gb/s, Gbps, 10Gb, GbE, GigE, 25G) or bytes (``byte/s``,
     ``B/s``, ``Bps``, ``B``: GByte/s, GB/s, MBps, 10GB; a capital B is a byte, as in SI
-    usage); latency in us, ms or s (default
+    usage); latency in us, ms or s, before or after the word ``latency`` (default
     :data:`distbench.predict.DEFAULT_LATENCY_S`). Commas, ``@``, ``at``, ``with`` and
     ``links`` between the parts are ignored. The word ``emulated`` marks a cluster emulated
     on this machine (``[cluster] emulate``; the hosts share its cores, latency 0 unless given).
@@ -148,6 +166,8 @@ def parse_target(text: str, label: str = "--target ") -> Target:
     def bad(why: str) -> ConfigError:
         return ConfigError(f"{label}{text!r}: {why}; expected e.g. {_TARGET_EXAMPLE}")
 
+    if frac := re.search(r"\d+\.\d+\s*" + _COUNT_UNIT + r"(?![a-z])", text, re.IGNORECASE):
+        raise bad(f"{frac[0]!r}: counts of nodes and workers are whole numbers")
     rest = text
     found: dict[str, list[re.Match[str]]] = {}
     for kind, pattern in _TARGET_PATTERNS:
@@ -181,11 +201,7 @@ def parse_target(text: str, label: str = "--target ") -> Target:
         one_machine = m in devices and m[2].lower().startswith(("gpu", "device", "tpu"))
         nodes, per_node = (1, int(m[1])) if one_machine else (int(m[1]), 1)
         gpus = m[2].lower().startswith("gpu")
-    bw = found["bandwidth"][0]
-    # bytes: "byte", or a capital B in "GB/s", "MBps", "GB"; bits: "bit", "Gb/s", "Gbps", "GbE", "10Gb", "25G"
-    unit = bw[3] or "bit"
-    in_bytes = "byte" in unit.lower() or (unit.lower() in ("bps", "b/s", "b") and unit[0] == "B")
-    bandwidth = float(bw[1]) * _PREFIXES[bw[2][0].lower()] / (1 if in_bytes else 8)
+    bandwidth = _bandwidth_Bps(found["bandwidth"][0])
     emulated = re.search(r"\bemulated\b", text, re.IGNORECASE) is not None
     latency = 0.0 if emulated else DEFAULT_LATENCY_S
     if found["latency"]:
@@ -221,7 +237,8 @@ class Advice:
         next_command: the ``distbench run`` command that would measure what is missing.
         scope: which rows the advice used (hardware and workload), one sentence.
         compared: the leader and the runner-up (the rows the verdict compares; empty
-            when no row reached the target); not serialised.
+            when no row reached the target); serialised as ``compared``, a list of
+            ``{"strategy", "workers"}`` (for the ``overlap`` verdict, the two it cannot separate).
         short: those of them with fewer ok runs than advice needs (the verdict
             ``too_few``); not serialised.
     """
@@ -247,6 +264,7 @@ class Advice:
                 "runner_up": self.runner_up, "reasons": self.reasons, "target": self.target,
                 "costs": dict(self.costs), "unavailable": dict(self.unavailable), "next_command": self.next_command,
                 "scope": self.scope, "target_recommended": self.target_recommended,
+                "compared": [{"strategy": c.strategy, "workers": c.workers} for c in self.compared],
                 **({"target_predictions": self.target_predictions} if self.target_predictions else {})}
 
     def lines(self) -> list[tuple[str, list[str]]]:
