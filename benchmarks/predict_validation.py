@@ -255,6 +255,13 @@ def advise_agreement(root: Path, dirs: dict[str, dict[str, Path]]) -> list[str]:
             f"one: {sum(seconds)} of {len(seconds)} cells."]
 
 
+def _synchronous(strategy: str) -> bool:
+    """Whether ``strategy`` steps in lock-step (allreduce, synchronous EASGD): its registry class says."""
+    from distbench.strategies import registry
+
+    return bool(registry.strategy_class(strategy).synchronous)
+
+
 def lead_agreement(pred: dict[str, dict[str, Any]], meas: dict[str, dict[str, list[float]]]
                    ) -> tuple[bool, str, str] | None:
     """Whether the strategy predicted fastest to target among those the cell measured is the
@@ -331,6 +338,7 @@ def table(args: argparse.Namespace, root: Path, dirs: dict[str, dict[str, Path]]
              "predicted | ratio | largest term |", "|---|---|---|---|---|---|---|---|---|---|"]
     eratios: list[float] = []
     tratios: list[float] = []
+    tsync: list[float] = []  # the synchronous strategies' (their epochs to target do not vary between repeats)
     agree = total = 0
     wrongs: list[str] = []
     leads: list[tuple[bool, str, str]] = []
@@ -358,6 +366,8 @@ def table(args: argparse.Namespace, root: Path, dirs: dict[str, dict[str, Path]]
                     eratios.append(er)
                     if tr:
                         tratios.append(tr)
+                        if _synchronous(name):
+                            tsync.append(tr)
                 terms = p.get("terms_s") or {}
                 big = max(terms, key=terms.get) if terms else "-"
                 miss = abs(er - 1) > 0.25 or (tr is not None and abs(tr - 1) > 0.25)
@@ -368,7 +378,12 @@ def table(args: argparse.Namespace, root: Path, dirs: dict[str, dict[str, Path]]
             if leader is not None and not calib:
                 leads.append(leader)
                 if not leader[0]:
-                    wrong_leads.append(f"{model} {cell}: predicted {leader[1]}, measured {leader[2]}")
+                    tp, tm = meas[leader[1]]["ttt_s"], meas[leader[2]]["ttt_s"]
+                    noise = bool(tp) and not (max(tm) < min(tp))  # their measured ranges overlap
+                    wrong_leads.append(f"{model} {cell}: predicted {leader[1]}"
+                                       + (f" {C.spread(tp)} s" if tp else " (not reached)")
+                                       + f", measured {leader[2]} {C.spread(tm)} s"
+                                       + (": within run-to-run noise" if noise else ""))
             a, t, w = pair_agreement({n: p["epoch_s"] for n, p in pred.items() if p.get("epoch_s")},
                                      {n: m["epoch_s"] for n, m in meas.items()})
             if not calib:
@@ -382,7 +397,9 @@ def table(args: argparse.Namespace, root: Path, dirs: dict[str, dict[str, Path]]
         return f"median {100 * statistics.median(d):.0f}%, largest {100 * d[-1]:.0f}% over {len(d)} rows"
 
     lines += ["", f"Epoch time |predicted/measured - 1|: {dev(eratios)}.",
-              f"Time to target |predicted/measured - 1|: {dev(tratios)}.",
+              f"Time to target |predicted/measured - 1|: {dev(tratios)}; of the synchronous strategies: "
+              f"{dev(tsync)} (an asynchronous optimizer's epochs to target vary between repeats of one "
+              "configuration with the order its commits arrive in; a synchronous one's do not).",
               f"Pairwise ranking agreement (pairs whose measured ranges do not overlap): {agree} of {total}"
               + (f" ({100 * agree / total:.0f}%)" if total else "") + "."
               + (f" Ordered wrongly: {'; '.join(wrongs)}." if wrongs else ""),

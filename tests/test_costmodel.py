@@ -414,3 +414,38 @@ def test_results_predict_is_a_dataframe_that_keeps_the_inputs_and_the_error_band
         Results(run_dir).advise(target_accuracy=0)
     assert Results(run_dir).predict("4 nodes x 1, 1gbit", target_accuracy=0.95).attrs["inputs"]["target_accuracy"] \
         == 0.95
+
+
+def test_validation_tables_advise_on_both_sides_per_cell(tmp_path, monkeypatch):
+    # benchmarks/predict_validation.py: advise --target from the one-host run against advise on the measured cell
+    import importlib
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    pv = importlib.import_module("predict_validation")
+
+    def ranked(*names):
+        return {"target_recommended": names[0],
+                "target_predictions": {"strategies": [{"strategy": n, "rank": i} for i, n in enumerate(names, 1)]}}
+
+    def compared(verdict, *names):
+        return {"verdict": verdict, "headline": "h", "compared": [{"strategy": n, "workers": 2} for n in names]}
+
+    answers = {"a": (ranked("single", "horovod"), compared("single", "single", "horovod")),
+               "b": (ranked("horovod", "tf_ps"), compared("overlap", "tf_ps", "horovod")),
+               "c": (ranked("tf_ps"), compared("clear", "horovod")),
+               "d": (ranked("tf_ps"), compared("too_few", "horovod"))}
+    # the one-host answer is the one for the cell asked about: the --target text is the cell's name here
+    monkeypatch.setattr(pv, "target_text", lambda cell: cell)
+    monkeypatch.setattr(pv, "_advise_json", lambda args, log: answers[args[2]][0] if "--target" in args
+                        else answers[Path(args[0]).name][1])
+    monkeypatch.setattr(pv, "measured", lambda run: {} if run.name == "n" else {"single": {}})
+    dirs = {"m": {"onehost": tmp_path / "x", **{c: tmp_path / c for c in "abcdn"}}}
+    text = "\n".join(pv.advise_agreement(tmp_path, dirs))
+    assert "| m | a | single (then horovod) | recommends single (runner-up horovod) | yes |" in text
+    assert "| m | b | horovod (then tf_ps) | no clear winner: tf_ps and horovod within noise | within noise |" in text
+    assert "| m | c | tf_ps | recommends horovod (runner-up -) | no |" in text
+    assert "| m | d | tf_ps | too_few: h | not counted |" in text and "| m | n |" not in text
+    assert "Same recommended strategy: 2 of 3 cells (1 with a clear measured winner, 1 where" in text
+    assert "the same where advise named one: 1 of 1 cells" in text
+    assert pv.advise_agreement(tmp_path, {"m": {"onehost": tmp_path / "x", "n": tmp_path / "n"}}) == []

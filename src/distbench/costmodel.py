@@ -115,8 +115,8 @@ CALIBRATION = ("2 hosts at 100 Mbit/s", "2 hosts at 1 Gbit/s")
 """The emulated cells :data:`WIRE_FACTOR` was fitted on (4.5 MB of weights, one worker per host)."""
 
 VALIDATED = ("against emulated clusters of this machine (BENCHMARKS.md, predict_validation, 49 rows): epoch time "
-             "within 8% at the median (largest 41%), time to target within 7% (largest 71%); pairwise order "
-             "right for 93% of separable pairs")
+             "within 9% at the median (largest 43%), time to target within 12% (largest 53%); pairwise order "
+             "right for 94% of separable pairs")
 """The error band :mod:`benchmarks.predict_validation` measured (printed with every prediction)."""
 
 
