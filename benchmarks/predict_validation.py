@@ -243,7 +243,8 @@ def advise_agreement(root: Path, dirs: dict[str, dict[str, Path]]) -> list[str]:
                     "within noise" if ok else "no"
             else:
                 verdict, agrees = f"{meas['verdict']}: {meas['headline']}", "not counted"
-            rows.append(f"| {model} | {cell} | {' (then '.join(picks)}{')' if len(picks) > 1 else ''} | "
+            calib = " (calibration)" if (model, cell) in CALIBRATION_CELLS else ""  # of WIRE_FACTOR, not of advise
+            rows.append(f"| {model} | {cell}{calib} | {' (then '.join(picks)}{')' if len(picks) > 1 else ''} | "
                         f"{verdict} | {agrees} |")
     if not counted:
         return []

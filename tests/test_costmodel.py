@@ -86,6 +86,15 @@ def test_an_emulated_link_charges_what_exceeds_its_token_bucket():
     per_step, bound = CM._link("mpi_ps:adag", c, 4.5e6, 10, 2)
     assert per_step == pytest.approx(5 * 2 * f * (4.5e6 - burst) / 1.25e8 / 10)
     assert bound == pytest.approx(5 * 4 * 2 * f * (4.5e6 - burst) / 1.25e8)  # its server serves one at a time
+    # the bucket refills at the rate between exchanges (user test, helper-15: at 2 Mbit/s, 19 KB was charged nothing)
+    slow = parse_target("3 nodes x 1, 2 Mbit/s, emulated").cluster()
+    f, R = CM.wire_factor("horovod", 2e6), 2e6 / 8
+    assert CM._link("horovod", slow, 19240, 10, None, idle_s=0.004)[0] == pytest.approx(
+        f * (2 * 2 / 3 * 19240 - R * 0.004) / R)
+    assert CM._link("horovod", slow, 19240, 10, None, idle_s=1.0)[0] == 0  # a full 64 KiB bucket holds it
+    f = CM.wire_factor("mpi_ps:adag", 2e6)
+    assert CM._link("mpi_ps:adag", slow, 19240, 10, 2, idle_s=0.004)[0] == pytest.approx(  # 2 steps to refill
+        5 * 2 * f * (19240 - R * 0.008) / R / 10)
 
 
 def test_horovod_mpi_moves_the_bytes_of_the_allreduce_open_mpi_picks_for_its_world_size():
@@ -351,6 +360,25 @@ def test_strategies_without_a_cluster_form_are_named_not_dropped(run_dir):
         f.write(json.dumps(rec("mirrored", 4, 0.3, threads=2)) + "\n")
     m = by_name(CM.predict_strategies(run_dir, parse_target("4 GPUs, 10gbit").cluster())[0])["mirrored"]
     assert m.epoch_s == pytest.approx(0.3) and m.terms_s["compute"] == pytest.approx(20 * 0.0016)
+    # user test (helper-15): a run on an emulated cluster lost its strategies without a word
+    with (run_dir / "results.jsonl").open("a") as f:
+        f.write(json.dumps({**rec("tf_ps", 3, 0.9), "bandwidth": "1gbit"}) + "\n")
+    preds, inputs = CM.predict_strategies(run_dir, c)
+    assert "tf_ps" not in by_name(preds) and inputs["not_predicted_links"] == ["tf_ps"]
+    assert "Not predicted (measured only over the shaped links of an emulated cluster; the model calibrates from " \
+           "one-host rows: predict from a one-host run of this workload): tf_ps." in CM.describe("x", c, inputs)
+
+
+def test_single_on_a_target_is_its_own_measured_step(run_dir):
+    # user test (helper-15): single took the calibration's compute (higher than its measured step) and ignored
+    # --node-step, though the Assumed line quotes the measured step as the figure --node-step replaces
+    c = parse_target("2 nodes, 1gbit").cluster()
+    slow = {**CAL, "points": [{**p, "step_s": 2 * p["step_s"]} for p in CAL["points"]]}
+    (run_dir / K.CALIBRATION_FILE).write_text(json.dumps(slow))
+    single = by_name(CM.predict_strategies(run_dir, c)[0])["single"]
+    assert single.epoch_s == pytest.approx(0.1) and single.terms_s["framework"] == 0
+    single = by_name(CM.predict_strategies(run_dir, parse_target("2 nodes, 1gbit").cluster(0.001))[0])["single"]
+    assert single.epoch_s == pytest.approx(20 * 0.001)
 
 
 def test_keras_jax_over_processes_is_a_ring_and_its_one_process_forms_are_named(run_dir):
@@ -414,6 +442,21 @@ def test_results_predict_is_a_dataframe_that_keeps_the_inputs_and_the_error_band
         Results(run_dir).advise(target_accuracy=0)
     assert Results(run_dir).predict("4 nodes x 1, 1gbit", target_accuracy=0.95).attrs["inputs"]["target_accuracy"] \
         == 0.95
+    # user test (helper-15): node_step=100 passed without a word (the CLI warns); advise takes it as predict does
+    with pytest.warns(UserWarning, match="node_step=100 is 100 seconds per step: did you mean milliseconds"):
+        Results(run_dir).predict("4 nodes x 1, 1gbit", node_step=100)
+    adv = Results(run_dir).advise("4 nodes x 1, 1gbit", node_step=0.001)
+    single = next(p for p in adv.target_predictions["strategies"] if p["strategy"] == "single")
+    assert single["epoch_s"] == pytest.approx(20 * 0.001)
+    with pytest.raises(ConfigError, match="node_step= needs target="):
+        Results(run_dir).advise(node_step=0.001)
+    res = CliRunner().invoke(main, ["advise", str(run_dir), "--target", "4 nodes, 1gbit", "--node-step", "1ms",
+                                    "--json"])
+    assert res.exit_code == 0, res.output
+    single = next(p for p in json.loads(res.stdout)["target_predictions"]["strategies"] if p["strategy"] == "single")
+    assert single["epoch_s"] == pytest.approx(20 * 0.001)
+    res = CliRunner().invoke(main, ["advise", str(run_dir), "--node-step", "1ms"])
+    assert res.exit_code == 2 and "advise: --node-step needs --target" in res.output
 
 
 def test_validation_tables_advise_on_both_sides_per_cell(tmp_path, monkeypatch):

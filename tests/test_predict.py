@@ -226,6 +226,8 @@ def test_cli_predict_prints_table_and_writes_plot(run_dir):
     assert "several times off" in res.output and f"distbench predict {run_dir} --target" in " ".join(res.output.split())
     wide = CliRunner().invoke(main, ["predict", "--run-dir", str(run_dir), "--max-workers", "64"])
     assert "from 32 workers each worker takes less than one step per epoch" in wide.output  # 1280 / (32 x 64) < 1
+    firsts = [ln.split()[0] for ln in wide.output.splitlines() if ln.strip() and ln.split()[0].isdigit()]
+    assert firsts[-1] == "32" and "64" not in firsts  # the table stops at the data's limit
 
 
 def test_cli_predict_json_matches_api(run_dir):

@@ -651,9 +651,12 @@ class Results:
             df[col] = pd.to_numeric(df[col], errors="coerce").astype(float)
         return df
 
-    def advise(self, target: str | None = None, target_accuracy: float | None = None) -> Any:
+    def advise(self, target: str | None = None, target_accuracy: float | None = None,
+               node_step: float | None = None) -> Any:
         """The recommendation (:class:`distbench.results.advice.Advice`; ``str()`` of it is
-        ``distbench advise``'s text), optionally for a ``target`` cluster and another accuracy."""
+        ``distbench advise``'s text), optionally for a ``target`` cluster and another accuracy;
+        ``node_step``: seconds of ``single``'s step at the run's global batch on one target
+        node, as in :meth:`predict` (``distbench advise --node-step``)."""
         from distbench.calibrate import ensure
         from distbench.results.advice import advise, parse_target
         from distbench.results.records import retarget
@@ -663,7 +666,12 @@ class Results:
         recs = self.raw if target_accuracy is None else retarget(self.raw, target_accuracy)
         if target is not None:
             ensure(self.run_dir)
-        return advise(recs, self.run_dir, parse_target(target, "target=") if target is not None else None)
+        tgt = parse_target(target, "target=") if target is not None else None
+        if node_step is not None:
+            if tgt is None:
+                raise ConfigError("node_step= needs target= (the cluster whose node it was measured on)")
+            tgt = dataclasses.replace(tgt, node_step_s=_check_node_step(node_step))
+        return advise(recs, self.run_dir, tgt)
 
     @property
     def headline(self) -> str:
@@ -698,10 +706,8 @@ class Results:
 
         _check_target(target)
         _check_accuracy(target_accuracy)
-        if node_step is not None and not (isinstance(node_step, (int, float)) and not isinstance(node_step, bool)
-                                          and math.isfinite(node_step) and node_step > 0):
-            raise ConfigError(f"node_step={node_step!r}: expected seconds > 0 (single's step at the run's global "
-                              "batch, measured on one target node), e.g. node_step=0.004")
+        if node_step is not None:
+            node_step = _check_node_step(node_step)
         tgt = parse_target(target, "target=")
         for line in tgt.warnings():
             warnings.warn(f"target={target!r}: {line}", stacklevel=2)
@@ -749,6 +755,24 @@ def _check_accuracy(target_accuracy: Any) -> None:
                                    and 0 < target_accuracy <= 1):
         return
     raise ConfigError(f"target_accuracy={target_accuracy!r}: expected a test accuracy in (0, 1], e.g. 0.95")
+
+
+def _check_node_step(node_step: Any) -> float:
+    """``node_step`` as seconds > 0, warned about (:class:`UserWarning`) outside 1 us .. 10 s.
+
+    Raises:
+        ConfigError: not a finite number of seconds > 0.
+    """
+    if not (isinstance(node_step, (int, float)) and not isinstance(node_step, bool) and math.isfinite(node_step)
+            and node_step > 0):
+        raise ConfigError(f"node_step={node_step!r}: expected seconds > 0 (single's step at the run's global "
+                          "batch, measured on one target node), e.g. node_step=0.004")
+    if not 1e-6 <= node_step <= 10:  # as distbench predict --node-step warns about a bare number
+        hint = f"did you mean milliseconds (node_step={node_step / 1e3:g})?" if node_step > 10 else \
+            "expected the seconds of one step (e.g. node_step=0.004 for 4 ms)"
+        warnings.warn(f"node_step={node_step!r} is {node_step:g} seconds per step: {hint}", UserWarning,
+                      stacklevel=3)
+    return float(node_step)
 
 
 def _check_target(target: Any, optional: bool = False) -> None:

@@ -56,7 +56,9 @@ On an emulated target the parameter servers sit on the launching host's unshaped
 so only the workers' host links count (the server term applies to ``mpi_ps`` only), and each
 link is a token bucket (:func:`distbench.cluster.emulated.tbf_burst_bytes`) that passes a
 message's first bytes unshaped: there every ``x M / R`` above charges only the bytes beyond
-the bucket (refilled between steps).
+the tokens the bucket holds when the exchange starts: ``min(bucket, R x the seconds since
+the last exchange)`` (it refills at the rate while the worker computes; at 2 Mbit/s a 64 KiB
+bucket takes 0.26 s to refill, longer than a small model's step).
 
 Time to target: the warm-up of the strategy's first epoch plus its epochs to the target
 (from its own curve at the nearest measured worker count; said when it is not the
@@ -74,6 +76,7 @@ from typing import Any, Sequence
 from distbench.calibrate import compute_s, no_workload, read_calibration
 from distbench.cluster.emulated import tbf_burst_bytes
 from distbench.predict import epoch_s, no_single
+from distbench.text import duration_text, rate_text
 from distbench.results.store import read_records
 
 RING = ("multi_worker_mirrored", "horovod", "horovod_mpi", "keras_jax:multi_process")
@@ -254,18 +257,22 @@ def _framework(rows: dict[int, float], n: int, kept: str = "") -> tuple[float, s
     return v, how
 
 
-def _link(name: str, c: Cluster, model_bytes: float, steps: int, window: int | None) -> tuple[float, float]:
+def _link(name: str, c: Cluster, model_bytes: float, steps: int, window: int | None, idle_s: float = math.inf
+          ) -> tuple[float, float]:
     """(per-step link seconds added to every step, link seconds of the whole epoch that
-    bound it from below) for ``name`` on ``c``; see the module docstring."""
+    bound it from below) for ``name`` on ``c``; see the module docstring. ``idle_s``: seconds
+    of a step off the link (compute and framework), in which an emulated link's bucket refills."""
     n, R, L = c.workers, c.bandwidth_Bps, c.latency_s
     if c.nodes <= 1:
         return 0.0, 0.0
     f = wire_factor(name, R * 8)
-    # an emulated link's token bucket passes its first bytes unshaped (refilled between steps)
-    burst = float(tbf_burst_bytes(int(R * 8))) if c.emulated else 0.0
+    w = window or 1
+    # an emulated link's token bucket passes its first bytes unshaped, as many as refilled since the last exchange
+    bucket = float(tbf_burst_bytes(int(R * 8))) if c.emulated else 0.0
+    every = 1 if name in RING or name in ("horovod_mpi", "tf_ps") else w  # steps between exchanges
 
     def wire(b: float) -> float:  # seconds for b bytes sent back to back in one direction
-        return f * max(0.0, b - burst) / R
+        return f * max(0.0, b - min(bucket, R * idle_s * every)) / R
 
     M = model_bytes
     if name == "horovod_mpi":  # Open MPI picks its allreduce algorithm by world size and bytes
@@ -275,7 +282,6 @@ def _link(name: str, c: Cluster, model_bytes: float, steps: int, window: int | N
     server_shaped = not c.emulated
     if name == "tf_ps":  # pull (in) and push (out) over the host's link
         return 2 * wire(c.per_node * M) + 2 * L, (steps * n * 2 * M * f / R if server_shaped else 0.0)
-    w = window or 1
     x = max(1, math.ceil(steps / w))
     rule = name.split(":", 1)[1]
     if rule in SYNC_PS:
@@ -392,7 +398,7 @@ def predict_strategies(run_dir: str | Path, c: Cluster, target_accuracy: float |
         [{**r, "target_accuracy": target} for r in recs], steps)
     single = rows[("single", 1)]
     speed = (c.node_step_s / single.step_s) if c.node_step_s else 1.0
-    assumed = [f"links of {c.bandwidth_Bps * 8 / 1e9:g} Gbit/s and {c.latency_s * 1e6:g} us per message",
+    assumed = [f"links of {rate_text(c.bandwidth_Bps * 8)} and {duration_text(c.latency_s)} per message",
                "each transport's time on a link over bytes / rate as fitted on emulated 100 Mbit/s and 1 Gbit/s "
                "links of one worker per host (WIRE_FACTOR, docs/predict.md)"]
     if c.emulated:
@@ -416,7 +422,9 @@ def predict_strategies(run_dir: str | Path, c: Cluster, target_accuracy: float |
     for i, p in enumerate(ranked, 1):
         p.rank = i
     left = sorted({s for s, _ in rows} - {"single", *names})  # user test: they vanished without a word
-    inputs = {"not_predicted": left,
+    shaped = sorted({r["strategy"] for r in recs if r.get("status") == "ok" and r.get("bandwidth")}
+                    - {s for s, _ in rows})  # user test (helper-15): a cluster run's strategies, gone silently
+    inputs = {"not_predicted": left, "not_predicted_links": shaped,
               "model_bytes": M, "n_train": n_train, "global_batch": B, "cores": cores, "target_accuracy": target,
               "measured": ["each strategy's step and framework cost at the run's worker counts",
                            f"compute vs per-worker batch at {len({p['batch'] for p in cal['points']})} batches "
@@ -430,15 +438,18 @@ def _beyond_validation(c: Cluster) -> str:
     to 10 Gbit/s, this machine's emulated hosts); '' when none does."""
     out = [w for w, off in ((f"{c.nodes} nodes", not 2 <= c.nodes <= 4),
                             (f"{c.per_node} workers per node", c.per_node != 1),
-                            (f"{c.bandwidth_Bps * 8 / 1e9:g} Gbit/s", not 1e8 <= c.bandwidth_Bps * 8 <= 1e10),
+                            (rate_text(c.bandwidth_Bps * 8), not 1e8 <= c.bandwidth_Bps * 8 <= 1e10),
                             ("dedicated nodes", not c.emulated)) if off]
     return f"; this target's {', '.join(out)} lie outside those cells, which the band does not cover" if out else ""
 
 
 def _single(m: Measured, cal: dict[str, Any], B: int, steps: int, cores: int, speed: float) -> StrategyPrediction:
-    comp = compute_s(cal, B, m.threads) * speed
-    fw = max(0.0, m.step_s * speed - comp)
-    e = steps * (comp + fw)
+    """``single`` on one target node: its own measured step (x ``speed``: ``--node-step`` gives
+    it exactly), split into the calibrated compute and the rest."""
+    step = m.step_s * speed
+    comp = min(step, compute_s(cal, B, m.threads) * speed)
+    fw = step - comp
+    e = steps * step
     return StrategyPrediction("single", 1, e, m.warmup_s + m.epochs_to_target * e if m.epochs_to_target else None,
                               m.epochs_to_target, {"compute": steps * comp, "framework": steps * fw, "link": 0.0},
                               ["one worker on one of the target's nodes: the baseline distributing has to beat"])
@@ -473,7 +484,7 @@ def _one(name: str, rows: dict[tuple[str, int], Measured], cal: dict[str, Any], 
     comp = compute_s(cal, B / n, t) * sh * speed
     fw_s = fw * sh * speed
     window = next((m.window for m in mine.values() if m.window), None)
-    per_step, bound = _link(name, c, M, steps, window)
+    per_step, bound = _link(name, c, M, steps, window, comp + fw_s)
     overlap = OVERLAP * min(fw_s, per_step)  # the transport's own CPU work runs while bytes are on the wire
     epoch = max(steps * (comp + fw_s + per_step - overlap), bound)
     if name == "horovod_mpi" and c.nodes > 1:
@@ -483,7 +494,7 @@ def _one(name: str, rows: dict[tuple[str, int], Measured], cal: dict[str, Any], 
         p.notes.append("its transport's link factor is not measured: bytes / rate assumed")
     elif c.nodes > 1 and not 1e8 <= c.bandwidth_Bps * 8 <= 1e9:
         p.notes.append("its link factor was fitted at 100 Mbit/s and 1 Gbit/s; the nearest one is used at "
-                       f"{c.bandwidth_Bps * 8 / 1e9:g} Gbit/s")
+                       f"{rate_text(c.bandwidth_Bps * 8)}")
     p.epoch_s = epoch
     p.terms_s = {"compute": steps * comp, "framework": steps * fw_s, "link": epoch - steps * (comp + fw_s)}
     near = min(mine, key=lambda w: (abs(w - n), -w))
@@ -518,23 +529,29 @@ def table_rows(preds: Sequence[StrategyPrediction], target_accuracy: float) -> l
 
 
 def not_predicted_text(inputs: dict[str, Any]) -> str:
-    """The sentence naming the run's strategies the model does not predict on a cluster
-    (``inputs["not_predicted"]`` of :func:`predict_strategies`), or ``""`` when there are none."""
-    names = inputs.get("not_predicted") or []
-    return (f"Not predicted (one process on one machine's devices, no form on a cluster of nodes): "
-            f"{', '.join(names)}." if names else "")
+    """The sentences naming the run's strategies the model does not predict on a cluster
+    (``inputs["not_predicted"]`` of :func:`predict_strategies`) and those it cannot calibrate
+    from (``inputs["not_predicted_links"]``: measured only over an emulated cluster's shaped
+    links), or ``""`` when there are none."""
+    names, shaped = inputs.get("not_predicted") or [], inputs.get("not_predicted_links") or []
+    return " ".join(
+        ([f"Not predicted (one process on one machine's devices, no form on a cluster of nodes): {', '.join(names)}."]
+         if names else [])
+        + ([f"Not predicted (measured only over the shaped links of an emulated cluster; the model calibrates "
+            f"from one-host rows: predict from a one-host run of this workload): {', '.join(shaped)}."]
+           if shaped else []))
 
 
 def describe(text: str, c: Cluster, inputs: dict[str, Any]) -> str:
     """The lines above the table: the cluster as read, what was measured and what assumed,
     and the error band the validation measured."""
     return (f"{text}: {c.nodes} node(s) x {c.per_node} = {c.workers} workers, "
-            f"{c.bandwidth_Bps * 8 / 1e9:g} Gbit/s, {c.latency_s * 1e6:g} us per message; "
+            f"{rate_text(c.bandwidth_Bps * 8)}, {duration_text(c.latency_s)} per message; "
             f"{inputs['model_bytes']:,} bytes of weights, global batch {inputs['global_batch']}, "
             f"{inputs['n_train']:,} samples per epoch, time to {inputs['target_accuracy']:g}.\n"
             f"Measured in the run: {'; '.join(inputs['measured'])}.\n"
             f"Assumed: {'; '.join(inputs['assumed'])}.\n"
-            + (not_predicted_text(inputs) + "\n" if inputs.get("not_predicted") else "")
+            + (not_predicted_text(inputs) + "\n" if not_predicted_text(inputs) else "")
             + f"Error band (benchmarks/predict_validation.py): {inputs['validated']}.")
 
 
@@ -590,9 +607,9 @@ def against_mismatch(run_dir: str | Path, against: str | Path, c: Cluster | None
         elif emulated != c.emulated:  # shared cores and servers on the unshaped bridge, or not
             out.append("it ran on this machine's emulated cluster: add ', emulated' to the target" if emulated else
                        "it ran on real hosts: leave 'emulated' out of the target")
-        elif rates and all(abs(x / (c.bandwidth_Bps * 8) - 1) > 0.01 for x in rates if x):
-            out.append(f"its links ran at {', '.join(sorted(f'{x / 1e9:g} Gbit/s' for x in rates if x))}, the "
-                       f"target's at {c.bandwidth_Bps * 8 / 1e9:g} Gbit/s")
+        if rates and all(abs(x / (c.bandwidth_Bps * 8) - 1) > 0.01 for x in rates if x):
+            out.append(f"its links ran at {', '.join(sorted(rate_text(x) for x in rates if x))}, the "
+                       f"target's at {rate_text(c.bandwidth_Bps * 8)}")
     return f"{against} does not check this prediction: {'; '.join(out)}" if out else ""
 
 

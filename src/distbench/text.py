@@ -50,3 +50,21 @@ def clip(text: str, max_chars: int) -> str:
 def join_and(names: "list[str] | tuple[str, ...]") -> str:
     """``a``, ``a and b``, ``a, b and c`` (for sentences naming several configurations)."""
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def rate_text(bits_per_s: float) -> str:
+    """A link rate in the unit people read it in: ``10 Gbit/s``, ``100 Mbit/s``, ``10 kbit/s``
+    (``bits_per_s``: bit/s; Gbit/s from 1 Gbit/s up, so 25 Gbit/s and 1 Tbit/s stay in Gbit/s)."""
+    for unit, f in (("Gbit/s", 1e9), ("Mbit/s", 1e6), ("kbit/s", 1e3)):
+        if bits_per_s >= f:
+            return f"{bits_per_s / f:g} {unit}"
+    return f"{bits_per_s:g} bit/s"
+
+
+def duration_text(seconds: float) -> str:
+    """A short duration in the unit people read it in: ``50 us``, ``1.5 ms``, ``2 s`` (0: ``0 us``)."""
+    if seconds >= 1:
+        return f"{seconds:g} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:g} ms"
+    return f"{seconds * 1e6:g} us"

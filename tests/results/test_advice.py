@@ -188,6 +188,11 @@ def test_parse_target():
     t = parse_target("4 nodes, 100 Gbit/s RDMA, latency 50us")
     assert (t.nodes, t.bandwidth_Bps, t.latency_s) == (4, 100e9 / 8, pytest.approx(5e-5))
     assert parse_target("2 nodes 1gbit latency of 2 ms").latency_s == pytest.approx(2e-3)
+    # user test (helper-15): "with M GPUs" per node, InfiniBand generations, RTT, thousands, "per second"
+    t = parse_target("4 nodes with 2 GPUs, 200 Gbit/s HDR InfiniBand, 2 us RTT")
+    assert (t.nodes, t.per_node, t.bandwidth_Bps, t.latency_s) == (4, 2, 200e9 / 8, pytest.approx(2e-6))
+    assert parse_target("2 nodes, 1,000 Mbit/s").bandwidth_Bps == 1e9 / 8
+    assert parse_target("2 nodes, 10 gbit per second").bandwidth_Bps == 10e9 / 8
     with pytest.raises(ConfigError, match="'4.5 nodes': counts of nodes and workers are whole numbers"):
         parse_target("4.5 nodes, 10 Gbit/s")
     # a capital B is a byte (user test: "10 GB/s" was read as 10 Gbit/s); k/M/G/T prefixes; GigE

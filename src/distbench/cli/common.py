@@ -220,7 +220,8 @@ BANDWIDTH = _Quantity("bytes/s", {**{unit: bits / 8 for unit, bits in sorted(val
                                   **{f"{unit}/s": bits / 8 for unit, bits in values.RATE_UNITS.items()},
                                   "b/s": 1.0}, "10gbit, 10Gbps or 1.25GB/s",
                       positive=True, plausible=(1e5, 1e12), rate=_rate)  # 0.8 Mbit/s .. 8 Tbit/s
-LATENCY = _Quantity("seconds", {"us": 1e-6, "ms": 1e-3, "s": 1.0}, "50us or 0.05ms", plausible=(0.0, 1.0))
-STEP = _Quantity("seconds", {"us": 1e-6, "ms": 1e-3, "s": 1.0}, "4ms or 0.004", positive=True,
+SECONDS = {"us": 1e-6, "µs": 1e-6, "usec": 1e-6, "ms": 1e-3, "msec": 1e-3, "s": 1.0, "sec": 1.0}
+LATENCY = _Quantity("seconds", SECONDS, "50us or 0.05ms", plausible=(0.0, 1.0))
+STEP = _Quantity("seconds", SECONDS, "4ms or 0.004", positive=True,
                  plausible=(1e-6, 10.0))
 """A step time (``--node-step``): seconds, or with us/ms/s; a bare number outside 1 us .. 10 s is warned about."""

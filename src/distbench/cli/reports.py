@@ -3,6 +3,7 @@ compared, and its recommendation."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 import click
 
 from distbench import api
-from distbench.cli.common import require_results
+from distbench.cli.common import STEP, print_warnings, require_results
 from distbench.config import ConfigError
 from distbench.entrypoints import user_errors
 
@@ -88,9 +89,13 @@ def report(run_dirs: tuple[str, ...], out: str | None, formats: str, tensorboard
 @click.option("--target-accuracy", type=float,
               help="Rank against this test accuracy instead of the recorded one, as 'distbench report "
                    "--target-accuracy' does.")
+@click.option("--node-step", type=STEP, default=None,
+              help="With --target: single's step at the run's global batch measured on one target node: seconds, or "
+                   "with a unit: 4ms, 250us [default: a node computes like this machine].")
 @click.option("--json", "as_json", is_flag=True, help="Print the advice as JSON.")
 @user_errors
-def advise(run_dir: str, target: str | None, target_accuracy: float | None, as_json: bool) -> None:
+def advise(run_dir: str, target: str | None, target_accuracy: float | None, node_step: float | None,
+           as_json: bool) -> None:
     """Say which strategy to use for RUN_DIR's workload, and why: the recommended strategy and
     the runner-up with the reasons as numbers (time to accuracy with its spread, accuracy,
     straggler tolerance, the --target prediction), what each needs installed and running, and,
@@ -112,7 +117,12 @@ def advise(run_dir: str, target: str | None, target_accuracy: float | None, as_j
             records = retarget(records, target_accuracy)
         except ValueError as e:
             raise ConfigError(str(e)) from None
+    print_warnings()  # a bare --node-step 250 (seconds): said once the command line parsed
+    if node_step is not None and target is None:
+        raise ConfigError("advise: --node-step needs --target (the cluster whose node it was measured on)")
     tgt = parse_target(target) if target is not None else None
+    if tgt is not None and node_step is not None:
+        tgt = dataclasses.replace(tgt, node_step_s=node_step)
     for line in tgt.warnings() if tgt else []:
         click.echo(f"distbench: warning: --target: {line}", err=True)
     adv = make_advice(records, run_dir, tgt)

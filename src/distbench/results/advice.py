@@ -39,6 +39,7 @@ from distbench.results.headline import accuracy_sentence, fewer_passes_note, tim
 from distbench.results.notes import WARMUP_SHARE, warmup_note, warmup_share
 from distbench.results.stats import ConfigSummary, most_accurate, summarize
 from distbench.results.stragglers import straggler_lines
+from distbench.text import duration_text, rate_text
 
 MIN_REPEATS = 3  # ok runs of each candidate before advising (3 v 3 disjoint ranges: p = 0.1 by chance)
 TF_ONLY = "single,mirrored,multi_worker_mirrored"  # strategies that need nothing but TensorFlow
@@ -60,6 +61,8 @@ class Target:
         emulated: the text said ``emulated``: the nodes are this machine's emulated hosts
             (``[cluster] emulate``), sharing its cores (latency 0 unless given: the emulation
             shapes the rate only).
+        node_step_s: ``single``'s step at the run's global batch measured on one target node,
+            seconds (``--node-step``); ``None``: a node computes like this machine.
     """
 
     nodes: int
@@ -69,6 +72,7 @@ class Target:
     gpus: bool
     text: str
     emulated: bool = False
+    node_step_s: float | None = None
 
     def warnings(self) -> list[str]:
         """Sentences about parts of the target that are legal but unlikely to be meant: a rate
@@ -97,10 +101,12 @@ class Target:
                 "gpus": self.gpus}
 
     def cluster(self, node_step_s: float | None = None) -> Any:
-        """This target as the cost model's :class:`distbench.costmodel.Cluster`."""
+        """This target as the cost model's :class:`distbench.costmodel.Cluster` (``node_step_s``:
+        instead of :attr:`node_step_s`)."""
         from distbench.costmodel import Cluster
 
-        return Cluster(self.nodes, self.per_node, self.bandwidth_Bps, self.latency_s, self.emulated, node_step_s)
+        return Cluster(self.nodes, self.per_node, self.bandwidth_Bps, self.latency_s, self.emulated,
+                       node_step_s if node_step_s is not None else self.node_step_s)
 
     @property
     def workers(self) -> int:
@@ -120,7 +126,7 @@ _TARGET_PATTERNS = (  # (kind, pattern), scanned in this order over the whole te
     ("count", r"(\d+)\s*" + _COUNT_UNIT + r"(?![a-z])"),
 )
 _TARGET_FILLER = (r"[\s,;@/]|\b(?:at|with|of|and|over|links?|network|each|per|node|machine|host|emulated|ethernet|"
-                  r"infiniband|ib|roce|rdma)\b")
+                  r"infiniband|ib|roce|rdma|[hfenq]dr|rtt|ping|second)\b")
 
 
 def _bandwidth_Bps(m: re.Match[str]) -> float:
@@ -168,7 +174,7 @@ def parse_target(text: str, label: str = "--target ") -> Target:
 
     if frac := re.search(r"\d+\.\d+\s*" + _COUNT_UNIT + r"(?![a-z])", text, re.IGNORECASE):
         raise bad(f"{frac[0]!r}: counts of nodes and workers are whole numbers")
-    rest = text
+    rest = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", text)  # "1,000 Mbit/s"
     found: dict[str, list[re.Match[str]]] = {}
     for kind, pattern in _TARGET_PATTERNS:
         found[kind] = list(re.finditer(pattern, rest, re.IGNORECASE))
@@ -180,7 +186,7 @@ def parse_target(text: str, label: str = "--target ") -> Target:
     sizes = found["grid"] + found["count"]
     machines = [c for c in found["count"] if re.fullmatch(_MACHINE, c[2], re.IGNORECASE)]
     devices = [c for c in found["count"] if c not in machines]
-    each = re.search(r"\b(?:each|per (?:node|machine|host)|of)\b", text, re.IGNORECASE)
+    each = re.search(r"\b(?:each|per (?:node|machine|host)|of|with)\b", text, re.IGNORECASE)
     if not found["grid"] and len(machines) == 1 and len(devices) == 1 and each:  # "2 nodes ... with 4 GPUs each"
         sizes = [machines[0]]
         per_node_count = int(devices[0][1])
@@ -741,7 +747,7 @@ def _target_sentences(target: Target, run_dir: str | None, records: list[dict[st
     from distbench import costmodel
 
     head = (f"{target.text}: {target.nodes} node(s) x {target.per_node} = {target.workers} workers, "
-            f"{target.bandwidth_Bps * 8 / 1e9:g} Gbit/s, {target.latency_s * 1e6:g} us per message"
+            f"{rate_text(target.bandwidth_Bps * 8)}, {duration_text(target.latency_s)} per message"
             + (", emulated on this machine." if target.emulated else "."))
     if run_dir is None:
         return [head, "No prediction: the run directory is unknown."], [], {}
@@ -773,7 +779,7 @@ def _target_sentences(target: Target, run_dir: str | None, records: list[dict[st
         + "".join(f" [{n}]" for n in p.notes if len(notes.get(n, [p.strategy])) == 1) for p in ranked) + "."
         + "".join(f" {n[0].upper() + n[1:]} ({_who(who, multi)})." for n, who in shared))
     out += [f"No prediction for {p.strategy}: {p.missing}." for p in preds if p.missing]
-    if inputs.get("not_predicted"):  # user test: mirrored was a candidate here and silently absent there
+    if costmodel.not_predicted_text(inputs):  # user test: mirrored was a candidate here and silently absent there
         out.append(costmodel.not_predicted_text(inputs))
     out.append(f"Measured in this run: {'; '.join(inputs['measured'])}. Assumed: {'; '.join(inputs['assumed'])}. "
                f"Error band: {inputs['validated']} (benchmarks/predict_validation.py).")
@@ -786,13 +792,13 @@ def _target_sentences(target: Target, run_dir: str | None, records: list[dict[st
         most = max(share.values())
         most_text = "under 1%" if most < 0.005 else f"at most {most:.0%}"
         out.append(f"Communication is {most_text} of any strategy's predicted epoch on this target"
-                   f" ({inputs['model_bytes']:,} bytes of weights over {target.bandwidth_Bps * 8 / 1e9:g} "
-                   "Gbit/s): the network does not decide between them here, so the choice rests on what each costs "
+                   f" ({inputs['model_bytes']:,} bytes of weights over {rate_text(target.bandwidth_Bps * 8)}"
+                   "): the network does not decide between them here, so the choice rests on what each costs "
                    f"to run (Operational cost); the simplest of them to run is {simplest}.")
     gpus_here = any((r.get("provenance") or {}).get("gpus") for r in records)
-    if target.gpus and not gpus_here:
+    if target.gpus and not gpus_here and target.node_step_s is None:
         out.append("The compute per step was measured here on CPUs; a GPU's is shorter, so communication weighs more "
-                   "on the target than predicted here (distbench predict --target ... --node-step S takes a step "
+                   "on the target than predicted here (--node-step S takes a step "
                    "time measured on one of its nodes).")
     return out, [p.strategy for p in reached], {"target": target.data(), "inputs": inputs,
                                                  "strategies": [dict(p.__dict__) for p in preds]}
