@@ -56,12 +56,17 @@ def test_compute_table_interpolates_log_log_and_never_below_the_smallest_batch()
     assert K.compute_s(CAL, 32, 3) == pytest.approx(0.0025)           # the nearest thread count measured
     assert K.batch_ladder(120, [3, 5]) == [120, 60, 40, 30, 24, 20, 15, 7, 3]
     assert K.thread_counts(0, 4) == [4, 2, 1] and K.thread_counts(3, 8) == [3]
-    # user test (helper-13): a noisy point below a smaller batch's time is read as that time
+    # user test (helper-13): a noisy point below a smaller batch's time is pooled with it (their mean)
     noisy = {"cores": 2, "points": [{"threads": 1, "batch": 20, "step_s": 0.00363},
                                     {"threads": 1, "batch": 30, "step_s": 0.00438},
                                     {"threads": 1, "batch": 40, "step_s": 0.00411}]}
-    assert K.compute_s(noisy, 40, 1) == K.compute_s(noisy, 35, 1) == pytest.approx(0.00438)
-    assert K.compute_s(noisy, 80, 1) == pytest.approx(2 * 0.00438)
+    assert K.compute_s(noisy, 40, 1) == K.compute_s(noisy, 35, 1) == pytest.approx(0.004245)
+    assert K.compute_s(noisy, 80, 1) == pytest.approx(2 * 0.004245)
+    # user test (helper-15): one slow small batch (2.25 ms at 3) set every batch up to 20 to its time
+    slow = {"cores": 2, "points": [{"threads": 1, "batch": b, "step_s": v} for b, v in
+                                   ((3, 0.00225), (7, 0.0011), (15, 0.00119), (20, 0.0021), (30, 0.003))]}
+    assert K.compute_s(slow, 15, 1) == pytest.approx((0.00225 + 0.0011 + 0.00119) / 3)
+    assert K.compute_s(slow, 20, 1) == pytest.approx(0.0021)
 
 
 def test_emulated_target_at_a_measured_size_is_the_run_plus_the_link(run_dir):

@@ -200,8 +200,10 @@ def compute_s(doc: dict[str, Any], batch: float, threads: int) -> float:
     """Seconds of one step at ``batch`` with ``threads`` intra-op threads, from a calibration:
     log-log interpolation between the two nearest measured batches of the nearest measured
     thread count; the smallest batch's time below it, proportional above the largest. A step
-    never takes less time for a bigger batch: a measured point below a smaller batch's is
-    noise and is read as that smaller batch's time.
+    never takes less time for a bigger batch: the points are first made non-decreasing in the
+    batch by isotonic regression (scikit-learn's pool-adjacent-violators: the points out of
+    order are replaced by their mean), so one noisy point moves its neighbours by a share, not
+    every larger batch to its own time.
 
     Args:
         doc: :func:`read_calibration`'s document.
@@ -210,9 +212,10 @@ def compute_s(doc: dict[str, Any], batch: float, threads: int) -> float:
     """
     have = sorted({p["threads"] for p in doc["points"]})
     t = min(have, key=lambda x: (abs(x - threads), -x))
-    pts = []
-    for b, v in sorted((p["batch"], p["step_s"]) for p in doc["points"] if p["threads"] == t):
-        pts.append((b, max(v, pts[-1][1]) if pts else v))  # monotone in the batch
+    from sklearn.isotonic import IsotonicRegression
+
+    bs, vs = zip(*sorted((p["batch"], p["step_s"]) for p in doc["points"] if p["threads"] == t))
+    pts = list(zip(bs, IsotonicRegression(increasing=True).fit_transform(bs, vs).tolist()))
     if batch <= pts[0][0]:
         return pts[0][1]
     if batch >= pts[-1][0]:
