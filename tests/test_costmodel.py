@@ -374,6 +374,16 @@ def test_strategies_without_a_cluster_form_are_named_not_dropped(run_dir):
            "one-host rows: predict from a one-host run of this workload): tf_ps." in CM.describe("x", c, inputs)
 
 
+def test_a_diverged_run_is_said_next_to_its_time_to_target(run_dir):
+    # user test (helper-15): mpi_ps:easgd crossed 0.5 once, then diverged to a loss of 5e30, and ranked second
+    with (run_dir / "results.jsonl").open("a") as f:
+        f.write(json.dumps({**rec("mpi_ps:easgd", 2, 0.2, accs=(0.51, 0.03, 0.37)), "final_test_loss": 5e30}) + "\n")
+    p = by_name(CM.predict_strategies(run_dir, parse_target("2 nodes, 1gbit").cluster(), 0.5)[0])["mpi_ps:easgd"]
+    assert p.epochs_to_target == 1 and any(n.startswith("diverged in 1 of its runs at 2 workers") for n in p.notes)
+    assert not any("diverged" in n for n in by_name(CM.predict_strategies(
+        run_dir, parse_target("2 nodes, 1gbit").cluster(), 0.5)[0])["horovod"].notes)
+
+
 def test_single_on_a_target_is_its_own_measured_step(run_dir):
     # user test (helper-15): single took the calibration's compute (higher than its measured step) and ignored
     # --node-step, though the Assumed line quotes the measured step as the figure --node-step replaces

@@ -183,7 +183,8 @@ class Measured:
     Attributes:
         step_s: steady seconds per step; warmup_s: the first epoch's extra seconds;
         epochs_to_target: epochs to the target (``None``: not reached); threads: intra-op
-        threads of each worker; window: the PS communication window (``None`` otherwise).
+        threads of each worker; window: the PS communication window (``None`` otherwise);
+        diverged: repeats whose final test loss is not finite or over :data:`DIVERGED_LOSS`.
     """
 
     step_s: float
@@ -191,6 +192,12 @@ class Measured:
     epochs_to_target: float | None
     threads: int
     window: int | None
+    diverged: int = 0
+
+
+DIVERGED_LOSS = 1e6
+"""A final test loss above this (or not finite) marks a run as diverged: its curve may cross a
+low target accuracy by chance (user test: an EASGD run at 0.51, then 0.03, ending at loss 5e30)."""
 
 
 def _epochs_to(rec: dict[str, Any], target: float) -> float | None:
@@ -219,9 +226,11 @@ def measured_rows(records: Sequence[dict[str, Any]], steps_per_epoch: int) -> di
         reach = [_epochs_to(r, target) for r in rs]
         reached = [x for x in reach if x is not None]
         d = rs[0].get("details") or {}
+        losses = [r.get("final_test_loss") for r in rs]
+        diverged = sum(1 for x in losses if x is not None and not (math.isfinite(x) and x <= DIVERGED_LOSS))
         out[key] = Measured(statistics.median(epochs) / steps_per_epoch, statistics.median(warm) if warm else 0.0,
                             statistics.median(reached) if len(reached) * 2 > len(reach) else None,
-                            int(d.get("intra_op_threads") or 1), d.get("communication_window"))
+                            int(d.get("intra_op_threads") or 1), d.get("communication_window"), diverged)
     return out
 
 
@@ -500,6 +509,9 @@ def _one(name: str, rows: dict[tuple[str, int], Measured], cal: dict[str, Any], 
     near = min(mine, key=lambda w: (abs(w - n), -w))
     m = mine[near]
     p.epochs_to_target = m.epochs_to_target
+    if m.diverged:
+        p.notes.append(f"diverged in {m.diverged} of its runs at {near} workers (final test loss not finite or over "
+                       f"{DIVERGED_LOSS:g}): its epochs to target may be a chance crossing")
     if m.epochs_to_target is not None:
         p.time_to_target_s = m.warmup_s + m.epochs_to_target * epoch
         if near != n:
