@@ -203,6 +203,8 @@ def test_parse_target():
     for bad, needle in [("8 nodes x 4 GPUs", "no bandwidth"), ("25 Gbit/s", "no size"),
                         ("8 nodes x 4 GPUs, fast", "'fast' is neither"), ("0 nodes, 1 Gbit/s", "counts must be"),
                         ("4 nodes, 2 nodes, 1 Gbit/s", "more than one size"),
+                        ("4 nodes, 8 GPUs, 1 Gbit/s", "more than one size given \\('4 nodes' and '8 GPUs'\\); for "
+                                                      "nodes with GPUs write"),
                         ("4 nodes, 16 workers, 1 Gbit/s", "more than one size"),  # 16 in all or per node?
                         ("1 node 10gbit", "one worker has"), ("4 nodes 10 gbitz", "'10 gbitz' is neither")]:
         with pytest.raises(ConfigError, match=needle):

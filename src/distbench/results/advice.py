@@ -192,8 +192,10 @@ def parse_target(text: str, label: str = "--target ") -> Target:
         per_node_count = int(devices[0][1])
     else:
         per_node_count = None
-    if len(sizes) > 1 or len(found["bandwidth"]) > 1 or len(found["latency"]) > 1:
-        raise bad("more than one size, bandwidth or latency given")
+    for kind, ms in (("size", sizes), ("bandwidth", found["bandwidth"]), ("latency", found["latency"])):
+        if len(ms) > 1:  # user test (helper-15): say what was read, and how to write nodes with GPUs
+            hint = "; for nodes with GPUs write \"N nodes x M GPUs\"" if kind == "size" else ""
+            raise bad(f"more than one {kind} given ({' and '.join(repr(m[0].strip()) for m in ms)}){hint}")
     if not sizes:
         raise bad("no size given")
     if not found["bandwidth"]:
