@@ -287,6 +287,17 @@ def test_advise_target_names_the_predicted_leader(run_dir):
     assert "does not decide" not in "\n".join(far.target)
 
 
+
+def test_advise_target_lists_the_costs_of_the_targets_leaders(run_dir, monkeypatch):
+    # user test (helper-16): the Operational cost named this host's runner-up, not the one predicted for the target
+    from distbench.results import advice as A
+
+    records = [json.loads(ln) for ln in (run_dir / "results.jsonl").read_text().splitlines()]
+    monkeypatch.setattr(A, "_target_sentences", lambda *a: (["t"], ["single", "spark_ps:adag"], {}))
+    adv = advise(records, run_dir, parse_target("4 nodes x 1, 1gbit"))
+    assert adv.target_recommended == "single" and "spark_ps:adag" in dict(adv.costs)
+
+
 def test_run_emulate_flag_sets_the_emulated_cluster():
     from distbench import config
     from distbench.cli.sweep import _emulate
@@ -380,6 +391,9 @@ def test_a_diverged_run_is_said_next_to_its_time_to_target(run_dir):
         f.write(json.dumps({**rec("mpi_ps:easgd", 2, 0.2, accs=(0.51, 0.03, 0.37)), "final_test_loss": 5e30}) + "\n")
     p = by_name(CM.predict_strategies(run_dir, parse_target("2 nodes, 1gbit").cluster(), 0.5)[0])["mpi_ps:easgd"]
     assert p.epochs_to_target == 1 and any(n.startswith("diverged in 1 of its runs at 2 workers") for n in p.notes)
+    # not reached at all: no "chance crossing" (helper-16)
+    p = by_name(CM.predict_strategies(run_dir, parse_target("2 nodes, 1gbit").cluster(), 0.99)[0])["mpi_ps:easgd"]
+    assert p.epochs_to_target is None and not any("diverged" in n for n in p.notes)
     assert not any("diverged" in n for n in by_name(CM.predict_strategies(
         run_dir, parse_target("2 nodes, 1gbit").cluster(), 0.5)[0])["horovod"].notes)
 
@@ -472,6 +486,20 @@ def test_results_predict_is_a_dataframe_that_keeps_the_inputs_and_the_error_band
     assert single["epoch_s"] == pytest.approx(20 * 0.001)
     res = CliRunner().invoke(main, ["advise", str(run_dir), "--node-step", "1ms"])
     assert res.exit_code == 2 and "advise: --node-step needs --target" in res.output
+    # user test (helper-16): a node step on an emulated target (this machine's nodes) changed every number silently
+    res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "2 nodes x 1, 1gbit, emulated", "--node-step",
+                                    "1ms"])
+    assert res.exit_code == 2 and "--node-step does not apply to an emulated target" in res.output
+    res = CliRunner().invoke(main, ["advise", str(run_dir), "--target", "2 nodes x 1, 1gbit, emulated", "--node-step",
+                                    "1ms"])
+    assert res.exit_code == 2 and "advise: --node-step does not apply to an emulated target" in res.output
+    with pytest.raises(ConfigError, match="node_step= does not apply to an emulated target"):
+        Results(run_dir).predict("2 nodes x 1, 1gbit, emulated", node_step=0.001)
+    # a unit is not a bare number: no warning (helper-16: "--node-step 20s" was told it was bare); Python takes units
+    res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "2 nodes, 1gbit", "--node-step", "20s"])
+    assert res.exit_code == 0 and "bare number" not in res.stderr
+    assert Results(run_dir).predict("4 nodes x 1, 1gbit", node_step="1ms").equals(
+        Results(run_dir).predict("4 nodes x 1, 1gbit", node_step=0.001))
 
 
 def test_validation_tables_advise_on_both_sides_per_cell(tmp_path, monkeypatch):

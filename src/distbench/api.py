@@ -671,6 +671,7 @@ class Results:
             if tgt is None:
                 raise ConfigError("node_step= needs target= (the cluster whose node it was measured on)")
             tgt = dataclasses.replace(tgt, node_step_s=_check_node_step(node_step))
+            _refuse_emulated_node_step(tgt.emulated)
         return advise(recs, self.run_dir, tgt)
 
     @property
@@ -711,6 +712,8 @@ class Results:
         tgt = parse_target(target, "target=")
         for line in tgt.warnings():
             warnings.warn(f"target={target!r}: {line}", stacklevel=2)
+        if node_step is not None:
+            _refuse_emulated_node_step(tgt.emulated)
         ensure(self.run_dir)
         try:
             preds, inputs = costmodel.predict_strategies(self.run_dir, tgt.cluster(node_step), target_accuracy)
@@ -757,17 +760,32 @@ def _check_accuracy(target_accuracy: Any) -> None:
     raise ConfigError(f"target_accuracy={target_accuracy!r}: expected a test accuracy in (0, 1], e.g. 0.95")
 
 
+def _refuse_emulated_node_step(emulated: bool) -> None:
+    """Raise ConfigError for a ``node_step=`` on an emulated target (its nodes are this machine)."""
+    if emulated:
+        from distbench.costmodel import EMULATED_NODE_STEP
+
+        raise ConfigError(EMULATED_NODE_STEP.replace("--node-step", "node_step="))
+
+
 def _check_node_step(node_step: Any) -> float:
-    """``node_step`` as seconds > 0, warned about (:class:`UserWarning`) outside 1 us .. 10 s.
+    """``node_step`` as seconds > 0: a number of seconds (warned about, :class:`UserWarning`,
+    outside 1 us .. 10 s) or a text with its unit (``"4ms"``, ``"250us"``, ``"0.5s"``).
 
     Raises:
         ConfigError: not a finite number of seconds > 0.
     """
+    bare = not isinstance(node_step, str)  # a number: warned about outside 1 us .. 10 s, as the CLI's bare one
+    if isinstance(node_step, str):  # "4ms", "250us", as distbench predict --node-step takes it
+        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e-?[0-9]+)?)\s*(us|µs|usec|ms|msec|s|sec)?\s*", node_step, re.I)
+        if m and m[2]:
+            node_step = float(m[1]) * {"us": 1e-6, "µs": 1e-6, "usec": 1e-6, "ms": 1e-3, "msec": 1e-3}.get(
+                m[2].lower(), 1.0)
     if not (isinstance(node_step, (int, float)) and not isinstance(node_step, bool) and math.isfinite(node_step)
             and node_step > 0):
         raise ConfigError(f"node_step={node_step!r}: expected seconds > 0 (single's step at the run's global "
-                          "batch, measured on one target node), e.g. node_step=0.004")
-    if not 1e-6 <= node_step <= 10:  # as distbench predict --node-step warns about a bare number
+                          "batch, measured on one target node), e.g. node_step=0.004 or node_step=\"4ms\"")
+    if bare and not 1e-6 <= node_step <= 10:  # as distbench predict --node-step warns about a bare number
         hint = f"did you mean milliseconds (node_step={node_step / 1e3:g})?" if node_step > 10 else \
             "expected the seconds of one step (e.g. node_step=0.004 for 4 ms)"
         warnings.warn(f"node_step={node_step!r} is {node_step:g} seconds per step: {hint}", UserWarning,

@@ -195,6 +195,10 @@ class Measured:
     diverged: int = 0
 
 
+EMULATED_NODE_STEP = ("--node-step does not apply to an emulated target: its nodes are this machine, whose step the "
+                      "run measured; leave out --node-step, or 'emulated' to predict real nodes")
+"""The refusal of a node step on an emulated target (CLI, API and :func:`predict_strategies`)."""
+
 DIVERGED_LOSS = 1e6
 """A final test loss above this (or not finite) marks a run as diverged: its curve may cross a
 low target accuracy by chance (user test: an EASGD run at 0.51, then 0.03, ending at loss 5e30)."""
@@ -380,9 +384,12 @@ def predict_strategies(run_dir: str | Path, c: Cluster, target_accuracy: float |
 
     Raises:
         ValueError: no results, no ok ``single`` record, no calibration (each naming the
-            command that makes it), or the cluster splits the global batch to nothing.
+            command that makes it), the cluster splits the global batch to nothing, or a node
+            step on an emulated cluster (:data:`EMULATED_NODE_STEP`).
     """
     rd = str(run_dir)
+    if c.emulated and c.node_step_s:  # user test (helper-16): it changed every number without a word
+        raise ValueError(EMULATED_NODE_STEP)
     recs = [r for r in read_records(run_dir)] if (Path(run_dir) / "results.jsonl").exists() else []
     singles = [r for r in recs if r.get("strategy") == "single" and r.get("status") == "ok"]
     if not singles:
@@ -419,7 +426,7 @@ def predict_strategies(run_dir: str | Path, c: Cluster, target_accuracy: float |
     else:
         assumed.append(f"a node computes like this machine ({cores} cores, its {c.per_node} worker(s) sharing "
                        "them as processes did here, whether the target's workers are GPUs or not); "
-                       "distbench predict --node-step SECONDS (single's step at the run's global batch, measured "
+                       "--node-step SECONDS (single's step at the run's global batch, measured "
                        f"on one; here {single.step_s * 1e3:.3g} ms at batch {B}) changes that")
     out = [_single(single, cal, B, steps, cores, speed)]
     names = sorted({s for s, _ in rows if s != "single" and (s in RING or s == "tf_ps" or s.startswith(PS_FAMILIES)
@@ -509,7 +516,7 @@ def _one(name: str, rows: dict[tuple[str, int], Measured], cal: dict[str, Any], 
     near = min(mine, key=lambda w: (abs(w - n), -w))
     m = mine[near]
     p.epochs_to_target = m.epochs_to_target
-    if m.diverged:
+    if m.diverged and m.epochs_to_target is not None:
         p.notes.append(f"diverged in {m.diverged} of its runs at {near} workers (final test loss not finite or over "
                        f"{DIVERGED_LOSS:g}): its epochs to target may be a chance crossing")
     if m.epochs_to_target is not None:

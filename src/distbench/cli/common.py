@@ -172,25 +172,20 @@ class _Quantity(click.ParamType):
             return float(value)
         text = str(value).strip().replace(" ", "")
         if self.rate is not None and (v := self.rate(text)) is not None:  # "10Gbps", "10Gb/s", "1.25GB/s"
-            return self._checked(v, value, param, ctx, factor=0.0)
-        for unit in sorted(self.units, key=len, reverse=True):
-            if text.lower().endswith(unit):
-                text, factor = text[: -len(unit)], self.units[unit]
-                break
-        else:
-            factor = 1.0
+            return self._checked(v, value, param, ctx, bare=False)
+        unit = next((u for u in sorted(self.units, key=len, reverse=True) if text.lower().endswith(u)), None)
         try:
-            v = float(text) * factor
+            v = float(text[: -len(unit)] if unit else text) * (self.units[unit] if unit else 1.0)
         except ValueError:
             v = math.nan
-        return self._checked(v, value, param, ctx, factor)
+        return self._checked(v, value, param, ctx, bare=unit is None)
 
-    def _checked(self, v: float, value: Any, param: Any, ctx: Any, factor: float) -> float:
-        """``v`` (base unit) if in range, a warning if a bare number (``factor`` 1) is implausible."""
+    def _checked(self, v: float, value: Any, param: Any, ctx: Any, bare: bool) -> float:
+        """``v`` (base unit) if in range, a warning if a ``bare`` number (no unit) is implausible."""
         if not math.isfinite(v) or v < 0 or (self.positive and v == 0):
             self.fail(f"{value!r}: expected a number {'>' if self.positive else '>='} 0, bare ({self.name}) or "
                       f"with a unit ({', '.join(self.units)}), e.g. {self.example}", param, ctx)
-        if factor == 1.0 and not self.plausible[0] <= v <= self.plausible[1]:
+        if bare and not self.plausible[0] <= v <= self.plausible[1]:
             warning = (f"distbench: warning: {getattr(param, 'opts', [''])[0]} {value}: a bare number is {self.name}, "
                        f"so this is {v:g} {self.name}; did you mean a unit (e.g. {self.example})?")
             if ctx is not None:  # printed once the whole command line parsed (not before a usage error)
@@ -219,7 +214,7 @@ BANDWIDTH = _Quantity("bytes/s", {**{unit: bits / 8 for unit, bits in sorted(val
                                                                   key=lambda u: -u[1])},
                                   **{f"{unit}/s": bits / 8 for unit, bits in values.RATE_UNITS.items()},
                                   "b/s": 1.0}, "10gbit, 10Gbps or 1.25GB/s",
-                      positive=True, plausible=(1e5, 1e12), rate=_rate)  # 0.8 Mbit/s .. 8 Tbit/s
+                      positive=True, plausible=(1e5, 1.25e11), rate=_rate)  # 0.8 Mbit/s .. 1 Tbit/s, as --target
 SECONDS = {"us": 1e-6, "µs": 1e-6, "usec": 1e-6, "ms": 1e-3, "msec": 1e-3, "s": 1.0, "sec": 1.0}
 LATENCY = _Quantity("seconds", SECONDS, "50us or 0.05ms", plausible=(0.0, 1.0))
 STEP = _Quantity("seconds", SECONDS, "4ms or 0.004", positive=True,

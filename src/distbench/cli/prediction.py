@@ -175,11 +175,14 @@ def _predict_target(run_dir: str, target_text: str | None, node_step: float | No
     if target_text is None:
         given = [f for f, v in (("--node-step", node_step), ("--against", against),
                                 ("--target-accuracy", target_accuracy)) if v is not None]
-        raise ConfigError(f"predict: {named(given, 'need')} --target (the cluster they are about)")
+        raise ConfigError(f"predict: {named(given, 'need')} --target (the cluster "
+                          f"{'they are' if len(given) > 1 else 'it is'} about)")
     if first_order:
         raise ConfigError(f"predict: {named(first_order, 'belong')} to the first-order table: give --target "
                           "(per-strategy model, the link in its text) or the first-order options, not both")
     tgt = parse_target(target_text)
+    if tgt.emulated and node_step is not None:
+        raise ConfigError(f"predict: {costmodel.EMULATED_NODE_STEP}")
     for line in tgt.warnings():
         click.echo(f"distbench: warning: --target: {line}", err=True)
     if node_step is not None and not (math.isfinite(node_step) and node_step > 0):

@@ -122,6 +122,10 @@ def advise(run_dir: str, target: str | None, target_accuracy: float | None, node
         raise ConfigError("advise: --node-step needs --target (the cluster whose node it was measured on)")
     tgt = parse_target(target) if target is not None else None
     if tgt is not None and node_step is not None:
+        if tgt.emulated:
+            from distbench.costmodel import EMULATED_NODE_STEP
+
+            raise ConfigError(f"advise: {EMULATED_NODE_STEP}")
         tgt = dataclasses.replace(tgt, node_step_s=node_step)
     for line in tgt.warnings() if tgt else []:
         click.echo(f"distbench: warning: --target: {line}", err=True)

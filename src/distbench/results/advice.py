@@ -451,9 +451,9 @@ def _advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, ta
     adv.compared = [lead, second] if second else [lead]
     _evidence(adv, ok, lead, second, single, target_acc, rd)
     _verdict(adv, ranked, single, target_acc, rd, min_repeats, target is not None)
-    if target is not None:
-        _add_target(adv, target, rd, records)
     adv.costs = [(n, _needs(n)) for n in dict.fromkeys(names + ["single"])]
+    if target is not None:
+        _add_target(adv, target, rd, records)  # adds the target's leaders to the costs
     return adv
 
 
@@ -811,6 +811,9 @@ def _add_target(adv: Advice, target: Target, rd: str | None, records: list[dict[
     first, its Run next measures the predicted leaders at the target's size (emulated)."""
     adv.target, leaders, adv.target_predictions = _target_sentences(target, rd, records)
     adv.target_recommended = leaders[0] if leaders else None
+    for name in leaders[:2]:  # user test (helper-16): the costs named this host's runner-up, not the target's
+        if name not in dict(adv.costs):
+            adv.costs.append((name, _needs(name)))
     if leaders and rd and not adv.next_command:
         adv.next_command = _emulated_next(target, rd, leaders[:3])
 
