@@ -353,6 +353,12 @@ def test_against_a_run_of_another_workload_is_said(run_dir, tmp_path_factory):
     assert CM.against_mismatch(run_dir, cluster, parse_target("2 nodes x 1, 1gbit").cluster()).endswith(
         "it ran on this machine's emulated cluster: add ', emulated' to the target")
     assert CM.against_mismatch(run_dir, cluster, parse_target("2 nodes x 1, 1gbit, emulated").cluster()) == ""
+    # another layout of the same worker count (helper-16: a 4 x 1 run checked a 2 x 2 target without a word)
+    (cluster / "config.json").write_text(json.dumps({"cluster": {"emulate": {"hosts": 2, "slots": 1}}}))
+    assert CM.against_mismatch(run_dir, cluster, parse_target("2 nodes x 1, 1gbit, emulated").cluster()) == ""
+    (cluster / "config.json").write_text(json.dumps({"cluster": {"emulate": {"hosts": 4, "slots": 1}}}))
+    assert CM.against_mismatch(run_dir, cluster, parse_target("2 nodes x 2, 1gbit, emulated").cluster()).endswith(
+        "it ran on 4 emulated hosts x 1, the target is 2 nodes x 2")
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "4 nodes x 2, 1gbit", "--against",
                                     str(cluster)])
     assert "has no ok row at 8 workers of a predicted strategy (it has 2)" in " ".join(res.output.split())

@@ -626,10 +626,24 @@ def against_mismatch(run_dir: str | Path, against: str | Path, c: Cluster | None
         elif emulated != c.emulated:  # shared cores and servers on the unshaped bridge, or not
             out.append("it ran on this machine's emulated cluster: add ', emulated' to the target" if emulated else
                        "it ran on real hosts: leave 'emulated' out of the target")
+        em = _emulated_layout(against)
+        if emulated and em and em != (c.nodes, c.per_node):  # user test (helper-16): 4x1 checked a 2x2 target
+            out.append(f"it ran on {em[0]} emulated hosts x {em[1]}, the target is {c.nodes} nodes x {c.per_node}")
         if rates and all(abs(x / (c.bandwidth_Bps * 8) - 1) > 0.01 for x in rates if x):
             out.append(f"its links ran at {', '.join(sorted(rate_text(x) for x in rates if x))}, the "
                        f"target's at {rate_text(c.bandwidth_Bps * 8)}")
     return f"{against} does not check this prediction: {'; '.join(out)}" if out else ""
+
+
+def _emulated_layout(run_dir: str | Path) -> tuple[int, int] | None:
+    """``(hosts, workers per host)`` of the emulated cluster ``run_dir``'s config ran on, or ``None``."""
+    import json
+
+    try:
+        em = (json.loads((Path(run_dir) / "config.json").read_text()).get("cluster") or {}).get("emulate")
+    except (OSError, ValueError):
+        return None
+    return (int(em["hosts"]), int(em.get("slots") or 1)) if isinstance(em, dict) and em.get("hosts") else None
 
 
 def measured_counts(run_dir: str | Path) -> list[int]:
