@@ -777,10 +777,11 @@ def _check_node_step(node_step: Any) -> float:
     """
     bare = not isinstance(node_step, str)  # a number: warned about outside 1 us .. 10 s, as the CLI's bare one
     if isinstance(node_step, str):  # "4ms", "250us", as distbench predict --node-step takes it
-        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e-?[0-9]+)?)\s*(us|µs|usec|ms|msec|s|sec)?\s*", node_step, re.I)
-        if m and m[2]:
-            node_step = float(m[1]) * {"us": 1e-6, "µs": 1e-6, "usec": 1e-6, "ms": 1e-3, "msec": 1e-3}.get(
-                m[2].lower(), 1.0)
+        from distbench.text import SECONDS
+
+        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e-?[0-9]+)?)\s*([a-zµ]+)\s*", node_step, re.I)
+        if m and m[2].lower() in SECONDS:
+            node_step = float(m[1]) * SECONDS[m[2].lower()]
     if not (isinstance(node_step, (int, float)) and not isinstance(node_step, bool) and math.isfinite(node_step)
             and node_step > 0):
         raise ConfigError(f"node_step={node_step!r}: expected seconds > 0 (single's step at the run's global "

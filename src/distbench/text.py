@@ -68,3 +68,8 @@ def duration_text(seconds: float) -> str:
     if seconds >= 1e-3:
         return f"{seconds * 1e3:g} ms"
     return f"{seconds * 1e6:g} us"
+
+
+SECONDS = {"us": 1e-6, "µs": 1e-6, "usec": 1e-6, "ms": 1e-3, "msec": 1e-3, "s": 1.0, "sec": 1.0}
+"""Time units people write after a number (``50us``, ``4ms``), as seconds per unit: the CLI's
+``--latency``/``--node-step`` and Python's ``node_step="4ms"`` read the same ones."""

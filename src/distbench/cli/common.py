@@ -17,6 +17,7 @@ import click
 from distbench import config as config_mod
 from distbench.config import values
 from distbench.config import ConfigError
+from distbench.text import SECONDS
 
 
 def int_list(flag: str, value: str | None) -> list[int] | None:
@@ -215,7 +216,6 @@ BANDWIDTH = _Quantity("bytes/s", {**{unit: bits / 8 for unit, bits in sorted(val
                                   **{f"{unit}/s": bits / 8 for unit, bits in values.RATE_UNITS.items()},
                                   "b/s": 1.0}, "10gbit, 10Gbps or 1.25GB/s",
                       positive=True, plausible=(1e5, 1.25e11), rate=_rate)  # 0.8 Mbit/s .. 1 Tbit/s, as --target
-SECONDS = {"us": 1e-6, "µs": 1e-6, "usec": 1e-6, "ms": 1e-3, "msec": 1e-3, "s": 1.0, "sec": 1.0}
 LATENCY = _Quantity("seconds", SECONDS, "50us or 0.05ms", plausible=(0.0, 1.0))
 STEP = _Quantity("seconds", SECONDS, "4ms or 0.004", positive=True,
                  plausible=(1e-6, 10.0))
