@@ -416,6 +416,24 @@ def test_single_on_a_target_is_its_own_measured_step(run_dir):
     assert single.epoch_s == pytest.approx(20 * 0.001)
 
 
+def test_gpus_on_a_node_do_not_share_compute_only_the_framework_work(run_dir):
+    # user test (helper-15/16): "1 node x 8 GPUs" computed each GPU's share 4x slower (8 processes
+    # time-slicing 2 cores), so 8 GPUs computed slower than single on one
+    fw2, speed = 0.01 - 0.004, 0.002 / 0.005  # horovod's framework cost at 2 workers; the node step over single's
+    gpus, cpus = (by_name(CM.predict_strategies(run_dir, parse_target(t).cluster(0.002))[0])["horovod"]
+                  for t in ("1 node x 8 GPUs, 1gbit", "1 node x 8, 1gbit"))
+    assert gpus.terms_s["compute"] == pytest.approx(20 * 0.0016 * speed)  # batch 8 with single's 2 threads, alone
+    assert gpus.terms_s["framework"] == pytest.approx(20 * fw2 * 4)  # 8 processes on the node's CPU, unscaled
+    assert cpus.terms_s["compute"] == pytest.approx(20 * 0.0026 * 4 * speed)  # 1 thread each, 8 on 2 cores
+    assert cpus.terms_s["framework"] == pytest.approx(20 * fw2 * 4 * speed)
+    _, inputs = CM.predict_strategies(run_dir, parse_target("1 node x 8 GPUs, 1gbit").cluster())
+    assert any("each GPU computes its share of the batch like single here" in a for a in inputs["assumed"])
+    # an emulated target's hosts are this machine whatever the text calls its workers
+    em = by_name(CM.predict_strategies(run_dir, parse_target("2 nodes x 1 GPU, 1gbit, emulated").cluster())[0])
+    assert em["horovod"].epoch_s == pytest.approx(by_name(CM.predict_strategies(
+        run_dir, parse_target("2 nodes x 1, 1gbit, emulated").cluster())[0])["horovod"].epoch_s)
+
+
 def test_keras_jax_over_processes_is_a_ring_and_its_one_process_forms_are_named(run_dir):
     # issue 34: the multi-process form is predicted as a synchronous all-reduce; the one-process forms cannot leave
     with (run_dir / "results.jsonl").open("a") as f:

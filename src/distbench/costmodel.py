@@ -51,7 +51,9 @@ The model, per strategy ``S`` at ``N = nodes x per_node`` workers, per-worker ba
 ``share`` is how much slower a worker computes for sharing cores: ``max(1, k t / C)`` for
 ``k`` processes of ``t`` threads on ``C`` cores (on the run's host ``k = N``; on a target
 node ``k = per_node``; on an emulated target, whose hosts are this machine, ``k = N`` as in
-the run, so the compute and the framework cost are the run's own at that ``N``).
+the run, so the compute and the framework cost are the run's own at that ``N``). A target of
+GPUs gives each worker its own device: its compute is ``compute(b, single's threads)``
+unshared, and only the framework cost is shared (and not scaled by ``--node-step``).
 On an emulated target the parameter servers sit on the launching host's unshaped bridge,
 so only the workers' host links count (the server term applies to ``mpi_ps`` only), and each
 link is a token bucket (:func:`distbench.cluster.emulated.tbf_burst_bytes`) that passes a
@@ -134,6 +136,8 @@ class Cluster:
             servers sit on the unshaped launching host).
         node_step_s: seconds of ``single``'s step at the run's global batch measured on one
             target node (``None``: the nodes compute like this machine).
+        gpus: each worker has its own device (GPUs): a node's workers do not share compute,
+            only the host CPU's per-step framework work (ignored on an emulated target).
     """
 
     nodes: int
@@ -142,6 +146,7 @@ class Cluster:
     latency_s: float
     emulated: bool = False
     node_step_s: float | None = None
+    gpus: bool = False
 
     @property
     def workers(self) -> int:
@@ -414,25 +419,13 @@ def predict_strategies(run_dir: str | Path, c: Cluster, target_accuracy: float |
         [{**r, "target_accuracy": target} for r in recs], steps)
     single = rows[("single", 1)]
     speed = (c.node_step_s / single.step_s) if c.node_step_s else 1.0
-    assumed = [f"links of {rate_text(c.bandwidth_Bps * 8)} and {duration_text(c.latency_s)} per message",
-               "each transport's time on a link over bytes / rate as fitted on emulated 100 Mbit/s and 1 Gbit/s "
-               "links of one worker per host (WIRE_FACTOR, docs/predict.md)"]
-    if c.emulated:
-        assumed.append("the hosts are this machine's emulated hosts (shared cores, servers on the unshaped bridge)")
-    elif c.node_step_s:
-        assumed.append(f"a node computes {1 / speed:.3g}x as fast as this machine (the step time given, "
-                       f"{c.node_step_s * 1e3:.3g} ms at batch {B}, against {single.step_s * 1e3:.3g} ms here); "
-                       "the first epoch's one-off warm-up is kept at this machine's")
-    else:
-        assumed.append(f"a node computes like this machine ({cores} cores, its {c.per_node} worker(s) sharing "
-                       "them as processes did here, whether the target's workers are GPUs or not); "
-                       "--node-step SECONDS (single's step at the run's global batch, measured "
-                       f"on one; here {single.step_s * 1e3:.3g} ms at batch {B}) changes that")
+    assumed = _assumed(c, B, cores, single.step_s, speed)
     out = [_single(single, cal, B, steps, cores, speed)]
+    gpu_threads = single.threads if c.gpus and not c.emulated else None
     names = sorted({s for s, _ in rows if s != "single" and (s in RING or s == "tf_ps" or s.startswith(PS_FAMILIES)
                                                              or (c.nodes == 1 and s in ONE_MACHINE))})
     for name in names:
-        out.append(_one(name, rows, cal, c, M, B, steps, cores, speed))
+        out.append(_one(name, rows, cal, c, M, B, steps, cores, speed, gpu_threads))
     ranked = sorted([p for p in out if p.epoch_s is not None],
                     key=lambda p: (p.time_to_target_s is None, p.time_to_target_s or 0.0, p.epoch_s))
     for i, p in enumerate(ranked, 1):
@@ -447,6 +440,35 @@ def predict_strategies(run_dir: str | Path, c: Cluster, target_accuracy: float |
                            "(distbench calibrate)", "epochs to target and warm-up from each strategy's curve"],
               "assumed": assumed, "validated": VALIDATED + _beyond_validation(c)}
     return ranked + [p for p in out if p.epoch_s is None], inputs
+
+
+def _assumed(c: Cluster, B: int, cores: int, step: float, speed: float) -> list[str]:
+    """The "Assumed" sentences of a prediction for ``c``: the links, and how a node computes
+    (``step``: single's measured seconds per step here; ``speed``: the node's step over it)."""
+    assumed = [f"links of {rate_text(c.bandwidth_Bps * 8)} and {duration_text(c.latency_s)} per message",
+               "each transport's time on a link over bytes / rate as fitted on emulated 100 Mbit/s and 1 Gbit/s "
+               "links of one worker per host (WIRE_FACTOR, docs/predict.md)"]
+    if c.emulated:
+        assumed.append("the hosts are this machine's emulated hosts (shared cores, servers on the unshaped bridge)")
+    elif c.gpus:  # user test (helper-15/16): 8 GPUs on one node computed 4x slower than single
+        per = (f"{1 / speed:.3g}x as fast as single here (the step time given, {c.node_step_s * 1e3:.3g} ms at "
+               f"batch {B}, against {step * 1e3:.3g} ms here)" if c.node_step_s else
+               f"like single here ({step * 1e3:.3g} ms at batch {B}; --node-step SECONDS, single's "
+               "step measured on one target GPU, changes that)")
+        assumed.append(f"each GPU computes its share of the batch {per}, none sharing another's; the per-step "
+                       f"framework work runs on the node's CPU as on this machine's {cores} cores, shared by the "
+                       f"node's {c.per_node} worker process(es); the first epoch's one-off warm-up is kept at "
+                       "this machine's")
+    elif c.node_step_s:
+        assumed.append(f"a node computes {1 / speed:.3g}x as fast as this machine (the step time given, "
+                       f"{c.node_step_s * 1e3:.3g} ms at batch {B}, against {step * 1e3:.3g} ms here); "
+                       "the first epoch's one-off warm-up is kept at this machine's")
+    else:
+        assumed.append(f"a node computes like this machine ({cores} cores, its {c.per_node} worker(s) sharing "
+                       "them as processes did here); "
+                       "--node-step SECONDS (single's step at the run's global batch, measured "
+                       f"on one; here {step * 1e3:.3g} ms at batch {B}) changes that")
+    return assumed
 
 
 def _beyond_validation(c: Cluster) -> str:
@@ -472,7 +494,9 @@ def _single(m: Measured, cal: dict[str, Any], B: int, steps: int, cores: int, sp
 
 
 def _one(name: str, rows: dict[tuple[str, int], Measured], cal: dict[str, Any], c: Cluster, M: float, B: int,
-         steps: int, cores: int, speed: float) -> StrategyPrediction:
+         steps: int, cores: int, speed: float, gpu_threads: int | None = None) -> StrategyPrediction:
+    """``name``'s prediction on ``c``; ``gpu_threads``: each worker has its own device, which
+    computes its share of the batch as ``single`` (that many threads) did here x ``speed``."""
     n = c.workers
     mine = {w: m for (s, w), m in rows.items() if s == name and w >= 2}
     p = StrategyPrediction(name, n)
@@ -497,8 +521,10 @@ def _one(name: str, rows: dict[tuple[str, int], Measured], cal: dict[str, Any], 
     k = 1 if one else n if c.emulated else c.per_node  # processes sharing one machine's cores
     t = max(1, cores // k)  # the run's thread rule (distbench.training.loop.threads_per_process)
     sh = share(k, t, cores)
-    comp = compute_s(cal, B / n, t) * sh * speed
-    fw_s = fw * sh * speed
+    if gpu_threads:  # a device per worker: no compute sharing; the framework work is the host CPU's
+        comp, fw_s = compute_s(cal, B / n, gpu_threads) * speed, fw * sh
+    else:
+        comp, fw_s = compute_s(cal, B / n, t) * sh * speed, fw * sh * speed
     window = next((m.window for m in mine.values() if m.window), None)
     per_step, bound = _link(name, c, M, steps, window, comp + fw_s)
     overlap = OVERLAP * min(fw_s, per_step)  # the transport's own CPU work runs while bytes are on the wire

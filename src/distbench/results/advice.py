@@ -106,7 +106,7 @@ class Target:
         from distbench.costmodel import Cluster
 
         return Cluster(self.nodes, self.per_node, self.bandwidth_Bps, self.latency_s, self.emulated,
-                       node_step_s if node_step_s is not None else self.node_step_s)
+                       node_step_s if node_step_s is not None else self.node_step_s, self.gpus)
 
     @property
     def workers(self) -> int:
