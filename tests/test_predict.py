@@ -240,6 +240,26 @@ def test_cli_predict_json_matches_api(run_dir):
     want = P.predict(0.055 / 2, 4000, 1280, 32, P.DEFAULT_BANDWIDTH_BPS, P.DEFAULT_LATENCY_S, [1, 2, 4], 2)
     assert [p["ps_epoch_s"] for p in out["predictions"]] == pytest.approx([p.ps_epoch_s for p in want])
     assert (run_dir / "p.png").exists()
+    # user test (helper-16): --json wrote RUN_DIR/predict.png unasked
+    assert CliRunner().invoke(main, ["predict", str(run_dir), "--json", "--max-workers", "2"]).exit_code == 0
+    assert not (run_dir / "predict.png").exists()
+
+
+def test_single_step_is_the_median_interval_as_predict_target_takes_it(tmp_path):
+    # user test (helper-16): the first-order table quoted 7.42 ms (mean, first to last epoch), --target 7.49 ms
+    (tmp_path / "results.jsonl").write_text(json.dumps(_record("single", [1.0, 1.5, 2.0, 3.0], [10, 20, 30, 40],
+                                                               3.0)) + "\n")
+    assert P.inputs_from_run(tmp_path).step_s == pytest.approx(0.05)  # intervals 0.05, 0.05, 0.1
+
+
+def test_first_order_on_a_cluster_run_names_a_one_host_run_to_calibrate_from(run_dir):
+    # user test (helper-16): it said to run predict CLUSTER_RUN --target, which cannot calibrate on it
+    recs = [json.loads(ln) for ln in (run_dir / "results.jsonl").read_text().splitlines()]
+    (run_dir / "results.jsonl").write_text("".join(json.dumps({**r, "bandwidth": "1gbit"}) + "\n" for r in recs))
+    out = " ".join(CliRunner().invoke(main, ["predict", str(run_dir), "--max-workers", "2"]).output.split())
+    assert (f'This run was made on a cluster, which cannot calibrate the per-strategy model: predict from a one-host '
+            f'run of the same workload and check it against this one: distbench predict ONE_HOST_RUN --target "N '
+            f'nodes x M, RATE" --against {run_dir}') in out
 
 
 def test_cli_predict_bad_input_exits_2(tmp_path, run_dir):

@@ -104,8 +104,8 @@ def predict(run_dir: str, bandwidth: float | None, latency: float | None, window
     except ValueError as e:
         raise ConfigError(f"predict: {e}") from None
     png_path = plot_path or Path(run_dir) / "predict.png"
-    try:
-        png = model.plot(preds, png_path, f"{run_dir}: {inp.model_bytes / 1e6:.3g} MB model, "
+    try:  # user test (helper-16): --json wrote RUN_DIR/predict.png unasked
+        png = None if as_json and not plot_path else model.plot(preds, png_path, f"{run_dir}: {inp.model_bytes / 1e6:.3g} MB model, "
                          f"{bw / 1e9:.3g} GB/s, {lat * 1e6:.0f} us, batch {b}/worker")
     except OSError as e:
         raise ConfigError(f"predict: cannot write the plot {str(png_path)!r} ({e.strerror or e}); "
@@ -143,7 +143,7 @@ def predict(run_dir: str, bandwidth: float | None, latency: float | None, window
         print_fitted(model.MEASURED_HEADERS, model.measured_rows(measured), console, left=("strategy", "scheme"),
                      block_head=3, drop=("measured s/epoch", "predicted s/epoch"))
         console.print(escape(model.MEASURED_LEGEND))
-    console.print(escape(FIRST_ORDER_CAVEAT.format(run_dir=shlex.quote(str(run_dir)))))
+    console.print(escape(first_order_caveat(run_dir)))
     console.print(escape(f"wrote {png}"), soft_wrap=True)
 
 
@@ -152,6 +152,21 @@ FIRST_ORDER_CAVEAT = ("first-order model: no contention, stragglers, compute/com
                       "cluster you mean to run on, ask the per-strategy model calibrated from this run: distbench "
                       "predict {run_dir} --target \"4 nodes x 2, 10 Gbit/s\" (docs/predict.md)")
 """The last line of the first-order table (user test: it said to trust its shape, 13x from --target)."""
+
+
+def first_order_caveat(run_dir: str) -> str:
+    """:data:`FIRST_ORDER_CAVEAT` for ``run_dir``; a run made on a cluster (shaped links or
+    several hosts) cannot calibrate ``--target`` (user test, helper-16: it was told to), so it
+    names a one-host run instead and ``--against`` for this one."""
+    from distbench.results.store import read_records
+
+    recs = read_records(run_dir)
+    if not any(r.get("bandwidth") or len(set(r.get("hosts") or [])) > 1 for r in recs if r.get("status") == "ok"):
+        return FIRST_ORDER_CAVEAT.format(run_dir=shlex.quote(str(run_dir)))
+    return (FIRST_ORDER_CAVEAT.split(" For a cluster")[0] + " This run was made on a cluster, which cannot "
+            "calibrate the per-strategy model: predict from a one-host run of the same workload and check it "
+            f"against this one: distbench predict ONE_HOST_RUN --target \"N nodes x M, RATE\" --against "
+            f"{shlex.quote(str(run_dir))} (docs/predict.md)")
 
 
 def _predict_target(run_dir: str, target_text: str | None, node_step: float | None, as_json: bool,
