@@ -193,6 +193,17 @@ def test_parse_target():
     assert (t.nodes, t.per_node, t.bandwidth_Bps, t.latency_s) == (4, 2, 200e9 / 8, pytest.approx(2e-6))
     assert parse_target("2 nodes, 1,000 Mbit/s").bandwidth_Bps == 1e9 / 8
     assert parse_target("2 nodes, 10 gbit per second").bandwidth_Bps == 10e9 / 8
+    # user test (helper-15/16): GPUs before nodes, "4-GPU", a rate in plain bits/s, "our ... cluster"
+    for text, want in [("2 GPUs x 4 nodes, 10gbit", (4, 2, 10e9 / 8, True)),
+                       ("8 GPUs on 4 nodes, 10gbit", (4, 2, 10e9 / 8, True)),  # in all, over the nodes
+                       ("our 4-GPU cluster at 10gbit", (1, 4, 10e9 / 8, True)),
+                       ("4 nodes, 1e10 bit/s", (4, 1, 10e9 / 8, False)), ("4 nodes, 1.25e9 B/s", (4, 1, 1.25e9, False))]:
+        t = parse_target(text)
+        assert (t.nodes, t.per_node, t.bandwidth_Bps, t.gpus) == want, text
+    with pytest.raises(ConfigError, match="'8 GPUs' do not split evenly over '3 nodes'"):
+        parse_target("8 GPUs across 3 nodes, 10gbit")
+    with pytest.raises(ConfigError, match="'4 10' is neither"):  # a bare number is no rate
+        parse_target("4 nodes 4 10")
     with pytest.raises(ConfigError, match="'4.5 nodes': counts of nodes and workers are whole numbers"):
         parse_target("4.5 nodes, 10 Gbit/s")
     # a capital B is a byte (user test: "10 GB/s" was read as 10 Gbit/s); k/M/G/T prefixes; GigE

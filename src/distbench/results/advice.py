@@ -116,25 +116,26 @@ class Target:
 
 _MACHINE = r"(?:(?:gpu|cpu|tpu)\s+)?(?:nodes?|machines?|hosts?|servers?)"
 _COUNT_UNIT = r"(" + _MACHINE + r"|workers?|gpus?|devices?|replicas?|tpus?|cpus?)"
-_BANDWIDTH = (r"(\d+(?:\.\d+)?)\s*(kilo|mega|giga|tera|[kmgt])(bits?/s|bits?|bps|b/s|bytes?/s|bytes?|be|ige|b)?"
-              r"(?![a-z])")
+_BANDWIDTH = (r"(\d+(?:\.\d+)?(?:e[+-]?\d+)?)\s*(?:(kilo|mega|giga|tera|[kmgt])"
+              r"(bits?/s|bits?|bps|b/s|bytes?/s|bytes?|be|ige|b)?|(bits?/s|bps|b/s|bytes?/s))(?![a-z])")
 _TARGET_PATTERNS = (  # (kind, pattern), scanned in this order over the whole text
     ("bandwidth", _BANDWIDTH),
     ("latency", r"(?:latency\s*(?:of|=|:)?\s*)?(\d+(?:\.\d+)?)\s*(us|µs|ms|s|secs?|seconds?)(?![a-z])"
                 r"(?:\s+latency)?"),
-    ("grid", r"(\d+)\s*(?:(?:nodes?|machines?|hosts?)\s*)?[x×*]\s*(\d+)(?:\s*" + _COUNT_UNIT + r")?(?![a-z])"),
-    ("count", r"(\d+)\s*" + _COUNT_UNIT + r"(?![a-z])"),
+    ("grid", r"(\d+)\s*(?:(?:nodes?|machines?|hosts?)\s*)?[x×*]\s*(\d+)(?:\s*-?\s*" + _COUNT_UNIT + r")?(?![a-z])"),
+    ("count", r"(\d+)\s*-?\s*" + _COUNT_UNIT + r"(?![a-z])"),
 )
 _TARGET_FILLER = (r"[\s,;@/]|\b(?:at|with|of|and|over|links?|network|each|per|node|machine|host|emulated|ethernet|"
+                  r"our|the|an?|cluster|in|total|"
                   r"infiniband|ib|roce|rdma|[hfenq]dr|rtt|ping|second)\b")
 
 
 def _bandwidth_Bps(m: re.Match[str]) -> float:
     """Bytes per second of a :data:`_BANDWIDTH` match. Bytes: ``byte``, or a capital B in
     ``GB/s``, ``MBps``, ``GB``; bits: ``bit``, ``Gb/s``, ``Gbps``, ``GbE``, ``10Gb``, ``25G``."""
-    unit = m[3] or "bit"
+    unit = m[3] or m[4] or "bit"
     in_bytes = "byte" in unit.lower() or (unit.lower() in ("bps", "b/s", "b") and unit[0] == "B")
-    return float(m[1]) * _PREFIXES[m[2][0].lower()] / (1 if in_bytes else 8)
+    return float(m[1]) * (_PREFIXES[m[2][0].lower()] if m[2] else 1.0) / (1 if in_bytes else 8)
 
 
 def parse_bandwidth(text: str) -> float | None:
@@ -150,10 +151,11 @@ def parse_target(text: str, label: str = "--target ") -> Target:
     ``"4x8 GPUs @ 25 Gbit/s"``, ``"4 nodes 10gbit"``, ``"2 nodes x 1, 100 Mbit/s"``,
     ``"16 workers, 10 GbE"``, ``"2 nodes, 1 Gbit/s, 200 us latency"``. The size is
     ``N nodes x M`` (``M`` workers, GPUs or devices per node; ``NxM``; ``N nodes with M
-    GPUs each``) or one count
+    GPUs each``; ``M GPUs x N nodes``; ``T GPUs on N nodes``: ``T`` in all) or one count
     (``N nodes``/``N workers``: one worker per machine; ``N GPUs``/``N devices``: one
     machine; ``N GPU nodes``/``N servers``: one worker per machine), 2 workers or more.
-    Bandwidth: k, M, G or T, then bits (``bit/s``, ``bit``, ``b/s``, ``bps``, ``b``, ``bE``,
+    Bandwidth: a whole unit (``1e10 bit/s``, ``bps``, ``B/s``) or k, M, G or T, then
+    bits (``bit/s``, ``bit``, ``b/s``, ``bps``, ``b``, ``bE``,
     ``igE`` or nothing: Gbit/s, 10gbit, Gb/s, Gbps, 10Gb, GbE, GigE, 25G) or bytes (``byte/s``,
     ``B/s``, ``Bps``, ``B``: GByte/s, GB/s, MBps, 10GB; a capital B is a byte, as in SI
     usage); latency in us, ms or s, before or after the word ``latency`` (default
@@ -180,13 +182,20 @@ def parse_target(text: str, label: str = "--target ") -> Target:
         found[kind] = list(re.finditer(pattern, rest, re.IGNORECASE))
         for m in found[kind]:  # blanked so that a later pattern cannot read it again
             rest = rest[:m.start()] + " " * (m.end() - m.start()) + rest[m.end():]
-    left = re.sub(_TARGET_FILLER, " ", rest, flags=re.IGNORECASE).split()
-    if left:
-        raise bad(f"{' '.join(left)!r} is neither a size (N nodes x M GPUs), a bandwidth nor a latency")
     sizes = found["grid"] + found["count"]
     machines = [c for c in found["count"] if re.fullmatch(_MACHINE, c[2], re.IGNORECASE)]
     devices = [c for c in found["count"] if c not in machines]
     each = re.search(r"\b(?:each|per (?:node|machine|host)|of|with)\b", text, re.IGNORECASE)
+    spread = None  # "8 GPUs on 4 nodes": the devices in all, over the machines
+    if len(machines) == 1 and len(devices) == 1 and devices[0].end() <= machines[0].start():
+        between = re.fullmatch(r"\s*([x×*]|on|across|in|over)\s*", rest[devices[0].end():machines[0].start()],
+                               re.IGNORECASE)  # "2 GPUs x 4 nodes": per node
+        if between:
+            each, rest = between, rest[:devices[0].end()] + " " * len(between[0]) + rest[machines[0].start():]
+            spread = between[1].lower() not in "x×*"
+    left = re.sub(_TARGET_FILLER, " ", rest, flags=re.IGNORECASE).split()
+    if left:
+        raise bad(f"{' '.join(left)!r} is neither a size (N nodes x M GPUs), a bandwidth nor a latency")
     if not found["grid"] and len(machines) == 1 and len(devices) == 1 and each:  # "2 nodes ... with 4 GPUs each"
         sizes = [machines[0]]
         per_node_count = int(devices[0][1])
@@ -205,6 +214,11 @@ def parse_target(text: str, label: str = "--target ") -> Target:
         nodes, per_node, gpus = int(m[1]), int(m[2]), (m[3] or "").lower().startswith("gpu")
     elif per_node_count is not None:
         nodes, per_node, gpus = int(m[1]), per_node_count, devices[0][2].lower().startswith("gpu")
+        if spread:
+            if nodes < 1 or per_node % nodes:
+                raise bad(f"{devices[0][0].strip()!r} do not split evenly over {m[0].strip()!r}; write "
+                          "\"N nodes x M GPUs\" with M per node")
+            per_node //= nodes
     else:  # "4 nodes", "16 workers": one worker per machine; "4 GPUs": one machine
         one_machine = m in devices and m[2].lower().startswith(("gpu", "device", "tpu"))
         nodes, per_node = (1, int(m[1])) if one_machine else (int(m[1]), 1)
