@@ -48,6 +48,9 @@ def test_clear_winner_names_both_with_numbers_and_costs():
     assert ("horovod (2 workers): 1.82x faster to 0.9 than mpi_ps:adag (2 workers) (1.10 s [1.00-1.20] vs "
             "2.00 s [1.90-2.10]; 3 runs and 3 runs).") in adv.reasons
     assert "Final test accuracy: horovod 0.950, mpi_ps:adag 0.960 (-1.0 points)." in adv.reasons
+    # user test (helper-16): 0.9556 against 0.9583 printed 0.956, 0.958 and -0.3 points
+    records = runs("horovod", 2, [1.0, 1.1, 1.2], acc=0.9556) + runs("mpi_ps:adag", 2, [1.9, 2.0, 2.1], acc=0.9583)
+    assert "Final test accuracy: horovod 0.956, mpi_ps:adag 0.958 (-0.2 points)." in advise(records, "runs/x").reasons
     assert any("1.91x as fast as single" in r for r in adv.reasons)
     costs = dict(adv.costs)
     assert set(costs) == {"horovod", "mpi_ps:adag", "single"} and "ssh" in costs["horovod"]
