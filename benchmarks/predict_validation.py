@@ -152,7 +152,7 @@ def predicted(one: Path, cell: str, log: Path) -> dict[str, dict[str, Any]]:
     if proc.returncode != 0:
         raise RuntimeError(f"distbench predict {one} --target {target_text(cell)!r} failed: {proc.stderr[-500:]}")
     doc = json.loads(proc.stdout)
-    return {p["strategy"]: p for p in doc["target"]["strategies"]}
+    return {p["strategy"]: p for p in doc["strategies"]}
 
 
 def measured(run: Path) -> dict[str, dict[str, list[float]]]:

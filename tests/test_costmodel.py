@@ -215,8 +215,9 @@ def test_missing_inputs_name_the_command_that_measures_them(run_dir, tmp_path_fa
 def test_cli_predict_target_table_json_and_errors(run_dir):
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "4 nodes x 1, 1gbit, emulated", "--json"])
     assert res.exit_code == 0, res.output
-    doc = json.loads(res.output)["target"]
-    assert doc["emulated"] and doc["latency_s"] == 0 and doc["strategies"][0]["rank"] == 1
+    doc = json.loads(res.output)  # the shape of advise --json's target_predictions (user test, helper-15)
+    assert doc["target"]["emulated"] and doc["target"]["latency_s"] == 0 and doc["strategies"][0]["rank"] == 1
+    assert doc["target"]["workers"] == 4 and doc["inputs"]["validated"].startswith("against emulated clusters")
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "4 nodes 10gbit"])
     assert res.exit_code == 0 and "horovod" in res.output and "Assumed: links of 10 Gbit/s" in res.output
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "4 nodes 10gbit", "--bandwidth", "1gbit"])
@@ -225,7 +226,7 @@ def test_cli_predict_target_table_json_and_errors(run_dir):
     assert res.exit_code == 2 and "--target 'lots'" in res.output
     # helper-12: predict takes --target-accuracy as advise does; 0.94 is reached one epoch later than 0.9
     at = {a: json.loads(CliRunner().invoke(main, ["predict", str(run_dir), "--target", "2 nodes, 1gbit", "--json"] +
-                                           (["--target-accuracy", a] if a else [])).output)["target"]
+                                           (["--target-accuracy", a] if a else [])).output)
           for a in (None, "0.94")}
     hv = {a: next(p for p in d["strategies"] if p["strategy"] == "horovod") for a, d in at.items()}
     assert hv[None]["epochs_to_target"] == 2 and hv["0.94"]["epochs_to_target"] == 3
@@ -239,7 +240,7 @@ def test_cli_predict_target_table_json_and_errors(run_dir):
     assert res.exit_code == 0 and "No strategy reaches 0.999 in the run's curves: the ranks are by seconds per epoch" \
         in " ".join(res.output.split())
     steps = {a: json.loads(CliRunner().invoke(main, ["predict", str(run_dir), "--target", "2 nodes, 1gbit", "--json",
-                                                     "--node-step", a]).stdout)["target"]["strategies"]
+                                                     "--node-step", a]).stdout)["strategies"]
              for a in ("4ms", "0.004")}
     assert steps["4ms"] == steps["0.004"]
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "2 nodes, 1gbit", "--node-step", "250"])
@@ -327,6 +328,10 @@ def test_cli_predict_against_a_cluster_run(run_dir):
     rows = CM.against_rows([CM.StrategyPrediction("horovod", 2, epoch_s=0.25, time_to_target_s=1.0)],
                            doc["measured"])
     assert rows == [["horovod", "0.25 s", "0.2 s", "1.25", "1 s", "0.9 s", "1.11"]]
+    # user test (helper-16): the JSON had the measured seconds but no ratios
+    (hv,) = [a for a in doc["against"] if a["strategy"] == "horovod"]
+    pred = next(p for p in doc["strategies"] if p["strategy"] == "horovod")
+    assert hv["epoch_ratio"] == pytest.approx(pred["epoch_s"] / 0.2) and hv["measured_epoch_s"] == [pytest.approx(0.2)]
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--against", str(run_dir), "--node-step", "0.1"])
     assert res.exit_code == 2 and "predict: --node-step and --against need --target" in res.output
 

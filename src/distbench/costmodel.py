@@ -681,23 +681,37 @@ AGAINST_HEADERS = ("strategy", "predicted s/epoch", "measured s/epoch", "ratio",
                    "measured to target", "ratio ")
 
 
-def against_rows(preds: Sequence[StrategyPrediction], measured: dict[str, dict[str, list[float]]]) -> list[list[str]]:
-    """Rows matching :data:`AGAINST_HEADERS`: each predicted strategy the cluster run measured,
-    predicted next to measured (median [min-max] over its repeats), ratio = predicted / measured."""
-    def cell(vals: list[float]) -> str:
-        if not vals:
-            return "-"
-        rng = f" [{min(vals):.3g}-{max(vals):.3g}]" if len(vals) > 1 else ""
-        return f"{statistics.median(vals):.3g} s{rng}"
-
-    rows = []
+def against(preds: Sequence[StrategyPrediction], measured: dict[str, dict[str, list[float]]]) -> list[dict[str, Any]]:
+    """Each predicted strategy the cluster run measured: ``strategy``, ``epoch_s`` and
+    ``ttt_s`` as predicted, ``measured_epoch_s`` and ``measured_ttt_s`` (every repeat's
+    seconds), their medians ``measured_epoch_median_s``/``measured_ttt_median_s`` and
+    ``epoch_ratio``/``ttt_ratio`` = predicted / median measured (``None`` where either
+    side has none)."""
+    out = []
     for p in preds:
         m = measured.get(p.strategy)
         if not m or p.epoch_s is None:
             continue
         me = statistics.median(m["epoch_s"]) if m["epoch_s"] else None
         mt = statistics.median(m["ttt_s"]) if m["ttt_s"] else None
-        rows.append([p.strategy, _s(p.epoch_s), cell(m["epoch_s"]), f"{p.epoch_s / me:.2f}" if me else "-",
-                     _s(p.time_to_target_s), cell(m["ttt_s"]),
-                     f"{p.time_to_target_s / mt:.2f}" if (mt and p.time_to_target_s) else "-"])
-    return rows
+        out.append({"strategy": p.strategy, "epoch_s": p.epoch_s, "ttt_s": p.time_to_target_s,
+                    "measured_epoch_s": m["epoch_s"], "measured_ttt_s": m["ttt_s"], "measured_epoch_median_s": me,
+                    "measured_ttt_median_s": mt, "epoch_ratio": p.epoch_s / me if me else None,
+                    "ttt_ratio": p.time_to_target_s / mt if (mt and p.time_to_target_s) else None})
+    return out
+
+
+def against_rows(preds: Sequence[StrategyPrediction], measured: dict[str, dict[str, list[float]]]) -> list[list[str]]:
+    """Rows matching :data:`AGAINST_HEADERS` from :func:`against`: predicted next to measured
+    (median [min-max] over its repeats), ratio = predicted / measured."""
+    def cell(vals: list[float]) -> str:
+        if not vals:
+            return "-"
+        rng = f" [{min(vals):.3g}-{max(vals):.3g}]" if len(vals) > 1 else ""
+        return f"{statistics.median(vals):.3g} s{rng}"
+
+    def ratio(x: float | None) -> str:
+        return "-" if x is None else f"{x:.2f}"
+
+    return [[a["strategy"], _s(a["epoch_s"]), cell(a["measured_epoch_s"]), ratio(a["epoch_ratio"]), _s(a["ttt_s"]),
+             cell(a["measured_ttt_s"]), ratio(a["ttt_ratio"])] for a in against(preds, measured)]
