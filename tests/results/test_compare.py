@@ -32,3 +32,21 @@ def test_compare_prints_the_workload_note_first_and_one_line_per_unmatched_run(m
     assert "only in NEW (runs/b): mpi_ps:adag (2 workers)" in lines
     table = [ln for ln in lines if ln.startswith(("single", "horovod", "mirrored", "spark_ps", "mpi_ps"))]
     assert [ln.split()[0] for ln in table] == ["single", "horovod"]  # no per-configuration "only in" rows
+
+
+def test_configurations_that_differ_only_in_their_links_are_compared_and_said(monkeypatch):
+    # user test (helper-16): a one-host run against an emulated one compared single only, without a word
+    monkeypatch.delenv("COLUMNS", raising=False)
+    base = [rec("single", 1, 0, 0.5), rec("horovod", 2, 0, 0.4), rec("horovod", 2, 1, 0.42)]
+    new = [rec("single", 1, 0, 0.5), rec("horovod", 2, 0, 0.8, bandwidth="1gbit"),
+           rec("horovod", 2, 1, 0.82, bandwidth="1gbit"), rec("tf_ps", 2, 0, 0.9, bandwidth="1gbit"),
+           rec("mpi_ps:adag", 2, 0, 0.7, bandwidth="1gbit"), rec("mpi_ps:adag", 2, 0, 0.7, bandwidth="100mbit")]
+    buf = io.StringIO()
+    print_comparison(base, new, "runs/a", "runs/b", Console(file=buf, width=200, color_system=None))
+    lines = buf.getvalue().splitlines()
+    assert lines[0] == ("note: 1 configuration(s) differ only in their links (BASE unshaped, NEW 1gbit): they are "
+                        "compared by strategy and workers, so their time change is the network's as well as the code's.")
+    assert [ln.split()[0] for ln in lines if ln.startswith(("single", "horovod"))] == ["single", "horovod"]
+    # two rates of one configuration in NEW: no match to guess
+    assert any(ln.startswith("only in NEW (runs/b): tf_ps") and "mpi_ps:adag (2 workers, 100mbit links)" in ln
+               for ln in lines)

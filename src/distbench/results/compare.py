@@ -10,6 +10,7 @@ spread (the min-max ranges of BASE and NEW do not overlap).
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -93,6 +94,7 @@ def compare(base: list[dict[str, Any]], new: list[dict[str, Any]]) -> tuple[list
         by_b.setdefault(s.config_id, []).append(s)
     for s in sn:
         by_n.setdefault(s.config_id, []).append(s)
+    links = _match_links(by_b, by_n)
     rows = []
     for cid in list(dict.fromkeys([*by_b, *by_n])):
         lb, ln = by_b.get(cid, []), by_n.get(cid, [])
@@ -105,11 +107,40 @@ def compare(base: list[dict[str, Any]], new: list[dict[str, Any]]) -> tuple[list
     if hb and hn and hb != hn:
         notes.append("BASE and NEW ran on different hardware: time changes mix the code change and the machine "
                      f"(BASE {', '.join(sorted(hb))}; NEW {', '.join(sorted(hn))}).")
+    if links:  # user test (helper-16): a one-host and an emulated run compared single only, without a word
+        def rates(side: int) -> str:
+            return "/".join(sorted({x[side] or "unshaped" for x in links}))
+
+        notes.append(f"{len(links)} configuration(s) differ only in their links (BASE {rates(0)}, NEW {rates(1)}): "
+                     "they are compared by strategy and workers, so their time change is the network's as well as "
+                     "the code's.")
     changed = workload_changes(base, new)
     if changed:
         notes.append(f"BASE and NEW trained different workloads ({'; '.join(changed)}): their times and accuracies "
                      "differ by that as well as by any code change.")
     return rows, notes
+
+
+def _match_links(by_b: "OrderedDict[str, list[ConfigSummary]]", by_n: "OrderedDict[str, list[ConfigSummary]]"
+                 ) -> list[tuple[str | None, str | None]]:
+    """Match, in place, each configuration that differs between the runs only in its link
+    (``config_id``'s ``_bw...`` part, :func:`distbench.results.records.config_id`): NEW's is
+    filed under BASE's id. Returns each match's (BASE link, NEW link); ``None``: unshaped."""
+    def bare(cid: str) -> str:
+        return re.sub(r"_bw[^_]+", "", cid)
+
+    def link(cid: str) -> str | None:
+        m = re.search(r"_bw([^_]+)", cid)
+        return m[1] if m else None
+
+    out = []
+    only_b = {bare(c): c for c in by_b if c not in by_n}
+    for cid in [c for c in by_n if c not in by_b]:
+        b = only_b.get(bare(cid))
+        if b is not None and sum(bare(c) == bare(cid) for c in by_n) == 1:
+            by_n[b] = by_n.pop(cid)
+            out.append((link(b), link(cid)))
+    return out
 
 
 def _values(records: Sequence[dict[str, Any]], name: str) -> str:
