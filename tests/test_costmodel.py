@@ -564,3 +564,19 @@ def test_validation_tables_advise_on_both_sides_per_cell(tmp_path, monkeypatch):
     assert "Same recommended strategy: 2 of 3 cells (1 with a clear measured winner, 1 where" in text
     assert "the same where advise named one: 1 of 1 cells" in text
     assert pv.advise_agreement(tmp_path, {"m": {"onehost": tmp_path / "x", "n": tmp_path / "n"}}) == []
+
+
+def test_advise_target_run_next_says_what_the_emulation_leaves_out(run_dir, monkeypatch):
+    # user test (helper-15): Run next measured on an emulated cluster without saying it drops the latency given
+    from distbench.cluster import netns
+
+    monkeypatch.setattr(netns, "available", lambda: (True, ""))
+    records = [{**json.loads(ln), "repeat": i} for ln in (run_dir / "results.jsonl").read_text().splitlines()
+               for i in range(3)]  # enough repeats for a verdict, so that Run next is the target's
+    adv = advise(records, str(run_dir), parse_target("2 nodes, 1gbit, 200 us latency"))
+    assert adv.next_command.startswith("sudo distbench run") and "--emulate 2x1@1gbit" in adv.next_command
+    (line,) = [t for t in adv.target if t.startswith("Run next measures these")]
+    assert "shape the rate only (not the 200 us of latency)" in line
+    assert line.endswith(f"--target '2 nodes x 1, 1 Gbit/s, emulated' --against {run_dir}-emulated-2x1.")
+    adv = advise(records, str(run_dir), parse_target("2 nodes, 1gbit, emulated"))
+    assert not any(t.startswith("Run next measures these") for t in adv.target)

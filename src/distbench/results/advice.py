@@ -831,6 +831,15 @@ def _add_target(adv: Advice, target: Target, rd: str | None, records: list[dict[
             adv.costs.append((name, _needs(name)))
     if leaders and rd and not adv.next_command:
         adv.next_command = _emulated_next(target, rd, leaders[:3])
+        if adv.next_command and not target.emulated:  # user test (helper-15): it did not say what it leaves out
+            lat = f" (not the {duration_text(target.latency_s)} of latency)" if target.latency_s > 0 else ""
+            out_dir = adv.next_command.rsplit("--out ", 1)[1]
+            em = f"{target.nodes} nodes x {target.per_node}, {rate_text(target.bandwidth_Bps * 8)}, emulated"
+            adv.target.append(f"Run next measures these on an emulated cluster of this machine: its hosts share this "
+                              f"machine's cores and its links shape the rate only{lat}, so it checks the framework "
+                              "costs and the link rate at the target's size, not the target's compute; compare it "
+                              f"with distbench predict {shlex.quote(rd)} --target {shlex.quote(em)} --against "
+                              f"{out_dir}.")
 
 
 def _who(names: list[str], multi: Sequence[Any]) -> str:
