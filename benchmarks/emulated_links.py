@@ -43,7 +43,8 @@ import _common as C  # noqa: E402
 
 sys.path.insert(0, str(C.ROOT / "src"))
 from distbench import predict as P  # noqa: E402
-from distbench.cluster import netns, spec  # noqa: E402
+from distbench.cluster import netns  # noqa: E402
+from distbench.config import values as spec  # noqa: E402
 
 STRATEGIES = ["horovod", "mpi_ps:adag"]
 CONFIG = """\
