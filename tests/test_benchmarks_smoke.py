@@ -172,3 +172,12 @@ def test_gpu_check_gpu_path_with_a_fake_nvidia_smi(tmp_path):
     s = section(out, "gpu_check")
     assert "| `single` | unavailable: this machine has 1 NVIDIA GPU(s)" in s and "GPU 0: utilisation median 37%" in s
     assert re.search(r"\| - \| - \| [0-9,]+ \| - \|", s), s  # no GPU device or samples/s; the CPU sweep's samples/s
+
+
+@pytest.mark.parametrize("script", sorted(p.name for p in BENCH.glob("*.py") if not p.name.startswith("_")))
+def test_every_benchmark_script_starts(script):
+    """``--help`` of every script: its imports resolve (emulated_links.py, whose smoke test
+    runs only with --long, failed at import for days after a module moved)."""
+    cp = subprocess.run([sys.executable, str(BENCH / script), "--help"], capture_output=True, text=True,
+                        timeout=120, cwd=ROOT)
+    assert cp.returncode == 0 and "usage:" in cp.stdout, (cp.stdout + cp.stderr)[-2000:]
