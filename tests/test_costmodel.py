@@ -580,3 +580,20 @@ def test_advise_target_run_next_says_what_the_emulation_leaves_out(run_dir, monk
     assert line.endswith(f"--target '2 nodes x 1, 1 Gbit/s, emulated' --against {run_dir}-emulated-2x1.")
     adv = advise(records, str(run_dir), parse_target("2 nodes, 1gbit, emulated"))
     assert not any(t.startswith("Run next measures these") for t in adv.target)
+
+
+def test_warm_up_of_a_shared_engine_row_is_from_its_fresh_processes():
+    # a sweep's shared MPI/Spark engine keeps its processes between configurations: repeats after the first
+    # ran with warm kernels (first epoch 40-120 ms shorter on 2 cores), which no cluster run has
+    def shared(repeat, warm, engine_start_s):
+        r = rec("mpi_ps:adag", 2, 0.3, warm=warm, window=2, repeat=repeat)
+        r["details"]["mpi_engine"] = "shared"
+        r["timings"]["phases"] = {"engine_start_s": engine_start_s}
+        return r
+
+    rows = CM.measured_rows([shared(0, 0.5, 7.0), shared(1, 0.1, 0.1), shared(2, 0.1, 0.2)], 20)
+    assert rows[("mpi_ps:adag", 2)].warmup_s == pytest.approx(0.5)
+    rows = CM.measured_rows([shared(1, 0.1, 0.1), shared(0, 0.5, 7.0), shared(2, 0.3, 6.5)], 20)  # a new engine
+    assert rows[("mpi_ps:adag", 2)].warmup_s == pytest.approx(0.4)
+    plain = [rec("horovod", 2, 0.2, warm=w, repeat=i) for i, w in enumerate((0.5, 0.1, 0.2))]  # own processes
+    assert CM.measured_rows(plain, 20)[("horovod", 2)].warmup_s == pytest.approx(0.2)
