@@ -105,8 +105,7 @@ def predict(run_dir: str, bandwidth: float | None, latency: float | None, window
         raise ConfigError(f"predict: {e}") from None
     png_path = plot_path or Path(run_dir) / "predict.png"
     try:  # user test (helper-16): --json wrote RUN_DIR/predict.png unasked
-        title = (f"{run_dir}: {inp.model_bytes / 1e6:.3g} MB model, {bw / 1e9:.3g} GB/s, {lat * 1e6:.0f} us, "
-                 f"batch {b}/worker")
+        title = f"{run_dir}: {inp.model_bytes / 1e6:.3g} MB model, {bw / 1e9:.3g} GB/s, {lat * 1e6:.0f} us, {b}/worker"
         png = None if as_json and not plot_path else model.plot(preds, png_path, title)
     except OSError as e:
         raise ConfigError(f"predict: cannot write the plot {str(png_path)!r} ({e.strerror or e}); "
