@@ -385,8 +385,12 @@ def test_strategies_without_a_cluster_form_are_named_not_dropped(run_dir):
     # one process with the machine's 2 threads for both replicas, as mirrored runs: its own step again
     with (run_dir / "results.jsonl").open("a") as f:
         f.write(json.dumps(rec("mirrored", 4, 0.3, threads=2)) + "\n")
-    m = by_name(CM.predict_strategies(run_dir, parse_target("4 GPUs, 10gbit").cluster())[0])["mirrored"]
+    m = by_name(CM.predict_strategies(run_dir, parse_target("1 node x 4, 10gbit").cluster())[0])["mirrored"]
     assert m.epoch_s == pytest.approx(0.3) and m.terms_s["compute"] == pytest.approx(20 * 0.0016)
+    # 4 GPUs do not time-slice 2 cores as 4 logical CPU devices did: the 2-replica row's framework cost (helper-17)
+    m = by_name(CM.predict_strategies(run_dir, parse_target("4 GPUs, 10gbit").cluster())[0])["mirrored"]
+    assert m.epoch_s == pytest.approx(20 * (0.0016 + 0.15 / 20 - 0.0025))
+    assert "framework cost taken as at 2 workers (the only count measured without oversubscribing the cores)" in m.notes
     # user test (helper-15): a run on an emulated cluster lost its strategies without a word
     with (run_dir / "results.jsonl").open("a") as f:
         f.write(json.dumps({**rec("tf_ps", 3, 0.9), "bandwidth": "1gbit"}) + "\n")
@@ -421,18 +425,19 @@ def test_single_on_a_target_is_its_own_measured_step(run_dir):
     assert single.epoch_s == pytest.approx(20 * 0.001)
 
 
-def test_gpus_on_a_node_do_not_share_compute_only_the_framework_work(run_dir):
+def test_gpus_on_a_node_share_neither_compute_nor_cores(run_dir):
     # user test (helper-15/16): "1 node x 8 GPUs" computed each GPU's share 4x slower (8 processes
     # time-slicing 2 cores), so 8 GPUs computed slower than single on one
     fw2, speed = 0.01 - 0.004, 0.002 / 0.005  # horovod's framework cost at 2 workers; the node step over single's
     gpus, cpus = (by_name(CM.predict_strategies(run_dir, parse_target(t).cluster(0.002))[0])["horovod"]
                   for t in ("1 node x 8 GPUs, 1gbit", "1 node x 8, 1gbit"))
     assert gpus.terms_s["compute"] == pytest.approx(20 * 0.0016 * speed)  # batch 8 with single's 2 threads, alone
-    assert gpus.terms_s["framework"] == pytest.approx(20 * fw2 * 4)  # 8 processes on the node's CPU, unscaled
+    assert gpus.terms_s["framework"] == pytest.approx(20 * fw2)  # a core or more per GPU; unscaled (helper-17)
     assert cpus.terms_s["compute"] == pytest.approx(20 * 0.0026 * 4 * speed)  # 1 thread each, 8 on 2 cores
     assert cpus.terms_s["framework"] == pytest.approx(20 * fw2 * 4 * speed)
     _, inputs = CM.predict_strategies(run_dir, parse_target("1 node x 8 GPUs, 1gbit").cluster())
-    assert any("each GPU computes its share of the batch like single here" in a for a in inputs["assumed"])
+    assert any("each GPU computes its share of the batch like single here" in a and "a node has a CPU core or more "
+               "per GPU" in a for a in inputs["assumed"])
     # an emulated target's hosts are this machine whatever the text calls its workers
     em = by_name(CM.predict_strategies(run_dir, parse_target("2 nodes x 1 GPU, 1gbit, emulated").cluster())[0])
     assert em["horovod"].epoch_s == pytest.approx(by_name(CM.predict_strategies(
@@ -597,3 +602,17 @@ def test_warm_up_of_a_shared_engine_row_is_from_its_fresh_processes():
     assert rows[("mpi_ps:adag", 2)].warmup_s == pytest.approx(0.4)
     plain = [rec("horovod", 2, 0.2, warm=w, repeat=i) for i, w in enumerate((0.5, 0.1, 0.2))]  # own processes
     assert CM.measured_rows(plain, 20)[("horovod", 2)].warmup_s == pytest.approx(0.2)
+
+
+def test_a_row_that_reached_the_target_in_some_runs_says_so(run_dir):
+    # user test (helper-17): 2 of 3 runs counted as reached without a word
+    recs = [rec("tf_ps", 2, 0.3, repeat=i, accs=a) for i, a in
+            enumerate([(0.5, 0.92, 0.95), (0.5, 0.8, 0.85), (0.5, 0.6, 0.93)])]
+    with (run_dir / "results.jsonl").open("a") as f:
+        f.writelines(json.dumps(r) + "\n" for r in recs)
+    t = by_name(CM.predict_strategies(run_dir, parse_target("2 nodes, 1gbit").cluster())[0])["tf_ps"]
+    assert t.epochs_to_target == 2.5 and "reached the target in 2 of 3 runs at 2 workers: its epochs to target " \
+        "are theirs" in t.notes
+    t = by_name(CM.predict_strategies(run_dir, parse_target("2 nodes, 1gbit").cluster(), 0.94)[0])["tf_ps"]
+    assert t.time_to_target_s is None and "reached the target in 1 of 3 runs at 2 workers: counted as not " \
+        "reached (half or fewer)" in t.notes
