@@ -3,6 +3,7 @@ figures worked by hand from synthetic records and a synthetic calibration; the C
 one-line errors for what is missing."""
 
 import json
+import os
 
 import pytest
 from click.testing import CliRunner
@@ -579,7 +580,8 @@ def test_advise_target_run_next_says_what_the_emulation_leaves_out(run_dir, monk
     records = [{**json.loads(ln), "repeat": i} for ln in (run_dir / "results.jsonl").read_text().splitlines()
                for i in range(3)]  # enough repeats for a verdict, so that Run next is the target's
     adv = advise(records, str(run_dir), parse_target("2 nodes, 1gbit, 200 us latency"))
-    assert adv.next_command.startswith("sudo distbench run") and "--emulate 2x1@1gbit" in adv.next_command
+    sudo = "sudo " if os.geteuid() != 0 else ""  # not as root (helper-17: no sudo installed there)
+    assert adv.next_command.startswith(f"{sudo}distbench run") and "--emulate 2x1@1gbit" in adv.next_command
     (line,) = [t for t in adv.target if t.startswith("Run next measures these")]
     assert "shape the rate only (not the 200 us of latency)" in line
     assert line.endswith(f"--target '2 nodes x 1, 1 Gbit/s, emulated' --against {run_dir}-emulated-2x1.")
@@ -616,3 +618,25 @@ def test_a_row_that_reached_the_target_in_some_runs_says_so(run_dir):
     t = by_name(CM.predict_strategies(run_dir, parse_target("2 nodes, 1gbit").cluster(), 0.94)[0])["tf_ps"]
     assert t.time_to_target_s is None and "reached the target in 1 of 3 runs at 2 workers: counted as not " \
         "reached (half or fewer)" in t.notes
+
+
+def test_advise_target_needs_a_distributed_strategy_and_a_batch_the_target_splits(run_dir, monkeypatch):
+    from distbench.cluster import netns
+
+    monkeypatch.setattr(netns, "available", lambda: (True, ""))
+    recs = [{**json.loads(ln), "repeat": i} for ln in (run_dir / "results.jsonl").read_text().splitlines()
+            for i in range(3)]
+    # user test (helper-17): on a cluster run every distributed row is uncalibrated: "fastest: single", alone
+    shaped = [r if r["strategy"] == "single" else {**r, "bandwidth": "1gbit"} for r in recs]
+    (run_dir / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in shaped))
+    adv = advise(shaped, str(run_dir), parse_target("4 nodes x 2, 10gbit"))
+    assert adv.target_recommended is None and not (adv.next_command or "").count("--emulate")
+    assert any(t.startswith(f"No distributed strategy can be predicted from {run_dir}, so nothing to rank against "
+                            "single: Not predicted (measured only over the shaped links") for t in adv.target)
+    assert "distbench advise ONE_HOST_RUN --target" in " ".join(advise(shaped, str(run_dir)).reasons)
+    # user test (helper-17): 64 samples over 3 workers was predicted silently, and Run next measured it (refused)
+    (run_dir / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    adv = advise(recs, str(run_dir), parse_target("3 nodes, 1gbit"))
+    assert "the run's global batch of 64 split over 3 workers (21.3 samples each), which a run cannot do: " \
+           "measuring there needs a global batch divisible by 3 (--batch-size 66)" in " ".join(adv.target)
+    assert "--emulate" not in (adv.next_command or "")

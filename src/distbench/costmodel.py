@@ -223,6 +223,12 @@ def _epochs_to(rec: dict[str, Any], target: float) -> float | None:
     return None
 
 
+def ran_on_cluster(records: Sequence[dict[str, Any]]) -> bool:
+    """Some ok record ran over shaped links or on several hosts: such a run cannot calibrate
+    the model (it calibrates from one-host rows)."""
+    return any(r.get("bandwidth") or len(set(r.get("hosts") or [])) > 1 for r in records if r.get("status") == "ok")
+
+
 def _in_shared_engine(rec: dict[str, Any]) -> bool:
     """The record ran in a sweep's shared Spark or MPI engine (one host only), whose processes
     stay up between configurations."""
@@ -451,6 +457,10 @@ def predict_strategies(run_dir: str | Path, c: Cluster, target_accuracy: float |
     single = rows[("single", 1)]
     speed = (c.node_step_s / single.step_s) if c.node_step_s else 1.0
     assumed = _assumed(c, B, cores, single.step_s, speed)
+    if B % c.workers:  # user test (helper-17): 120 over 32 workers, predicted without a word
+        assumed.append(f"the run's global batch of {B} split over {c.workers} workers ({B / c.workers:.3g} samples "
+                       f"each), which a run cannot do: measuring there needs a global batch divisible by "
+                       f"{c.workers} (--batch-size {-(-B // c.workers) * c.workers})")
     out = [_single(single, cal, B, steps, cores, speed)]
     gpu_threads = single.threads if c.gpus and not c.emulated else None
     names = sorted({s for s, _ in rows if s != "single" and (s in RING or s == "tf_ps" or s.startswith(PS_FAMILIES)

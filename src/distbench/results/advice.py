@@ -27,6 +27,7 @@ The verdicts (:attr:`Advice.verdict`):
 from __future__ import annotations
 
 import math
+import os
 import re
 import shlex
 import statistics
@@ -625,9 +626,13 @@ def _verdict(adv: Advice, ranked: list[ConfigSummary], single: ConfigSummary | N
             wl = next((r.get("workload") or {} for r in lead.records), {})
             adv.headline = (f"Recommended: single. No distributed strategy beats one device on this workload here; "
                             f"the runner-up is {second.label if second else 'none'}.")
+            from distbench.costmodel import ran_on_cluster
+
+            one_host = "ONE_HOST_RUN" if ran_on_cluster(lead.records + (second.records if second else [])) \
+                else shlex.quote(rd or "RUN_DIR")  # user test (helper-17): a cluster run cannot calibrate it
             predict = ("see Target" if has_target else  # the Target block exists only with --target
-                       f"distbench advise {shlex.quote(rd or 'RUN_DIR')} --target '8 nodes x 4 GPUs, 25 Gbit/s' "
-                       "predicts one")
+                       f"distbench advise {one_host} --target '8 nodes x 4 GPUs, 25 Gbit/s' predicts one"
+                       + (" from a one-host run of this workload" if one_host == "ONE_HOST_RUN" else ""))
             adv.reasons.append(f"The workload ({wl.get('num_parameters', '?')} parameters, "
                                f"{(wl.get('sizes') or {}).get('train', '?')} training samples) is too small for "
                                "extra workers to pay for their communication on this hardware; a larger model, "
@@ -776,6 +781,11 @@ def _target_sentences(target: Target, run_dir: str | None, records: list[dict[st
     acc = inputs["target_accuracy"]
     ranked = [p for p in preds if p.rank]
     reached = [p for p in ranked if p.time_to_target_s is not None]
+    data = {"target": target.data(), "inputs": inputs, "strategies": [dict(p.__dict__) for p in preds]}
+    if not any(p.strategy != "single" for p in ranked):  # user test (helper-17): "fastest: single", alone
+        why = costmodel.not_predicted_text(inputs) or "it has no multi-worker row of a strategy with a cluster form."
+        return [head, f"No distributed strategy can be predicted from {run_dir}, so nothing to rank against "
+                      f"single: {why}"], [], data
     out = [head]
     best = reached[0] if reached else None
     if best is not None:
@@ -817,8 +827,7 @@ def _target_sentences(target: Target, run_dir: str | None, records: list[dict[st
         out.append("The compute per step was measured here on CPUs; a GPU's is shorter, so communication weighs more "
                    "on the target than predicted here (--node-step S takes a step "
                    "time measured on one of its nodes).")
-    return out, [p.strategy for p in reached], {"target": target.data(), "inputs": inputs,
-                                                 "strategies": [dict(p.__dict__) for p in preds]}
+    return out, [p.strategy for p in reached], data
 
 
 def _add_target(adv: Advice, target: Target, rd: str | None, records: list[dict[str, Any]]) -> None:
@@ -830,7 +839,7 @@ def _add_target(adv: Advice, target: Target, rd: str | None, records: list[dict[
         if name not in dict(adv.costs):
             adv.costs.append((name, _needs(name)))
     if leaders and rd and not adv.next_command:
-        adv.next_command = _emulated_next(target, rd, leaders[:3])
+        adv.next_command = _emulated_next(target, rd, leaders[:3], records)
         if adv.next_command and not target.emulated:  # user test (helper-15): it did not say what it leaves out
             lat = f" (not the {duration_text(target.latency_s)} of latency)" if target.latency_s > 0 else ""
             out_dir = adv.next_command.rsplit("--out ", 1)[1]
@@ -847,18 +856,22 @@ def _who(names: list[str], multi: Sequence[Any]) -> str:
     return "every distributed strategy" if len(names) == len(multi) else ", ".join(names)
 
 
-def _emulated_next(target: Target, run_dir: str, names: Sequence[str]) -> str | None:
+def _emulated_next(target: Target, run_dir: str, names: Sequence[str], records: Sequence[dict[str, Any]]
+                   ) -> str | None:
     """The ``distbench run`` that measures ``names`` at the target's size on an emulated
     cluster of this machine, or ``None`` where this machine cannot host one (no root,
-    ``ip`` or ``tc``) or the target has more workers than :data:`EMULATE_MAX_WORKERS`."""
+    ``ip`` or ``tc``), the target has more workers than :data:`EMULATE_MAX_WORKERS`, or the
+    run's global batch (in ``records``) does not split over them."""
     from distbench.cluster import netns
 
-    if target.workers > EMULATE_MAX_WORKERS or not netns.available()[0]:
-        return None
+    batch = int(next((r.get("global_batch_size") for r in records if r.get("global_batch_size")), 0))
+    if target.workers > EMULATE_MAX_WORKERS or (batch and batch % target.workers) or not netns.available()[0]:
+        return None  # (a global batch the target's workers cannot split is refused by distbench run: helper-17)
     rd = run_dir.rstrip("/")
     bits = target.bandwidth_Bps * 8
     rate = f"{bits / 1e9:g}gbit" if bits >= 1e9 and bits % 1e9 == 0 else f"{bits / 1e6:g}mbit"
-    return (f"sudo distbench run {shlex.quote(rd + '/config.json')} --emulate {target.nodes}x{target.per_node}@{rate} "
+    sudo = "sudo " if os.geteuid() != 0 else ""  # user test (helper-17): root without sudo installed
+    return (f"{sudo}distbench run {shlex.quote(rd + '/config.json')} --emulate {target.nodes}x{target.per_node}@{rate} "
             f"--workers {target.workers} --strategies {','.join(names)} --repeats 3 "
             f"--out {shlex.quote(rd + f'-emulated-{target.nodes}x{target.per_node}')}")
 
