@@ -640,3 +640,25 @@ def test_advise_target_needs_a_distributed_strategy_and_a_batch_the_target_split
     assert "the run's global batch of 64 split over 3 workers (21.3 samples each), which a run cannot do: " \
            "measuring there needs a global batch divisible by 3 (--batch-size 66)" in " ".join(adv.target)
     assert "--emulate" not in (adv.next_command or "")
+
+
+def test_a_one_node_target_needs_no_link(run_dir, monkeypatch):
+    # user test (helper-17): "8 GPUs" was refused for want of a bandwidth, then advised about a 10gbit link
+    # and an emulated 1x8 cluster
+    from distbench.cluster import netns
+
+    monkeypatch.setattr(netns, "available", lambda: (True, ""))
+    t = parse_target("4 GPUs")
+    assert t.data()["bandwidth_Bps"] is None and json.loads(json.dumps(t.data()))["workers"] == 4
+    preds, inputs = CM.predict_strategies(run_dir, t.cluster())
+    assert all(p.terms_s["link"] == 0 for p in preds if p.epoch_s is not None)
+    assert inputs["assumed"][0].startswith("one node: its workers exchange over no network link")
+    assert CM.describe(t.text, t.cluster(), inputs).startswith("4 GPUs: 1 node(s) x 4 = 4 workers, one node: no "
+                                                               "network link;")
+    recs = [{**json.loads(ln), "repeat": i} for ln in (run_dir / "results.jsonl").read_text().splitlines()
+            for i in range(3)]
+    adv = advise(recs, str(run_dir), t)
+    assert adv.next_command is None or ("--emulate" not in adv.next_command and "sudo" not in adv.next_command)
+    assert not any("Communication is" in x or "Run next measures" in x for x in adv.target)
+    assert parse_target("4 GPUs, 10gbit, emulated").warnings() == [
+        "an emulated cluster's hosts are this machine's CPUs: the GPUs named are not emulated"]

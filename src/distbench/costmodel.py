@@ -81,7 +81,7 @@ from typing import Any, Sequence
 from distbench.calibrate import compute_s, no_workload, read_calibration
 from distbench.cluster.emulated import tbf_burst_bytes
 from distbench.predict import epoch_s, no_single
-from distbench.text import duration_text, rate_text
+from distbench.text import duration_text, link_text, rate_text
 from distbench.results.store import read_records
 
 RING = ("multi_worker_mirrored", "horovod", "horovod_mpi", "keras_jax:multi_process")
@@ -488,7 +488,9 @@ def _assumed(c: Cluster, B: int, cores: int, step: float, speed: float) -> list[
     (``step``: single's measured seconds per step here; ``speed``: the node's step over it)."""
     assumed = [f"links of {rate_text(c.bandwidth_Bps * 8)} and {duration_text(c.latency_s)} per message",
                "each transport's time on a link over bytes / rate as fitted on emulated 100 Mbit/s and 1 Gbit/s "
-               "links of one worker per host (WIRE_FACTOR, docs/predict.md)"]
+               "links of one worker per host (WIRE_FACTOR, docs/predict.md)"] if c.nodes > 1 else [
+        "one node: its workers exchange over no network link (what they exchange within it is in the framework "
+        "cost measured here)"]
     if c.emulated:
         assumed.append("the hosts are this machine's emulated hosts (shared cores, servers on the unshaped bridge)")
     elif c.gpus:  # user test (helper-15/16): 8 GPUs on one node computed 4x slower than single
@@ -515,9 +517,9 @@ def _assumed(c: Cluster, B: int, cores: int, step: float, speed: float) -> list[
 def _beyond_validation(c: Cluster) -> str:
     """What of target ``c`` lies outside the validated cells (2-4 hosts of one worker, 100 Mbit/s
     to 10 Gbit/s, this machine's emulated hosts); '' when none does."""
-    out = [w for w, off in ((f"{c.nodes} nodes", not 2 <= c.nodes <= 4),
+    out = [w for w, off in ((f"{c.nodes} node{'s' if c.nodes > 1 else ''}", not 2 <= c.nodes <= 4),
                             (f"{c.per_node} workers per node", c.per_node != 1),
-                            (rate_text(c.bandwidth_Bps * 8), not 1e8 <= c.bandwidth_Bps * 8 <= 1e10),
+                            (rate_text(c.bandwidth_Bps * 8), c.nodes > 1 and not 1e8 <= c.bandwidth_Bps * 8 <= 1e10),
                             ("dedicated nodes", not c.emulated)) if off]
     return f"; this target's {', '.join(out)} lie outside those cells, which the band does not cover" if out else ""
 
@@ -638,7 +640,7 @@ def describe(text: str, c: Cluster, inputs: dict[str, Any]) -> str:
     """The lines above the table: the cluster as read, what was measured and what assumed,
     and the error band the validation measured."""
     return (f"{text}: {c.nodes} node(s) x {c.per_node} = {c.workers} workers, "
-            f"{rate_text(c.bandwidth_Bps * 8)}, {duration_text(c.latency_s)} per message; "
+            f"{link_text(c.bandwidth_Bps, c.latency_s)}; "
             f"{inputs['model_bytes']:,} bytes of weights, global batch {inputs['global_batch']}, "
             f"{inputs['n_train']:,} samples per epoch, time to {inputs['target_accuracy']:g}.\n"
             f"Measured in the run: {'; '.join(inputs['measured'])}.\n"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import re
 
 SENTENCE_END = re.compile(r"(?<!e\.g\.)(?<!i\.e\.)(?<=[.!?;])\s+(?=\S)")
@@ -59,6 +61,15 @@ def rate_text(bits_per_s: float) -> str:
         if bits_per_s >= f:
             return f"{bits_per_s / f:g} {unit}"
     return f"{bits_per_s:g} bit/s"
+
+
+def link_text(bytes_per_s: float, latency_s: float) -> str:
+    """A target's link as read: ``10 Gbit/s, 50 us per message`` (``bytes_per_s``: bytes/s;
+    ``latency_s``: seconds); ``one node: no network link`` for an infinite rate (a target of
+    one node needs none)."""
+    if math.isinf(bytes_per_s):
+        return "one node: no network link"
+    return f"{rate_text(bytes_per_s * 8)}, {duration_text(latency_s)} per message"
 
 
 def duration_text(seconds: float) -> str:

@@ -193,7 +193,7 @@ def test_parse_target():
     assert parse_target("2 nodes 1gbit latency of 2 ms").latency_s == pytest.approx(2e-3)
     # user test (helper-15): "with M GPUs" per node, InfiniBand generations, RTT, thousands, "per second"
     t = parse_target("4 nodes with 2 GPUs, 200 Gbit/s HDR InfiniBand, 2 us RTT")
-    assert (t.nodes, t.per_node, t.bandwidth_Bps, t.latency_s) == (4, 2, 200e9 / 8, pytest.approx(2e-6))
+    assert (t.nodes, t.per_node, t.bandwidth_Bps, t.latency_s) == (4, 2, 200e9 / 8, pytest.approx(1e-6))  # RTT / 2
     assert parse_target("2 nodes, 1,000 Mbit/s").bandwidth_Bps == 1e9 / 8
     assert parse_target("2 nodes, 10 gbit per second").bandwidth_Bps == 10e9 / 8
     # user test (helper-15/16): GPUs before nodes, "4-GPU", a rate in plain bits/s, "our ... cluster"
@@ -203,6 +203,19 @@ def test_parse_target():
                        ("4 nodes, 1e10 bit/s", (4, 1, 10e9 / 8, False)), ("4 nodes, 1.25e9 B/s", (4, 1, 1.25e9, False))]:
         t = parse_target(text)
         assert (t.nodes, t.per_node, t.bandwidth_Bps, t.gpus) == want, text
+    # user test (helper-17): a GPU's model, TPUs, /sec, gig, spelled-out latencies, a round trip, one node
+    for text, want in [("4 nodes x 2 V100 GPUs, 10gbit", (4, 2, 10e9 / 8, True)),
+                       ("4 nodes x 2 TPUs, 10 Gbit/sec", (4, 2, 10e9 / 8, True)), ("4 nodes, 10 gig", (4, 1, 10e9 / 8, False)),
+                       ("8 A100 GPUs", (1, 8, float("inf"), True)), ("1 node x 8 GPUs", (1, 8, float("inf"), True))]:
+        t = parse_target(text)
+        assert (t.nodes, t.per_node, t.bandwidth_Bps, t.gpus) == want, text
+    for text, lat in [("4 nodes 10gbit, 50 microseconds", 5e-5), ("4 nodes 10gbit, 2 msec latency", 2e-3),
+                      ("4 nodes 10gbit 1ms RTT", 5e-4), ("4 nodes 10gbit, ping 100 us", 5e-5)]:
+        assert parse_target(text).latency_s == pytest.approx(lat), text
+    with pytest.raises(ConfigError, match="'4 nodes x 2 nodes': the count after x is per node"):
+        parse_target("4 nodes x 2 nodes, 1gbit")
+    with pytest.raises(ConfigError, match="no bandwidth given"):  # several nodes need their link
+        parse_target("2 nodes x 4 GPUs")
     with pytest.raises(ConfigError, match="'8 GPUs' do not split evenly over '3 nodes'"):
         parse_target("8 GPUs across 3 nodes, 10gbit")
     with pytest.raises(ConfigError, match="'4 10' is neither"):  # a bare number is no rate

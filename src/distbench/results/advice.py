@@ -40,7 +40,7 @@ from distbench.results.headline import accuracy_sentence, fewer_passes_note, tim
 from distbench.results.notes import WARMUP_SHARE, warmup_note, warmup_share
 from distbench.results.stats import ConfigSummary, most_accurate, summarize
 from distbench.results.stragglers import straggler_lines
-from distbench.text import duration_text, rate_text
+from distbench.text import duration_text, link_text, rate_text
 
 MIN_REPEATS = 3  # ok runs of each candidate before advising (3 v 3 disjoint ranges: p = 0.1 by chance)
 TF_ONLY = "single,mirrored,multi_worker_mirrored"  # strategies that need nothing but TensorFlow
@@ -80,7 +80,11 @@ class Target:
         under 1 Mbit/s or over 1 Tbit/s, a latency over 100 ms, a latency on an emulated
         cluster (which shapes the rate only). Empty when none applies."""
         bits, out = self.bandwidth_Bps * 8, []
-        if bits < 1e6:
+        if self.emulated and self.gpus:  # user test (helper-17): dropped without a word
+            out.append("an emulated cluster's hosts are this machine's CPUs: the GPUs named are not emulated")
+        if math.isinf(bits):
+            pass
+        elif bits < 1e6:
             out.append(f"a link of {bits / 1e3:g} kbit/s is slower than any datacentre's: did you mean Mbit/s or "
                        "Gbit/s?")
         elif bits > 1e12:
@@ -98,7 +102,8 @@ class Target:
         """The target as read, as plain JSON: ``text``, ``nodes``, ``per_node``, ``workers``,
         ``bandwidth_Bps`` (bytes/s), ``latency_s``, ``emulated``, ``gpus``."""
         return {"text": self.text, "nodes": self.nodes, "per_node": self.per_node, "workers": self.workers,
-                "bandwidth_Bps": self.bandwidth_Bps, "latency_s": self.latency_s, "emulated": self.emulated,
+                "bandwidth_Bps": self.bandwidth_Bps if math.isfinite(self.bandwidth_Bps) else None,
+                "latency_s": self.latency_s, "emulated": self.emulated,
                 "gpus": self.gpus}
 
     def cluster(self, node_step_s: float | None = None) -> Any:
@@ -117,11 +122,13 @@ class Target:
 
 _MACHINE = r"(?:(?:gpu|cpu|tpu)\s+)?(?:nodes?|machines?|hosts?|servers?)"
 _COUNT_UNIT = r"(" + _MACHINE + r"|workers?|gpus?|devices?|replicas?|tpus?|cpus?)"
-_BANDWIDTH = (r"(\d+(?:\.\d+)?(?:e[+-]?\d+)?)\s*(?:(kilo|mega|giga|tera|[kmgt])"
-              r"(bits?/s|bits?|bps|b/s|bytes?/s|bytes?|be|ige|b)?|(bits?/s|bps|b/s|bytes?/s))(?![a-z])")
+_BANDWIDTH = (r"(\d+(?:\.\d+)?(?:e[+-]?\d+)?)\s*(?:(kilo|mega|giga|gig|tera|[kmgt])"
+              r"(bits?/sec|bits?/s|bits?|bps|b/sec|b/s|bytes?/sec|bytes?/s|bytes?|be|ige|b)?"
+              r"|(bits?/sec|bits?/s|bps|b/sec|b/s|bytes?/sec|bytes?/s))(?![a-z])")
 _TARGET_PATTERNS = (  # (kind, pattern), scanned in this order over the whole text
     ("bandwidth", _BANDWIDTH),
-    ("latency", r"(?:latency\s*(?:of|=|:)?\s*)?(\d+(?:\.\d+)?)\s*(us|µs|ms|s|secs?|seconds?)(?![a-z])"
+    ("latency", r"(?:latency\s*(?:of|=|:)?\s*)?(\d+(?:\.\d+)?)\s*(us|µs|usecs?|microseconds?|ms|msecs?|"
+                r"milliseconds?|s|secs?|seconds?)(?![a-z])"
                 r"(?:\s+latency)?"),
     ("grid", r"(\d+)\s*(?:(?:nodes?|machines?|hosts?)\s*)?[x×*]\s*(\d+)(?:\s*-?\s*" + _COUNT_UNIT + r")?(?![a-z])"),
     ("count", r"(\d+)\s*-?\s*" + _COUNT_UNIT + r"(?![a-z])"),
@@ -159,8 +166,12 @@ def parse_target(text: str, label: str = "--target ") -> Target:
     bits (``bit/s``, ``bit``, ``b/s``, ``bps``, ``b``, ``bE``,
     ``igE`` or nothing: Gbit/s, 10gbit, Gb/s, Gbps, 10Gb, GbE, GigE, 25G) or bytes (``byte/s``,
     ``B/s``, ``Bps``, ``B``: GByte/s, GB/s, MBps, 10GB; a capital B is a byte, as in SI
-    usage); latency in us, ms or s, before or after the word ``latency`` (default
-    :data:`distbench.predict.DEFAULT_LATENCY_S`). Commas, ``@``, ``at``, ``with`` and
+    usage); ``/sec`` for ``/s``, ``gig`` for G. No bandwidth is needed for one node (its
+    workers share no network link: ``inf``). Latency in us, ms or s (also ``usec``,
+    ``microseconds``, ``msec``, ``milliseconds``), before or after the word ``latency``
+    (default :data:`distbench.predict.DEFAULT_LATENCY_S`); a round-trip time (``RTT``,
+    ``ping``) is halved into the one-way latency per message. A GPU's model before the word
+    (``2 V100 GPUs``) is ignored. Commas, ``@``, ``at``, ``with`` and
     ``links`` between the parts are ignored. The word ``emulated`` marks a cluster emulated
     on this machine (``[cluster] emulate``; the hosts share its cores, latency 0 unless given).
 
@@ -175,15 +186,52 @@ def parse_target(text: str, label: str = "--target ") -> Target:
     def bad(why: str) -> ConfigError:
         return ConfigError(f"{label}{text!r}: {why}; expected e.g. {_TARGET_EXAMPLE}")
 
+    found, rest = _scan_target(text, bad)
+    nodes, per_node, gpus = _target_size(found, rest, text, bad)
+    for kind in ("bandwidth", "latency"):
+        if len(found[kind]) > 1:
+            raise bad(f"more than one {kind} given ({' and '.join(repr(m[0].strip()) for m in found[kind])})")
+    if not found["bandwidth"] and nodes != 1:
+        raise bad("no bandwidth given")
+    bandwidth = _bandwidth_Bps(found["bandwidth"][0]) if found["bandwidth"] else math.inf  # one node: no link
+    emulated = re.search(r"\bemulated\b", text, re.IGNORECASE) is not None
+    latency = 0.0 if emulated else DEFAULT_LATENCY_S
+    if found["latency"]:
+        lat = found["latency"][0]
+        unit = lat[2].lower()
+        latency = float(lat[1]) * (1e-6 if unit.startswith(("u", "µ", "mic")) else 1e-3 if unit.startswith("m")
+                                   else 1.0)
+        if re.search(r"\b(?:rtt|ping|round[- ]?trip)\b", text, re.IGNORECASE):  # helper-17: a round trip
+            latency /= 2
+    if nodes < 1 or per_node < 1 or math.isnan(bandwidth) or bandwidth <= 0:
+        raise bad("counts must be >= 1 and the bandwidth > 0")
+    if nodes * per_node < 2:
+        raise bad("one worker has nothing to distribute: give 2 or more workers (e.g. \"2 nodes\")")
+    return Target(nodes, per_node, bandwidth, latency, gpus, text, emulated)
+
+
+_GPU_MODEL = r"\b(?:[avhlbtp]\d{2,3}\w*|mi\d{3}\w*|rtx\s*\d{4}\w*|g[hb]\d{3}\w*)\s+(?=(?:gpus?|tpus?)\b)"
+"""A GPU's model before the word GPU (``2 V100 GPUs``): dropped (user test, helper-17: "'V' is neither")."""
+
+
+def _scan_target(text: str, bad: Any) -> tuple[dict[str, list[re.Match[str]]], str]:
+    """The matches of each of :data:`_TARGET_PATTERNS` in ``text``, and the text left with
+    them blanked out (``bad(why)`` makes the error to raise)."""
     if frac := re.search(r"\d+\.\d+\s*" + _COUNT_UNIT + r"(?![a-z])", text, re.IGNORECASE):
         raise bad(f"{frac[0]!r}: counts of nodes and workers are whole numbers")
     rest = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", text)  # "1,000 Mbit/s"
+    rest = re.sub(_GPU_MODEL, lambda m: " " * len(m[0]), rest, flags=re.IGNORECASE)
     found: dict[str, list[re.Match[str]]] = {}
     for kind, pattern in _TARGET_PATTERNS:
         found[kind] = list(re.finditer(pattern, rest, re.IGNORECASE))
         for m in found[kind]:  # blanked so that a later pattern cannot read it again
             rest = rest[:m.start()] + " " * (m.end() - m.start()) + rest[m.end():]
-    sizes = found["grid"] + found["count"]
+    return found, rest
+
+
+def _target_size(found: dict[str, list[re.Match[str]]], rest: str, text: str, bad: Any) -> tuple[int, int, bool]:
+    """(nodes, workers per node, whether they are GPUs or TPUs) of a scanned target; raises
+    ``bad(why)`` for text left over, no size, or more than one."""
     machines = [c for c in found["count"] if re.fullmatch(_MACHINE, c[2], re.IGNORECASE)]
     devices = [c for c in found["count"] if c not in machines]
     each = re.search(r"\b(?:each|per (?:node|machine|host)|of|with)\b", text, re.IGNORECASE)
@@ -197,44 +245,32 @@ def parse_target(text: str, label: str = "--target ") -> Target:
     left = re.sub(_TARGET_FILLER, " ", rest, flags=re.IGNORECASE).split()
     if left:
         raise bad(f"{' '.join(left)!r} is neither a size (N nodes x M GPUs), a bandwidth nor a latency")
+    sizes = found["grid"] + found["count"]
     if not found["grid"] and len(machines) == 1 and len(devices) == 1 and each:  # "2 nodes ... with 4 GPUs each"
         sizes = [machines[0]]
-        per_node_count = int(devices[0][1])
-    else:
-        per_node_count = None
-    for kind, ms in (("size", sizes), ("bandwidth", found["bandwidth"]), ("latency", found["latency"])):
-        if len(ms) > 1:  # user test (helper-15): say what was read, and how to write nodes with GPUs
-            hint = "; for nodes with GPUs write \"N nodes x M GPUs\"" if kind == "size" else ""
-            raise bad(f"more than one {kind} given ({' and '.join(repr(m[0].strip()) for m in ms)}){hint}")
+    if len(sizes) > 1:  # user test (helper-15): say what was read, and how to write nodes with GPUs
+        raise bad(f"more than one size given ({' and '.join(repr(m[0].strip()) for m in sizes)}); for nodes with "
+                  "GPUs write \"N nodes x M GPUs\"")
     if not sizes:
         raise bad("no size given")
-    if not found["bandwidth"]:
-        raise bad("no bandwidth given")
     (m,) = sizes
+    accel = ("gpu", "tpu")
     if found["grid"]:
-        nodes, per_node, gpus = int(m[1]), int(m[2]), (m[3] or "").lower().startswith("gpu")
-    elif per_node_count is not None:
-        nodes, per_node, gpus = int(m[1]), per_node_count, devices[0][2].lower().startswith("gpu")
+        if re.fullmatch(_MACHINE, m[3] or "", re.IGNORECASE):  # helper-17: "4 nodes x 2 nodes" was 4 x 2
+            raise bad(f"{m[0].strip()!r}: the count after x is per node (workers, GPUs or devices), not machines")
+        return int(m[1]), int(m[2]), (m[3] or "").lower().startswith(accel)
+    if machines and devices and sizes == [machines[0]]:
+        nodes, per_node = int(m[1]), int(devices[0][1])
         if spread:
             if nodes < 1 or per_node % nodes:
                 raise bad(f"{devices[0][0].strip()!r} do not split evenly over {m[0].strip()!r}; write "
                           "\"N nodes x M GPUs\" with M per node")
             per_node //= nodes
-    else:  # "4 nodes", "16 workers": one worker per machine; "4 GPUs": one machine
-        one_machine = m in devices and m[2].lower().startswith(("gpu", "device", "tpu"))
-        nodes, per_node = (1, int(m[1])) if one_machine else (int(m[1]), 1)
-        gpus = m[2].lower().startswith("gpu")
-    bandwidth = _bandwidth_Bps(found["bandwidth"][0])
-    emulated = re.search(r"\bemulated\b", text, re.IGNORECASE) is not None
-    latency = 0.0 if emulated else DEFAULT_LATENCY_S
-    if found["latency"]:
-        lat = found["latency"][0]
-        latency = float(lat[1]) * {"ms": 1e-3, "us": 1e-6, "µs": 1e-6}.get(lat[2].lower(), 1.0)
-    if nodes < 1 or per_node < 1 or not math.isfinite(bandwidth) or bandwidth <= 0:
-        raise bad("counts must be >= 1 and the bandwidth > 0")
-    if nodes * per_node < 2:
-        raise bad("one worker has nothing to distribute: give 2 or more workers (e.g. \"2 nodes\")")
-    return Target(nodes, per_node, bandwidth, latency, gpus, text, emulated)
+        return nodes, per_node, devices[0][2].lower().startswith(accel)
+    # "4 nodes", "16 workers": one worker per machine; "4 GPUs": one machine
+    one_machine = m in devices and m[2].lower().startswith(("gpu", "device", "tpu"))
+    nodes, per_node = (1, int(m[1])) if one_machine else (int(m[1]), 1)
+    return nodes, per_node, m[2].lower().startswith(accel)
 
 
 @dataclass
@@ -769,7 +805,7 @@ def _target_sentences(target: Target, run_dir: str | None, records: list[dict[st
     from distbench import costmodel
 
     head = (f"{target.text}: {target.nodes} node(s) x {target.per_node} = {target.workers} workers, "
-            f"{rate_text(target.bandwidth_Bps * 8)}, {duration_text(target.latency_s)} per message"
+            f"{link_text(target.bandwidth_Bps, target.latency_s)}"
             + (", emulated on this machine." if target.emulated else "."))
     if run_dir is None:
         return [head, "No prediction: the run directory is unknown."], [], {}
@@ -818,12 +854,14 @@ def _target_sentences(target: Target, run_dir: str | None, records: list[dict[st
             simplest = "single, which is also predicted fastest: distributing does not pay here"
         most = max(share.values())
         most_text = "under 1%" if most < 0.005 else f"at most {most:.0%}"
-        out.append(f"Communication is {most_text} of any strategy's predicted epoch on this target"
-                   f" ({inputs['model_bytes']:,} bytes of weights over {rate_text(target.bandwidth_Bps * 8)}"
-                   "): the network does not decide between them here, so the choice rests on what each costs "
+        over = (f"Communication is {most_text} of any strategy's predicted epoch on this target"
+                f" ({inputs['model_bytes']:,} bytes of weights over {rate_text(target.bandwidth_Bps * 8)}"
+                "): the network does not decide") if target.nodes > 1 else (
+            "One node: its workers share no network link, and the network does not decide")
+        out.append(f"{over} between them here, so the choice rests on what each costs "
                    f"to run (Operational cost); the simplest of them to run is {simplest}.")
     gpus_here = any((r.get("provenance") or {}).get("gpus") for r in records)
-    if target.gpus and not gpus_here and target.node_step_s is None:
+    if target.gpus and not gpus_here and target.node_step_s is None and target.nodes > 1:
         out.append("The compute per step was measured here on CPUs; a GPU's is shorter, so communication weighs more "
                    "on the target than predicted here (--node-step S takes a step "
                    "time measured on one of its nodes).")
@@ -840,7 +878,7 @@ def _add_target(adv: Advice, target: Target, rd: str | None, records: list[dict[
             adv.costs.append((name, _needs(name)))
     if leaders and rd and not adv.next_command:
         adv.next_command = _emulated_next(target, rd, leaders[:3], records)
-        if adv.next_command and not target.emulated:  # user test (helper-15): it did not say what it leaves out
+        if adv.next_command and not target.emulated and target.nodes > 1:  # (helper-15): what it leaves out
             lat = f" (not the {duration_text(target.latency_s)} of latency)" if target.latency_s > 0 else ""
             out_dir = adv.next_command.rsplit("--out ", 1)[1]
             em = f"{target.nodes} nodes x {target.per_node}, {rate_text(target.bandwidth_Bps * 8)}, emulated"
@@ -868,6 +906,9 @@ def _emulated_next(target: Target, run_dir: str, names: Sequence[str], records: 
     if target.workers > EMULATE_MAX_WORKERS or (batch and batch % target.workers) or not netns.available()[0]:
         return None  # (a global batch the target's workers cannot split is refused by distbench run: helper-17)
     rd = run_dir.rstrip("/")
+    if target.nodes == 1:  # one node: this machine itself, no emulated link (helper-17: --emulate 1x8@10gbit)
+        return (f"distbench run {shlex.quote(rd + '/config.json')} --workers {target.workers} --strategies "
+                f"{','.join(names)} --repeats 3 --out {shlex.quote(rd + f'-{target.workers}-workers')}")
     bits = target.bandwidth_Bps * 8
     rate = f"{bits / 1e9:g}gbit" if bits >= 1e9 and bits % 1e9 == 0 else f"{bits / 1e6:g}mbit"
     sudo = "sudo " if os.geteuid() != 0 else ""  # user test (helper-17): root without sudo installed
