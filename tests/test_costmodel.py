@@ -662,3 +662,14 @@ def test_a_one_node_target_needs_no_link(run_dir, monkeypatch):
     assert not any("Communication is" in x or "Run next measures" in x for x in adv.target)
     assert parse_target("4 GPUs, 10gbit, emulated").warnings() == [
         "an emulated cluster's hosts are this machine's CPUs: the GPUs named are not emulated"]
+
+
+def test_a_calibration_slower_than_single_is_scaled_to_its_step(run_dir):
+    # user test (helper-17): the table's 8.75 ms at the run's batch exceeded single's whole 7.49 ms step
+    slow = {**CAL, "points": [{**p, "step_s": 2 * p["step_s"]} for p in CAL["points"]]}  # 8 ms at batch 64
+    (run_dir / K.CALIBRATION_FILE).write_text(json.dumps(slow))
+    preds, inputs = CM.predict_strategies(run_dir, parse_target("8 nodes x 1, 1 Gbit/s").cluster())
+    assert by_name(preds)["horovod"].terms_s["compute"] == pytest.approx(20 * 2 * 0.0016 * 0.005 / 0.008)
+    assert "scaled by 0.63 to single's own step at batch 64, which its compute there exceeded" in inputs["measured"][1]
+    (run_dir / K.CALIBRATION_FILE).write_text(json.dumps(CAL))  # 4 ms under single's 5 ms: as measured
+    assert "scaled" not in CM.predict_strategies(run_dir, parse_target("8 nodes, 1gbit").cluster())[1]["measured"][1]
