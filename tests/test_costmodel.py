@@ -673,3 +673,15 @@ def test_a_calibration_slower_than_single_is_scaled_to_its_step(run_dir):
     assert "scaled by 0.63 to single's own step at batch 64, which its compute there exceeded" in inputs["measured"][1]
     (run_dir / K.CALIBRATION_FILE).write_text(json.dumps(CAL))  # 4 ms under single's 5 ms: as measured
     assert "scaled" not in CM.predict_strategies(run_dir, parse_target("8 nodes, 1gbit").cluster())[1]["measured"][1]
+
+
+def test_dedicated_nodes_take_the_warm_up_of_a_row_that_did_not_oversubscribe(tmp_path):
+    # user test (helper-17): 8 dedicated workers took the 4-worker warm-up, 4 processes on 2 cores
+    recs = [rec("single", 1, 0.1, threads=2), rec("horovod", 2, 0.2, warm=0.1), rec("horovod", 4, 0.6, warm=0.9)]
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    (tmp_path / K.CALIBRATION_FILE).write_text(json.dumps(CAL))
+    h = by_name(CM.predict_strategies(tmp_path, parse_target("8 nodes, 1gbit").cluster())[0])["horovod"]
+    assert h.time_to_target_s == pytest.approx(0.1 + 2 * h.epoch_s)
+    assert "warm-up as at 2 workers (without oversubscribing the cores)" in h.notes
+    em = by_name(CM.predict_strategies(tmp_path, parse_target("4 nodes, 1gbit, emulated").cluster())[0])["horovod"]
+    assert em.time_to_target_s == pytest.approx(0.9 + 2 * em.epoch_s)  # this machine's hosts: as the run shared them
