@@ -685,3 +685,15 @@ def test_dedicated_nodes_take_the_warm_up_of_a_row_that_did_not_oversubscribe(tm
     assert "warm-up as at 2 workers (without oversubscribing the cores)" in h.notes
     em = by_name(CM.predict_strategies(tmp_path, parse_target("4 nodes, 1gbit, emulated").cluster())[0])["horovod"]
     assert em.time_to_target_s == pytest.approx(0.9 + 2 * em.epoch_s)  # this machine's hosts: as the run shared them
+
+
+def test_results_predict_against_a_cluster_run(run_dir, tmp_path_factory):
+    # user test (helper-17): predict --against had no Python form
+    from distbench.api import Results
+
+    df = Results(run_dir).predict("2 nodes x 1, 1gbit, emulated", against=Results(run_dir))
+    hv = df[df.strategy == "horovod"].iloc[0]
+    assert hv.measured_epoch_s == pytest.approx(0.2) and hv.epoch_ratio == pytest.approx(hv.epoch_s / 0.2)
+    assert df.attrs["against_warning"].endswith("it ran on one host, not on a cluster")
+    with pytest.raises(ConfigError, match="against='.*': expected a run directory holding results.jsonl"):
+        Results(run_dir).predict("2 nodes, 1gbit", against=tmp_path_factory.mktemp("empty"))

@@ -679,7 +679,8 @@ class Results:
         """The recommendation's first sentence."""
         return self.advise().headline
 
-    def predict(self, target: str, node_step: float | None = None, target_accuracy: float | None = None) -> Any:
+    def predict(self, target: str, node_step: float | None = None, target_accuracy: float | None = None,
+                against: "str | Path | Results | None" = None) -> Any:
         """Each strategy's predicted epoch time, time to target and rank on ``target`` (the
         per-strategy model of ``distbench predict --target``), as a pandas DataFrame whose
         ``attrs["inputs"]`` holds what the prediction rests on, as ``--json`` gives it:
@@ -694,10 +695,16 @@ class Results:
             node_step: seconds of ``single``'s step at the run's global batch measured on one
                 target node (default: the nodes compute like this machine).
             target_accuracy: the accuracy the time to target counts to (default: the run's).
+            against: a run made on that cluster (a directory or :class:`Results`), as
+                ``predict --against``: the columns ``measured_epoch_s``, ``measured_ttt_s``
+                (medians over its repeats at the target's worker count), ``epoch_ratio`` and
+                ``ttt_ratio`` (predicted / measured), and ``attrs["against_warning"]`` when
+                that run cannot check the prediction ('' otherwise).
 
         Raises:
             ConfigError: a target that cannot be parsed, a ``node_step`` that is not seconds > 0,
-                a ``target_accuracy`` outside (0, 1], or what the model misses (naming the command).
+                a ``target_accuracy`` outside (0, 1], an ``against`` that is no run directory,
+                or what the model misses (naming the command).
         """
         import pandas as pd
 
@@ -724,6 +731,16 @@ class Results:
                             "notes": "; ".join(p.notes), "missing": p.missing} for p in preds])
         df.attrs["inputs"] = inputs
         df.attrs["target"] = tgt.data()
+        if against is not None:  # user test (helper-17): the CLI had --against, Python had not
+            other = str(against.run_dir if isinstance(against, Results) else against)
+            if not (Path(other) / "results.jsonl").is_file():
+                raise ConfigError(f"against={other!r}: expected a run directory holding results.jsonl (a run made on "
+                                  "the target cluster)")
+            rows = {a["strategy"]: a for a in costmodel.against(preds, costmodel.measured_on(other, tgt.workers))}
+            for col, key in (("measured_epoch_s", "measured_epoch_median_s"), ("epoch_ratio", "epoch_ratio"),
+                             ("measured_ttt_s", "measured_ttt_median_s"), ("ttt_ratio", "ttt_ratio")):
+                df[col] = [rows.get(name, {}).get(key) for name in df["strategy"]]
+            df.attrs["against_warning"] = costmodel.against_mismatch(self.run_dir, other, tgt.cluster(node_step))
         return df
 
     @property
