@@ -492,6 +492,12 @@ def predict_strategies(run_dir: str | Path, c: Cluster, target_accuracy: float |
 def _assumed(c: Cluster, B: int, cores: int, step: float, speed: float) -> list[str]:
     """The "Assumed" sentences of a prediction for ``c``: the links, and how a node computes
     (``step``: single's measured seconds per step here; ``speed``: the node's step over it)."""
+    def _dur(x: float) -> str:  # 3 significant digits in a readable unit (helper-17: "2e+03 ms")
+        return duration_text(float(f"{x:.3g}"))
+
+    def _fast(than: str) -> str:  # "2x as fast as", "267x slower than" (not "0.00374x as fast")
+        return f"{speed:.3g}x slower than {than}" if speed > 1 else f"{1 / speed:.3g}x as fast as {than}"
+
     assumed = [f"links of {rate_text(c.bandwidth_Bps * 8)} and {duration_text(c.latency_s)} per message",
                "each transport's time on a link over bytes / rate as fitted on emulated 100 Mbit/s and 1 Gbit/s "
                "links of one worker per host (WIRE_FACTOR, docs/predict.md)"] if c.nodes > 1 else [
@@ -500,23 +506,23 @@ def _assumed(c: Cluster, B: int, cores: int, step: float, speed: float) -> list[
     if c.emulated:
         assumed.append("the hosts are this machine's emulated hosts (shared cores, servers on the unshaped bridge)")
     elif c.gpus:  # user test (helper-15/16): 8 GPUs on one node computed 4x slower than single
-        per = (f"{1 / speed:.3g}x as fast as single here (the step time given, {c.node_step_s * 1e3:.3g} ms at "
-               f"batch {B}, against {step * 1e3:.3g} ms here)" if c.node_step_s else
-               f"like single here ({step * 1e3:.3g} ms at batch {B}; --node-step SECONDS, single's "
+        per = (f"{_fast('single here')} (the step time given, {_dur(c.node_step_s)} at "
+               f"batch {B}, against {_dur(step)} here)" if c.node_step_s else
+               f"like single here ({_dur(step)} at batch {B}; --node-step SECONDS, single's "
                "step measured on one target GPU, changes that)")
         assumed.append(f"each GPU computes its share of the batch {per}, none sharing another's; each worker's "
                        "per-step framework work (the CPU side) takes what it took here without oversubscribed "
                        "cores: a node has a CPU core or more per GPU; the first epoch's one-off warm-up is kept "
                        "at this machine's")
     elif c.node_step_s:
-        assumed.append(f"a node computes {1 / speed:.3g}x as fast as this machine (the step time given, "
-                       f"{c.node_step_s * 1e3:.3g} ms at batch {B}, against {step * 1e3:.3g} ms here); "
+        assumed.append(f"a node computes {_fast('this machine')} (the step time given, "
+                       f"{_dur(c.node_step_s)} at batch {B}, against {_dur(step)} here); "
                        "the first epoch's one-off warm-up is kept at this machine's")
     else:
         assumed.append(f"a node computes like this machine ({cores} cores, its {c.per_node} worker(s) sharing "
                        "them as processes did here); "
                        "--node-step SECONDS (single's step at the run's global batch, measured "
-                       f"on one; here {step * 1e3:.3g} ms at batch {B}) changes that")
+                       f"on one; here {_dur(step)} at batch {B}) changes that")
     return assumed
 
 
