@@ -209,6 +209,16 @@ def test_parse_target():
                        ("8 A100 GPUs", (1, 8, float("inf"), True)), ("1 node x 8 GPUs", (1, 8, float("inf"), True))]:
         t = parse_target(text)
         assert (t.nodes, t.per_node, t.bandwidth_Bps, t.gpus) == want, text
+    # user test (helper-18): "2 A100s" was read as 100 s of latency; "8-GPU server" as 8 servers
+    for text, want in [("4 nodes x 2 A100s, 25 Gbit/s", (4, 2, 25e9 / 8, True)), ("4 nodes x 2 T4s, 10gbit", (4, 2, 1.25e9, True)),
+                       ("8-GPU server, 10gbit", (1, 8, 1.25e9, True)), ("one 8-GPU server", (1, 8, float("inf"), True)),
+                       ("a single node with 8 GPUs", (1, 8, float("inf"), True)), ("8 x A100", (1, 8, float("inf"), True)),
+                       ("8 GPUs, NVLink", (1, 8, float("inf"), True)), ("1 server, 8 GPUs", (1, 8, float("inf"), True)),
+                       ("8 GPUs on one node", (1, 8, float("inf"), True)),
+                       ("4 8-GPU nodes, 100 Gbit/s", (4, 8, 100e9 / 8, True))]:
+        t = parse_target(text)
+        assert (t.nodes, t.per_node, t.bandwidth_Bps, t.gpus) == want, text
+    assert parse_target("4 nodes x 2 A100s, 25 Gbit/s").latency_s == pytest.approx(5e-5)
     for text, lat in [("4 nodes 10gbit, 50 microseconds", 5e-5), ("4 nodes 10gbit, 2 msec latency", 2e-3),
                       ("4 nodes 10gbit 1ms RTT", 5e-4), ("4 nodes 10gbit, ping 100 us", 5e-5)]:
         assert parse_target(text).latency_s == pytest.approx(lat), text

@@ -120,7 +120,7 @@ class Target:
         return self.nodes * self.per_node
 
 
-_MACHINE = r"(?:(?:gpu|cpu|tpu)\s+)?(?:nodes?|machines?|hosts?|servers?)"
+_MACHINE = r"(?:(?:gpu|cpu|tpu)\s+)?(?:nodes?|machines?|hosts?|servers?|box(?:es)?)"
 _COUNT_UNIT = r"(" + _MACHINE + r"|workers?|gpus?|devices?|replicas?|tpus?|cpus?)"
 _BANDWIDTH = (r"(\d+(?:\.\d+)?(?:e[+-]?\d+)?)\s*(?:(kilo|mega|giga|gig|tera|[kmgt])"
               r"(bits?/sec|bits?/s|bits?|bps|b/sec|b/s|bytes?/sec|bytes?/s|bytes?|be|ige|b)?"
@@ -134,7 +134,7 @@ _TARGET_PATTERNS = (  # (kind, pattern), scanned in this order over the whole te
     ("count", r"(\d+)\s*-?\s*" + _COUNT_UNIT + r"(?![a-z])"),
 )
 _TARGET_FILLER = (r"[\s,;@/]|\b(?:at|with|of|and|over|links?|network|each|per|node|machine|host|emulated|ethernet|"
-                  r"our|the|an?|cluster|in|total|"
+                  r"our|the|an?|cluster|in|total|nvlink|nvswitch|pcie|"
                   r"infiniband|ib|roce|rdma|[hfenq]dr|rtt|ping|second)\b")
 
 
@@ -210,8 +210,17 @@ def parse_target(text: str, label: str = "--target ") -> Target:
     return Target(nodes, per_node, bandwidth, latency, gpus, text, emulated)
 
 
-_GPU_MODEL = r"\b(?:[avhlbtp]\d{2,3}\w*|mi\d{3}\w*|rtx\s*\d{4}\w*|g[hb]\d{3}\w*)\s+(?=(?:gpus?|tpus?)\b)"
-"""A GPU's model before the word GPU (``2 V100 GPUs``): dropped (user test, helper-17: "'V' is neither")."""
+_GPU_MODEL = r"(?:[avhlbtpk]\d{1,4}[a-z]?|mi\d{3}x?|rtx\s*a?\d{4}|g[hb]\d{3})"
+"""A GPU's model (A100, H100, V100, T4, L40S, MI300X, RTX 4090, GH200)."""
+
+_TARGET_REWRITES = (  # as people write them -> the forms the patterns read (user tests, helper-17/18)
+    (r"\b(\d+)\s*[x×*]\s*" + _GPU_MODEL + r"s?\b(?:\s+gpus?\b)?", r"\1 GPUs"),  # "8 x A100"
+    (r"\b" + _GPU_MODEL + r"s?\b(?:\s+gpus?\b)?", " GPUs"),  # "2 A100s", "2 V100 GPUs"
+    (r"\b(\d+)\s+(\d+)\s*-\s*gpus?\s+(?:nodes?|servers?|machines?|hosts?|box(?:es)?)\b", r"\1 nodes x \2 GPUs"),
+    (r"\b(?:(?:one|an?|1|single)\s+)?(\d+)\s*-\s*gpus?\s+(?:node|server|machine|host|box)\b",
+     r"1 node x \1 GPUs"),  # "one 8-GPU server"; "our 4-GPU cluster" stays 4 GPUs on one machine
+    (r"\b(?:one|a single|single)\s+(node|server|machine|host|box)\b", r"1 \1"),  # "a single node with 8 GPUs"
+)
 
 
 def _scan_target(text: str, bad: Any) -> tuple[dict[str, list[re.Match[str]]], str]:
@@ -220,7 +229,8 @@ def _scan_target(text: str, bad: Any) -> tuple[dict[str, list[re.Match[str]]], s
     if frac := re.search(r"\d+\.\d+\s*" + _COUNT_UNIT + r"(?![a-z])", text, re.IGNORECASE):
         raise bad(f"{frac[0]!r}: counts of nodes and workers are whole numbers")
     rest = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", text)  # "1,000 Mbit/s"
-    rest = re.sub(_GPU_MODEL, lambda m: " " * len(m[0]), rest, flags=re.IGNORECASE)
+    for pattern, to in _TARGET_REWRITES:
+        rest = re.sub(pattern, to, rest, flags=re.IGNORECASE)
     found: dict[str, list[re.Match[str]]] = {}
     for kind, pattern in _TARGET_PATTERNS:
         found[kind] = list(re.finditer(pattern, rest, re.IGNORECASE))
@@ -234,7 +244,8 @@ def _target_size(found: dict[str, list[re.Match[str]]], rest: str, text: str, ba
     ``bad(why)`` for text left over, no size, or more than one."""
     machines = [c for c in found["count"] if re.fullmatch(_MACHINE, c[2], re.IGNORECASE)]
     devices = [c for c in found["count"] if c not in machines]
-    each = re.search(r"\b(?:each|per (?:node|machine|host)|of|with)\b", text, re.IGNORECASE)
+    each = re.search(r"\b(?:each|per (?:node|machine|host)|of|with)\b", text, re.IGNORECASE) or (
+        len(machines) == 1 and int(machines[0][1]) == 1)  # "1 server, 8 GPUs": one machine holds them
     spread = None  # "8 GPUs on 4 nodes": the devices in all, over the machines
     if len(machines) == 1 and len(devices) == 1 and devices[0].end() <= machines[0].start():
         between = re.fullmatch(r"\s*([x×*]|on|across|in|over)\s*", rest[devices[0].end():machines[0].start()],
