@@ -269,8 +269,12 @@ def test_the_error_band_says_when_a_target_lies_outside_the_validated_cells(run_
     band = {t: CM.predict_strategies(run_dir, parse_target(t).cluster())[1]["validated"]
             for t in ("3 nodes x 1, 1gbit, emulated", "8 nodes x 2, 25gbit")}
     assert band["3 nodes x 1, 1gbit, emulated"] == CM.VALIDATED
-    assert band["8 nodes x 2, 25gbit"].endswith("this target's 8 nodes, 2 workers per node, 25 Gbit/s, dedicated "
-                                                 "nodes lie outside those cells, which the band does not cover")
+    assert band["8 nodes x 2, 25gbit"].endswith("this target's 8 nodes, 16 workers, 2 workers per node, 25 Gbit/s, "
+                                                 "dedicated nodes lie outside those cells, which the band does not "
+                                                 "cover")
+    # user test (helper-18): GPUs went unsaid
+    gpus = CM.predict_strategies(run_dir, parse_target("4 nodes x 2 GPUs, 10gbit").cluster())[1]["validated"]
+    assert "8 workers, 2 workers per node, GPUs, dedicated nodes lie outside" in gpus
 
 
 def test_advise_target_names_the_predicted_leader(run_dir):
@@ -631,8 +635,16 @@ def test_advise_target_needs_a_distributed_strategy_and_a_batch_the_target_split
     (run_dir / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in shaped))
     adv = advise(shaped, str(run_dir), parse_target("4 nodes x 2, 10gbit"))
     assert adv.target_recommended is None and not (adv.next_command or "").count("--emulate")
-    assert any(t.startswith(f"No distributed strategy can be predicted from {run_dir}, so nothing to rank against "
-                            "single: Not predicted (measured only over the shaped links") for t in adv.target)
+    assert any(t.startswith(f"No prediction: {run_dir} was made on a cluster: the model calibrates each strategy "
+                            "from one-host rows, and it has none") for t in adv.target)
+    # one-host rows of strategies with no cluster form only (mirrored): nothing distributed to rank either
+    mirrored = [r for r in recs if r["strategy"] == "single"] + [{**rec("mirrored", 2, 0.15, threads=2), "repeat": i}
+                                                                 for i in range(3)]
+    (run_dir / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in mirrored))
+    adv = advise(mirrored, str(run_dir), parse_target("4 nodes x 2, 10gbit"))
+    assert adv.target_recommended is None and any(t.startswith(
+        f"No distributed strategy can be predicted from {run_dir}, so nothing to rank against single: Not predicted "
+        "(one process on one machine's devices") for t in adv.target)
     assert "distbench advise ONE_HOST_RUN --target" in " ".join(advise(shaped, str(run_dir)).reasons)
     # user test (helper-17): 64 samples over 3 workers was predicted silently, and Run next measured it (refused)
     (run_dir / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))

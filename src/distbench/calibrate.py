@@ -154,6 +154,13 @@ def no_workload(run_dir: str | Path) -> str:
             f"run and use it: distbench run {run_dir}/config.json --out NEW_RUN_DIR")
 
 
+def only_cluster_rows(records: list[dict[str, Any]]) -> bool:
+    """Every ok distributed record ran over an emulated cluster's links (none on one host):
+    such a run cannot calibrate the cost model, which calibrates from one-host rows."""
+    multi = [r for r in records if r.get("status") == "ok" and r.get("strategy") != "single"]
+    return bool(multi) and all(r.get("bandwidth") for r in multi)
+
+
 def ensure(run_dir: str | Path) -> None:
     """Measure the run's compute table (:func:`calibrate`) when it has a workload and results
     and no calibration yet, saying so on stderr; a failure is said there too and left for the
@@ -165,7 +172,8 @@ def ensure(run_dir: str | Path) -> None:
     rd = Path(run_dir)
     if (rd / CALIBRATION_FILE).exists() or not (rd / "workload").is_dir() or not (rd / "results.jsonl").exists():
         return
-    if not any(r.get("strategy") == "single" and r.get("status") == "ok" for r in read_records(rd)):
+    recs = read_records(rd)
+    if not any(r.get("strategy") == "single" and r.get("status") == "ok" for r in recs) or only_cluster_rows(recs):
         return  # the cost model refuses such a run at once (naming the command): nothing to calibrate for
     print(f"measuring this machine's compute per step for the cost model (once: {rd / CALIBRATION_FILE}) ...",
           file=sys.stderr, flush=True)

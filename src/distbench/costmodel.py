@@ -78,7 +78,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from distbench.calibrate import compute_s, no_workload, read_calibration
+from distbench.calibrate import compute_s, no_workload, only_cluster_rows, read_calibration
 from distbench.cluster.emulated import tbf_burst_bytes
 from distbench.predict import epoch_s, no_single
 from distbench.text import duration_text, link_text, rate_text
@@ -436,6 +436,10 @@ def predict_strategies(run_dir: str | Path, c: Cluster, target_accuracy: float |
     singles = [r for r in recs if r.get("strategy") == "single" and r.get("status") == "ok"]
     if not singles:
         raise ValueError(no_single(rd, recs, "the model needs single's step"))
+    if only_cluster_rows(recs):  # user test (helper-18): it calibrated for 20 s, then predicted single alone
+        raise ValueError(f"{rd} was made on a cluster: the model calibrates each strategy from one-host rows, and it "
+                         "has none; predict from a one-host run of this workload and check it against this one: "
+                         f"distbench predict ONE_HOST_RUN --target \"N nodes x M, RATE\" --against {rd}")
     cal = read_calibration(run_dir)
     if cal is None:
         raise ValueError(f"{rd} has no compute calibration: distbench calibrate {rd} measures it" if
@@ -508,7 +512,8 @@ def _assumed(c: Cluster, B: int, cores: int, step: float, speed: float) -> list[
     elif c.gpus:  # user test (helper-15/16): 8 GPUs on one node computed 4x slower than single
         per = (f"{_fast('single here')} (the step time given, {_dur(c.node_step_s)} at "
                f"batch {B}, against {_dur(step)} here)" if c.node_step_s else
-               f"like single here ({_dur(step)} at batch {B}; --node-step SECONDS, single's "
+               f"like single here ({_dur(step)} at batch {B}, on this machine's CPU: a GPU's step is shorter, so "
+               "communication weighs more there than predicted here; --node-step SECONDS, single's "
                "step measured on one target GPU, changes that)")
         assumed.append(f"each GPU computes its share of the batch {per}, none sharing another's; each worker's "
                        "per-step framework work (the CPU side) takes what it took here without oversubscribed "
@@ -530,7 +535,9 @@ def _beyond_validation(c: Cluster) -> str:
     """What of target ``c`` lies outside the validated cells (2-4 hosts of one worker, 100 Mbit/s
     to 10 Gbit/s, this machine's emulated hosts); '' when none does."""
     out = [w for w, off in ((f"{c.nodes} node{'s' if c.nodes > 1 else ''}", not 2 <= c.nodes <= 4),
+                            (f"{c.workers} workers", c.workers > 4),  # user test (helper-18): 8 went unsaid
                             (f"{c.per_node} workers per node", c.per_node != 1),
+                            ("GPUs", c.gpus and not c.emulated),
                             (rate_text(c.bandwidth_Bps * 8), c.nodes > 1 and not 1e8 <= c.bandwidth_Bps * 8 <= 1e10),
                             ("dedicated nodes", not c.emulated)) if off]
     return f"; this target's {', '.join(out)} lie outside those cells, which the band does not cover" if out else ""
@@ -657,7 +664,7 @@ def describe(text: str, c: Cluster, inputs: dict[str, Any]) -> str:
     """The lines above the table: the cluster as read, what was measured and what assumed,
     and the error band the validation measured."""
     return (f"{text}: {c.nodes} node(s) x {c.per_node} = {c.workers} workers, "
-            f"{link_text(c.bandwidth_Bps, c.latency_s)}; "
+            f"{link_text(c.bandwidth_Bps if c.nodes > 1 else math.inf, c.latency_s)}; "
             f"{inputs['model_bytes']:,} bytes of weights, global batch {inputs['global_batch']}, "
             f"{inputs['n_train']:,} samples per epoch, time to {inputs['target_accuracy']:g}.\n"
             f"Measured in the run: {'; '.join(inputs['measured'])}.\n"

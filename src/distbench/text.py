@@ -67,7 +67,7 @@ def link_text(bytes_per_s: float, latency_s: float) -> str:
     """A target's link as read: ``10 Gbit/s, 50 us per message`` (``bytes_per_s``: bytes/s;
     ``latency_s``: seconds); ``one node: no network link`` for an infinite rate (a target of
     one node needs none)."""
-    if math.isinf(bytes_per_s):
+    if math.isinf(bytes_per_s):  # (a rate given for one node is not used: user test, helper-18)
         return "one node: no network link"
     return f"{rate_text(bytes_per_s * 8)}, {duration_text(latency_s)} per message"
 

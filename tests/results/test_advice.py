@@ -134,6 +134,11 @@ def test_no_target_reached_suggests_more_epochs():
     assert adv.next_command == "distbench run runs/x/config.json --out runs/x-e4 --epochs 4"
     # or a target the runs reach, for a model that has plateaued (the user test: 0.77 at best)
     assert any("distbench advise runs/x --target-accuracy 0.79" in r for r in adv.reasons), adv.reasons
+    assert "in every run" not in adv.headline
+    # user test (helper-18): 2 of 3 runs reached it, and the headline said no configuration did
+    adv = advise(runs("horovod", 2, [1.0, 1.1, None], acc=0.91), "runs/x")
+    assert adv.verdict == "no_target" and ("no configuration reached the target test accuracy 0.9 in every run (some "
+                                           "runs of horovod (2 workers) did;") in adv.headline
 
 
 def test_straggler_evidence_and_the_bound():

@@ -561,8 +561,11 @@ def _not_ranked(ok: list[ConfigSummary], unavailable: list[tuple[str, str]], sco
         return adv
     epochs = next((r.get("epochs") for s in ok for r in s.records if r.get("epochs")), None)
     top = most_accurate(ok)  # (its ties: when all tie, none is named most accurate)
-    adv = Advice("no_target", f"No advice: no configuration reached the target test accuracy {target_acc}, so "
-                 "there is no time to accuracy to compare.", unavailable=unavailable, scope=scope)
+    some = [s.label for s in ok if any(r.get("time_to_target_s") is not None for r in s.records)]
+    partly = (f" in every run (some runs of {', '.join(some)} did; a time to accuracy needs all of a "
+              "configuration's runs to reach it)") if some else ""  # user test (helper-18): "no configuration"
+    adv = Advice("no_target", f"No advice: no configuration reached the target test accuracy {target_acc}{partly}, "
+                 "so there is no time to accuracy to compare.", unavailable=unavailable, scope=scope)
     adv.reasons = [accuracy_sentence(top, False)] if top else []
     reach = math.floor(100 * (top.value if top else 0.0)) / 100 - 0.01
     if reach > 0:  # more epochs do not help a model that has plateaued below the target
@@ -816,7 +819,7 @@ def _target_sentences(target: Target, run_dir: str | None, records: list[dict[st
     from distbench import costmodel
 
     head = (f"{target.text}: {target.nodes} node(s) x {target.per_node} = {target.workers} workers, "
-            f"{link_text(target.bandwidth_Bps, target.latency_s)}"
+            f"{link_text(target.bandwidth_Bps if target.nodes > 1 else math.inf, target.latency_s)}"
             + (", emulated on this machine." if target.emulated else "."))
     if run_dir is None:
         return [head, "No prediction: the run directory is unknown."], [], {}
