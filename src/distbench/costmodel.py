@@ -426,24 +426,14 @@ def predict_strategies(run_dir: str | Path, c: Cluster, target_accuracy: float |
 
     Raises:
         ValueError: no results, no ok ``single`` record, no calibration (each naming the
-            command that makes it), the cluster splits the global batch to nothing, or a node
-            step on an emulated cluster (:data:`EMULATED_NODE_STEP`).
+            command that makes it), a run made on a cluster (no one-host distributed row), the
+            cluster splits the global batch to nothing, or a node step on an emulated cluster
+            (:data:`EMULATED_NODE_STEP`).
     """
     rd = str(run_dir)
     if c.emulated and c.node_step_s:  # user test (helper-16): it changed every number without a word
         raise ValueError(EMULATED_NODE_STEP)
-    recs = [r for r in read_records(run_dir)] if (Path(run_dir) / "results.jsonl").exists() else []
-    singles = [r for r in recs if r.get("strategy") == "single" and r.get("status") == "ok"]
-    if not singles:
-        raise ValueError(no_single(rd, recs, "the model needs single's step"))
-    if only_cluster_rows(recs):  # user test (helper-18): it calibrated for 20 s, then predicted single alone
-        raise ValueError(f"{rd} was made on a cluster: the model calibrates each strategy from one-host rows, and it "
-                         "has none; predict from a one-host run of this workload and check it against this one: "
-                         f"distbench predict ONE_HOST_RUN --target \"N nodes x M, RATE\" --against {rd}")
-    cal = read_calibration(run_dir)
-    if cal is None:
-        raise ValueError(f"{rd} has no compute calibration: distbench calibrate {rd} measures it" if
-                         (Path(rd) / "workload").is_dir() else f"no compute calibration: {no_workload(rd)}")
+    recs, singles, cal = _calibrated_run(rd)
     wl = singles[0]["workload"]
     B, n_train, M = int(singles[0]["global_batch_size"]), int(wl["sizes"]["train"]), 4 * int(wl["num_parameters"])
     if B < c.workers:
@@ -491,6 +481,24 @@ def predict_strategies(run_dir: str | Path, c: Cluster, target_accuracy: float |
                            "epochs to target and warm-up from each strategy's curve"],
               "assumed": assumed, "validated": VALIDATED + _beyond_validation(c)}
     return ranked + [p for p in out if p.epoch_s is None], inputs
+
+
+def _calibrated_run(rd: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
+    """``rd``'s records, its ok ``single`` records and its calibration; ValueError (naming the
+    command that makes what is missing) without the last two, or for a cluster run."""
+    recs = [r for r in read_records(rd)] if (Path(rd) / "results.jsonl").exists() else []
+    singles = [r for r in recs if r.get("strategy") == "single" and r.get("status") == "ok"]
+    if not singles:
+        raise ValueError(no_single(rd, recs, "the model needs single's step"))
+    if only_cluster_rows(recs):  # user test (helper-18): it calibrated for 20 s, then predicted single alone
+        raise ValueError(f"{rd} was made on a cluster: the model calibrates each strategy from one-host rows, and it "
+                         "has none; predict from a one-host run of this workload and check it against this one: "
+                         f"distbench predict ONE_HOST_RUN --target \"N nodes x M, RATE\" --against {rd}")
+    cal = read_calibration(rd)
+    if cal is None:
+        raise ValueError(f"{rd} has no compute calibration: distbench calibrate {rd} measures it" if
+                         (Path(rd) / "workload").is_dir() else f"no compute calibration: {no_workload(rd)}")
+    return recs, singles, cal
 
 
 def _assumed(c: Cluster, B: int, cores: int, step: float, speed: float) -> list[str]:
