@@ -665,6 +665,11 @@ def test_a_one_node_target_needs_no_link(run_dir, monkeypatch):
     preds, inputs = CM.predict_strategies(run_dir, t.cluster())
     assert all(p.terms_s["link"] == 0 for p in preds if p.epoch_s is not None)
     assert inputs["assumed"][0].startswith("one node: its workers exchange over no network link")
+    # user test (helper-18): mirrored, not in the run, was absent from a one-node ranking without a word
+    assert inputs["not_measured"] == ["mirrored"] and CM.not_predicted_text(inputs).startswith(
+        f"Not measured in this run: mirrored, tf.distribute's strategy for one machine's devices; distbench run "
+        f"{run_dir}/config.json --out {run_dir} --resume --strategies mirrored measures it.")
+    assert CM.predict_strategies(run_dir, parse_target("2 nodes, 1gbit").cluster())[1]["not_measured"] == []
     assert CM.describe(t.text, t.cluster(), inputs).startswith("4 GPUs: 1 node(s) x 4 = 4 workers, one node: no "
                                                                "network link;")
     recs = [{**json.loads(ln), "repeat": i} for ln in (run_dir / "results.jsonl").read_text().splitlines()

@@ -73,6 +73,7 @@ starts every configuration's processes anew.
 from __future__ import annotations
 
 import math
+import shlex
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -472,7 +473,9 @@ def predict_strategies(run_dir: str | Path, c: Cluster, target_accuracy: float |
     left = sorted({s for s, _ in rows} - {"single", *names})  # user test: they vanished without a word
     shaped = sorted({r["strategy"] for r in recs if r.get("status") == "ok" and r.get("bandwidth")}
                     - {s for s, _ in rows})  # user test (helper-15): a cluster run's strategies, gone silently
-    inputs = {"not_predicted": left, "not_predicted_links": shaped,
+    unmeasured = ["mirrored"] if c.nodes == 1 and not any(s in ONE_MACHINE for s, _ in rows) else []
+    inputs = {"not_predicted": left, "not_predicted_links": shaped, "not_measured": unmeasured,
+              "run_dir": rd,
               "model_bytes": M, "n_train": n_train, "global_batch": B, "cores": cores, "target_accuracy": target,
               "measured": ["each strategy's step and framework cost at the run's worker counts",
                            f"compute vs per-worker batch at {len({p['batch'] for p in cal['points']})} batches "
@@ -658,9 +661,14 @@ def not_predicted_text(inputs: dict[str, Any]) -> str:
     """The sentences naming the run's strategies the model does not predict on a cluster
     (``inputs["not_predicted"]`` of :func:`predict_strategies`) and those it cannot calibrate
     from (``inputs["not_predicted_links"]``: measured only over an emulated cluster's shaped
-    links), or ``""`` when there are none."""
+    links), and ``mirrored`` where a one-node target's run lacks it (``inputs["not_measured"]``),
+    or ``""`` when there are none."""
     names, shaped = inputs.get("not_predicted") or [], inputs.get("not_predicted_links") or []
-    return " ".join(
+    rd = shlex.quote(str(inputs.get("run_dir") or "RUN_DIR"))
+    return " ".join(  # mirrored on a one-node target (user test, helper-18: absent without a word)
+        [f"Not measured in this run: mirrored, tf.distribute's strategy for one machine's devices; distbench run "
+         f"{rd}/config.json --out {rd} --resume --strategies mirrored measures it."] * bool(inputs.get("not_measured"))
+        +
         ([f"Not predicted (one process on one machine's devices, no form on a cluster of nodes): {', '.join(names)}."]
          if names else [])
         + ([f"Not predicted (measured only over the shaped links of an emulated cluster; the model calibrates "
