@@ -352,7 +352,7 @@ def _letter(i: int) -> str:
 
 def workload_key(record: dict[str, Any]) -> str | None:
     """What must match for two records' times to be comparable: dataset and its
-    fingerprint, model, epochs, global batch, local optimizer, learning rate and its
+    fingerprint, model and its parameter count, epochs, global batch, local optimizer, learning rate and its
     scaling, as a JSON string; ``None`` when the record carries none of them.
 
     The learning rate is the configured one (``workload.learning_rate``), not the one a
@@ -365,10 +365,12 @@ def workload_key(record: dict[str, Any]) -> str | None:
 
 def workload_fields(record: dict[str, Any]) -> dict[str, Any]:
     """The settings :func:`workload_key` compares, by the name a user knows them by:
-    ``dataset``, ``data fingerprint``, ``model``, ``epochs``, ``global batch``,
-    ``optimizer``, ``learning rate``, ``lr scaling`` (``None`` where the record has none)."""
+    ``dataset``, ``data fingerprint``, ``model``, ``parameters`` (the model's size: two MLPs
+    of other widths differ there only), ``epochs``, ``global batch``, ``optimizer``,
+    ``learning rate``, ``lr scaling`` (``None`` where the record has none)."""
     w = record.get("workload") or {}
     return {"dataset": w.get("dataset"), "data fingerprint": w.get("data_sha256"), "model": w.get("model"),
+            "parameters": w.get("num_parameters"),
             "epochs": record.get("epochs"), "global batch": record.get("global_batch_size"),
             "optimizer": record.get("optimizer"), "learning rate": w.get("learning_rate", record.get("learning_rate")),
             "lr scaling": record.get("lr_scaling")}
