@@ -500,10 +500,13 @@ def test_results_predict_is_a_dataframe_that_keeps_the_inputs_and_the_error_band
                                   "bandwidth_Bps": 1.25e8, "latency_s": 0.0, "emulated": True, "gpus": False}
     # user test (helper-13): a negative node_step gave negative times, ranked first; errors name the keywords
     for kwargs, needle in [({"node_step": -1}, "node_step=-1: expected seconds > 0"),
-                           ({"node_step": float("nan")}, "node_step=nan"), ({"node_step": "0.01"}, "node_step='0.01'"),
+                           ({"node_step": float("nan")}, "node_step=nan"), ({"node_step": "fast"}, "node_step='fast'"),
                            ({"target_accuracy": 2}, "target_accuracy=2: expected a test accuracy")]:
         with pytest.raises(ConfigError, match=needle):
             Results(run_dir).predict("4 nodes x 1, 1gbit", **kwargs)
+    # user test (helper-18): "5" was refused as "expected seconds > 0"; it is seconds, as the CLI's --node-step 5
+    assert Results(run_dir).predict("4 nodes x 1, 1gbit", node_step="0.001").equals(
+        Results(run_dir).predict("4 nodes x 1, 1gbit", node_step=0.001))
     with pytest.raises(ConfigError, match="^target='4 nodes': no bandwidth"):
         Results(run_dir).predict("4 nodes")
     with pytest.raises(ConfigError, match="target_accuracy=0: expected"):

@@ -787,7 +787,8 @@ def _refuse_emulated_node_step(emulated: bool) -> None:
 
 def _check_node_step(node_step: Any) -> float:
     """``node_step`` as seconds > 0: a number of seconds (warned about, :class:`UserWarning`,
-    outside 1 us .. 10 s) or a text with its unit (``"4ms"``, ``"250us"``, ``"0.5s"``).
+    outside 1 us .. 10 s), a text with its unit (``"4ms"``, ``"250us"``, ``"0.5s"``) or
+    without one (``"0.004"``: seconds, warned about as a number).
 
     Raises:
         ConfigError: not a finite number of seconds > 0.
@@ -796,8 +797,10 @@ def _check_node_step(node_step: Any) -> float:
     if isinstance(node_step, str):  # "4ms", "250us", as distbench predict --node-step takes it
         from distbench.text import SECONDS
 
-        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e-?[0-9]+)?)\s*([a-zµ]+)\s*", node_step, re.I)
-        if m and m[2].lower() in SECONDS:
+        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e-?[0-9]+)?)\s*([a-zµ]*)\s*", node_step, re.I)
+        if m and not m[2]:  # "5": seconds, as the CLI's bare --node-step 5 (user test, helper-18)
+            node_step, bare = float(m[1]), True
+        elif m and m[2].lower() in SECONDS:
             node_step = float(m[1]) * SECONDS[m[2].lower()]
     if not (isinstance(node_step, (int, float)) and not isinstance(node_step, bool) and math.isfinite(node_step)
             and node_step > 0):
