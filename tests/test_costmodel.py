@@ -594,6 +594,9 @@ def test_advise_target_run_next_says_what_the_emulation_leaves_out(run_dir, monk
     assert line.endswith(f"--target '2 nodes x 1, 1 Gbit/s, emulated' --against {run_dir}-emulated-2x1.")
     adv = advise(records, str(run_dir), parse_target("2 nodes, 1gbit, emulated"))
     assert not any(t.startswith("Run next measures these") for t in adv.target)
+    adv = advise(records, str(run_dir), parse_target("2 nodes, 25gbit"))  # user test (helper-18): unreachable here
+    assert "the unshaped emulated bridge carried one TCP stream at about 16 Gbit/s where it was measured " \
+           "(docs/cluster.md), below the target's 25 Gbit/s" in " ".join(adv.target)
 
 
 def test_warm_up_of_a_shared_engine_row_is_from_its_fresh_processes():
