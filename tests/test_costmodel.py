@@ -720,3 +720,18 @@ def test_results_predict_against_a_cluster_run(run_dir, tmp_path_factory):
     assert df.attrs["against_warning"].endswith("it ran on one host, not on a cluster")
     with pytest.raises(ConfigError, match="against='.*': expected a run directory holding results.jsonl"):
         Results(run_dir).predict("2 nodes, 1gbit", against=tmp_path_factory.mktemp("empty"))
+
+
+def test_advise_target_calls_two_leaders_within_the_error_band_a_tie(run_dir, monkeypatch):
+    # user test (helper-18): 0.457 s and 0.494 s were a ranking, not a tie
+    def two(*a, **k):
+        preds = [CM.StrategyPrediction("single", 1, 0.1, 1.0, 2, {"compute": 0.1, "framework": 0.0, "link": 0.0},
+                                       rank=1),
+                 CM.StrategyPrediction("horovod", 2, 0.1, 1.05, 2, {"compute": 0.05, "framework": 0.04, "link": 0.01},
+                                       rank=2)]
+        return preds, {"model_bytes": 4000, "target_accuracy": 0.9, "measured": [], "assumed": [], "validated": "v"}
+
+    monkeypatch.setattr(CM, "predict_strategies", two)
+    records = [json.loads(ln) for ln in (run_dir / "results.jsonl").read_text().splitlines()]
+    adv = advise(records, str(run_dir), parse_target("2 nodes, 1gbit"))
+    assert "then horovod (1.05 s), within the model's 10% median error of each other: a tie." in " ".join(adv.target)

@@ -840,6 +840,8 @@ def _target_sentences(target: Target, run_dir: str | None, records: list[dict[st
     best = reached[0] if reached else None
     if best is not None:
         nxt = f", then {reached[1].strategy} ({reached[1].time_to_target_s:.3g} s)" if len(reached) > 1 else ""
+        if len(reached) > 1 and reached[1].time_to_target_s < PREDICTED_TIE * best.time_to_target_s:  # helper-18
+            nxt += f", within the model's {PREDICTED_TIE - 1:.0%} median error of each other: a tie"
         out.append(f"Predicted fastest to {acc:g} there: {best.strategy} ({best.time_to_target_s:.3g} s, "
                    f"{best.epoch_s:.3g} s per epoch){nxt}.")
     else:
@@ -934,6 +936,10 @@ def _emulated_next(target: Target, run_dir: str, names: Sequence[str], records: 
             f"--workers {target.workers} --strategies {','.join(names)} --repeats 3 "
             f"--out {shlex.quote(rd + f'-emulated-{target.nodes}x{target.per_node}')}")
 
+
+PREDICTED_TIE = 1.1
+"""Two predicted times to target closer than this ratio are a tie: the model's median error
+(BENCHMARKS.md, predict_validation: 8-9%)."""
 
 EMULATED_VETH_BPS = 2e9
 """Bytes/s one TCP stream reaches over this machine's unshaped emulated bridge (1.9-2.1 GB/s
