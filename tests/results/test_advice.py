@@ -227,6 +227,8 @@ def test_parse_target():
     for text, lat in [("4 nodes 10gbit, 50 microseconds", 5e-5), ("4 nodes 10gbit, 2 msec latency", 2e-3),
                       ("4 nodes 10gbit 1ms RTT", 5e-4), ("4 nodes 10gbit, ping 100 us", 5e-5)]:
         assert parse_target(text).latency_s == pytest.approx(lat), text
+    with pytest.raises(ConfigError, match="'-3 nodes': counts of nodes and workers are 1 or more"):
+        parse_target("-3 nodes, 1gbit")
     with pytest.raises(ConfigError, match="'4 nodes x 2 nodes': the count after x is per node"):
         parse_target("4 nodes x 2 nodes, 1gbit")
     with pytest.raises(ConfigError, match="no bandwidth given"):  # several nodes need their link

@@ -228,6 +228,8 @@ def _scan_target(text: str, bad: Any) -> tuple[dict[str, list[re.Match[str]]], s
     them blanked out (``bad(why)`` makes the error to raise)."""
     if frac := re.search(r"\d+\.\d+\s*" + _COUNT_UNIT + r"(?![a-z])", text, re.IGNORECASE):
         raise bad(f"{frac[0]!r}: counts of nodes and workers are whole numbers")
+    if neg := re.search(r"(?<![\w.])-\s*\d+\s*" + _COUNT_UNIT + r"(?![a-z])", text, re.IGNORECASE):
+        raise bad(f"{neg[0]!r}: counts of nodes and workers are 1 or more")  # user test (helper-18): "'-' is neither"
     rest = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", text)  # "1,000 Mbit/s"
     for pattern, to in _TARGET_REWRITES:
         rest = re.sub(pattern, to, rest, flags=re.IGNORECASE)
