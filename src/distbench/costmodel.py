@@ -224,12 +224,6 @@ def _epochs_to(rec: dict[str, Any], target: float) -> float | None:
     return None
 
 
-def ran_on_cluster(records: Sequence[dict[str, Any]]) -> bool:
-    """Some ok record ran over shaped links or on several hosts: such a run cannot calibrate
-    the model (it calibrates from one-host rows)."""
-    return any(r.get("bandwidth") or len(set(r.get("hosts") or [])) > 1 for r in records if r.get("status") == "ok")
-
-
 def _in_shared_engine(rec: dict[str, Any]) -> bool:
     """The record ran in a sweep's shared Spark or MPI engine (one host only), whose processes
     stay up between configurations."""

@@ -155,13 +155,13 @@ FIRST_ORDER_CAVEAT = ("first-order model: no contention, stragglers, compute/com
 
 
 def first_order_caveat(run_dir: str) -> str:
-    """:data:`FIRST_ORDER_CAVEAT` for ``run_dir``; a run made on a cluster (shaped links or
-    several hosts) cannot calibrate ``--target`` (user test, helper-16: it was told to), so it
+    """:data:`FIRST_ORDER_CAVEAT` for ``run_dir``; a run made on a cluster (every distributed row
+    over shaped links) cannot calibrate ``--target`` (user test, helper-16: it was told to), so it
     names a one-host run instead and ``--against`` for this one."""
-    from distbench.costmodel import ran_on_cluster
+    from distbench.calibrate import only_cluster_rows
     from distbench.results.store import read_records
 
-    if not ran_on_cluster(read_records(run_dir)):
+    if not only_cluster_rows(read_records(run_dir)):
         return FIRST_ORDER_CAVEAT.format(run_dir=shlex.quote(str(run_dir)))
     return (FIRST_ORDER_CAVEAT.split(" For a cluster")[0] + " This run was made on a cluster, which cannot "
             "calibrate the per-strategy model: predict from a one-host run of the same workload and check it "

@@ -678,9 +678,9 @@ def _verdict(adv: Advice, ranked: list[ConfigSummary], single: ConfigSummary | N
             wl = next((r.get("workload") or {} for r in lead.records), {})
             adv.headline = (f"Recommended: single. No distributed strategy beats one device on this workload here; "
                             f"the runner-up is {second.label if second else 'none'}.")
-            from distbench.costmodel import ran_on_cluster
+            from distbench.calibrate import only_cluster_rows
 
-            one_host = "ONE_HOST_RUN" if ran_on_cluster(lead.records + (second.records if second else [])) \
+            one_host = "ONE_HOST_RUN" if only_cluster_rows(lead.records + (second.records if second else [])) \
                 else shlex.quote(rd or "RUN_DIR")  # user test (helper-17): a cluster run cannot calibrate it
             predict = ("see Target" if has_target else  # the Target block exists only with --target
                        f"distbench advise {one_host} --target '8 nodes x 4 GPUs, 25 Gbit/s' predicts one"
