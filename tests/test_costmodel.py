@@ -337,6 +337,10 @@ def test_cli_predict_against_a_cluster_run(run_dir):
     (hv,) = [a for a in doc["against"] if a["strategy"] == "horovod"]
     pred = next(p for p in doc["strategies"] if p["strategy"] == "horovod")
     assert hv["epoch_ratio"] == pytest.approx(pred["epoch_s"] / 0.2) and hv["measured_epoch_s"] == [pytest.approx(0.2)]
+    # user test (helper-19): the warning came after the ratios it undercuts, on stderr only
+    out = " ".join(CliRunner().invoke(main, ["predict", str(run_dir), "--target", "2 nodes x 1, 1gbit, emulated",
+                                             "--against", str(run_dir)]).stdout.split())
+    assert out.index(f"warning: {run_dir} does not check this prediction") < out.index(f"measured in {run_dir}")
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--against", str(run_dir), "--node-step", "0.1"])
     assert res.exit_code == 2 and "predict: --node-step and --against need --target" in res.output
 
@@ -680,8 +684,10 @@ def test_a_one_node_target_needs_no_link(run_dir, monkeypatch):
                                                                "network link;")
     recs = [{**json.loads(ln), "repeat": i} for ln in (run_dir / "results.jsonl").read_text().splitlines()
             for i in range(3)]
-    adv = advise(recs, str(run_dir), t)
-    assert adv.next_command is None or ("--emulate" not in adv.next_command and "sudo" not in adv.next_command)
+    adv = advise(recs, str(run_dir), parse_target("1 node x 4, 10gbit"))
+    assert adv.next_command.startswith("distbench run") and "--emulate" not in adv.next_command
+    adv = advise(recs, str(run_dir), t)  # 4 GPUs: 4 CPU processes here would measure oversubscription (helper-19)
+    assert "--workers 4" not in (adv.next_command or "")
     assert not any("Communication is" in x or "Run next measures" in x for x in adv.target)
     assert parse_target("4 GPUs, 10gbit, emulated").warnings() == [
         "an emulated cluster's hosts are this machine's CPUs: the GPUs named are not emulated"]

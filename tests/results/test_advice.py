@@ -224,6 +224,10 @@ def test_parse_target():
         t = parse_target(text)
         assert (t.nodes, t.per_node, t.bandwidth_Bps, t.gpus) == want, text
     assert parse_target("4 nodes x 2 A100s, 25 Gbit/s").latency_s == pytest.approx(5e-5)
+    # user test (helper-19): a GPU's memory ("A100 80GB") was read as an 80 GB/s link
+    assert parse_target("8x A100 80GB").bandwidth_Bps == float("inf")
+    with pytest.raises(ConfigError, match="no bandwidth given"):
+        parse_target("4 nodes x 2 A100 80GB")
     for text, lat in [("4 nodes 10gbit, 50 microseconds", 5e-5), ("4 nodes 10gbit, 2 msec latency", 2e-3),
                       ("4 nodes 10gbit 1ms RTT", 5e-4), ("4 nodes 10gbit, ping 100 us", 5e-5)]:
         assert parse_target(text).latency_s == pytest.approx(lat), text

@@ -213,9 +213,12 @@ def parse_target(text: str, label: str = "--target ") -> Target:
 _GPU_MODEL = r"(?:[avhlbtpk]\d{1,4}[a-z]?|mi\d{3}x?|rtx\s*a?\d{4}|g[hb]\d{3})"
 """A GPU's model (A100, H100, V100, T4, L40S, MI300X, RTX 4090, GH200)."""
 
-_TARGET_REWRITES = (  # as people write them -> the forms the patterns read (user tests, helper-17/18)
-    (r"\b(\d+)\s*[x×*]\s*" + _GPU_MODEL + r"s?\b(?:\s+gpus?\b)?", r"\1 GPUs"),  # "8 x A100"
-    (r"\b" + _GPU_MODEL + r"s?\b(?:\s+gpus?\b)?", " GPUs"),  # "2 A100s", "2 V100 GPUs"
+_GPU_MEMORY = r"(?:[\s-]*\d+\s*gb\b)?"
+"""A GPU's memory after its model (``A100 80GB``): not a link rate (user test, helper-19: read as 80 GB/s)."""
+
+_TARGET_REWRITES = (  # as people write them -> the forms the patterns read (user tests, helper-17/18/19)
+    (r"\b(\d+)\s*[x×*]\s*" + _GPU_MODEL + r"s?\b" + _GPU_MEMORY + r"(?:\s+gpus?\b)?", r"\1 GPUs"),  # "8 x A100"
+    (r"\b" + _GPU_MODEL + r"s?\b" + _GPU_MEMORY + r"(?:\s+gpus?\b)?", " GPUs"),  # "2 A100s", "2 V100 GPUs"
     (r"\b(\d+)\s+(\d+)\s*-\s*gpus?\s+(?:nodes?|servers?|machines?|hosts?|box(?:es)?)\b", r"\1 nodes x \2 GPUs"),
     (r"\b(?:(?:one|an?|1|single)\s+)?(\d+)\s*-\s*gpus?\s+(?:node|server|machine|host|box)\b",
      r"1 node x \1 GPUs"),  # "one 8-GPU server"; "our 4-GPU cluster" stays 4 GPUs on one machine
@@ -929,6 +932,8 @@ def _emulated_next(target: Target, run_dir: str, names: Sequence[str], records: 
         return None  # (a global batch the target's workers cannot split is refused by distbench run: helper-17)
     rd = run_dir.rstrip("/")
     if target.nodes == 1:  # one node: this machine itself, no emulated link (helper-17: --emulate 1x8@10gbit)
+        if target.gpus and not any((r.get("provenance") or {}).get("gpus") for r in records):
+            return None  # N CPU processes here would measure oversubscription, not N GPUs (helper-19)
         return (f"distbench run {shlex.quote(rd + '/config.json')} --workers {target.workers} --strategies "
                 f"{','.join(names)} --repeats 3 --out {shlex.quote(rd + f'-{target.workers}-workers')}")
     bits = target.bandwidth_Bps * 8
