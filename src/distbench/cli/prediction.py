@@ -242,11 +242,20 @@ def _predict_target(run_dir: str, target_text: str | None, node_step: float | No
     print_fitted(costmodel.TABLE_HEADERS, costmodel.table_rows(preds, inputs["target_accuracy"]), console,
                  left=("strategy", "notes"), block_head=2, drop=("compute", "framework", "link"))
     if measured is not None:
-        rows = costmodel.against_rows(preds, measured)
-        if rows:
-            if warn:  # on stdout too, above the ratios it undercuts (user test, helper-19: only after, on stderr)
-                console.print(escape(f"warning: {warn}"))
-            console.print(escape(f"measured in {against} at {tgt.workers} workers (median [min-max] over repeats, "
-                                 "where the report's time to target is the MLPerf mean; ratio = predicted / "
-                                 "measured):"))
-            print_fitted(costmodel.AGAINST_HEADERS, rows, console, left=("strategy",), block_head=1)
+        _print_against(console, costmodel.against_rows(preds, measured), against, tgt.workers, warn)
+
+
+def _print_against(console: Any, rows: list[list[str]], against: str | None, workers: int, warn: str) -> None:
+    """The ``--against`` table under the prediction, its warning (if any) above it."""
+    from rich.markup import escape
+
+    from distbench.costmodel import AGAINST_HEADERS
+    from distbench.results.terminal import print_fitted
+
+    if not rows:
+        return
+    if warn:  # on stdout too, above the ratios it undercuts (user test, helper-19: only after, on stderr)
+        console.print(escape(f"warning: {warn}"))
+    console.print(escape(f"measured in {against} at {workers} workers (median [min-max] over repeats, where the "
+                         "report's time to target is the MLPerf mean; ratio = predicted / measured):"))
+    print_fitted(AGAINST_HEADERS, rows, console, left=("strategy",), block_head=1)
