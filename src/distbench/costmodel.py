@@ -58,10 +58,14 @@ not scaled by ``--node-step`` (a GPU node has a core or more per GPU).
 On an emulated target the parameter servers sit on the launching host's unshaped bridge,
 so only the workers' host links count (the server term applies to ``mpi_ps`` only), and each
 link is a token bucket (:func:`distbench.cluster.emulated.tbf_burst_bytes`) that passes a
-message's first bytes unshaped: there every ``x M / R`` above charges only the bytes beyond
-the tokens the bucket holds when the exchange starts: ``min(bucket, R x the seconds since
-the last exchange)`` (it refills at the rate while the worker computes; at 2 Mbit/s a 64 KiB
-bucket takes 0.26 s to refill, longer than a small model's step).
+message's first bytes unshaped: there every ``x M / R`` above charges the bytes beyond
+the tokens the bucket holds when the exchange starts, ``min(bucket, R x the seconds since
+the last exchange)``, at the rate (it refills at the rate while the worker computes; at
+2 Mbit/s a 64 KiB bucket takes 0.26 s to refill, longer than a small model's step), and the
+tokens' bytes at the veth's own one-stream speed
+(:data:`distbench.cluster.emulated.EMULATED_VETH_BPS`, 2 GB/s): at 10 Gbit/s a 4.5 MB message
+fits the 5 MB bucket whole, where charging it nothing had predicted ``mpi_ps:easgd``'s
+serial rounds of 4 x 2 such messages 22% short (BENCHMARKS.md, predict_validation).
 
 Time to target: the warm-up of the strategy's first epoch plus its epochs to the target
 (from its own curve at the nearest measured worker count; said when it is not the
@@ -80,7 +84,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from distbench.calibrate import compute_s, no_workload, only_cluster_rows, read_calibration
-from distbench.cluster.emulated import tbf_burst_bytes
+from distbench.cluster.emulated import EMULATED_VETH_BPS, tbf_burst_bytes
 from distbench.predict import epoch_s, no_single
 from distbench.text import duration_text, link_text, rate_text
 from distbench.results.store import read_records
@@ -322,7 +326,8 @@ def _link(name: str, c: Cluster, model_bytes: float, steps: int, window: int | N
     every = 1 if name in RING or name in ("horovod_mpi", "tf_ps") else w  # steps between exchanges
 
     def wire(b: float) -> float:  # seconds for b bytes sent back to back in one direction
-        return f * max(0.0, b - min(bucket, R * idle_s * every)) / R
+        tokens = min(b, bucket, R * idle_s * every)  # these cross the emulated veth at its own speed
+        return f * (b - tokens) / R + tokens / EMULATED_VETH_BPS
 
     M = model_bytes
     if name == "horovod_mpi":  # Open MPI picks its allreduce algorithm by world size and bytes

@@ -59,6 +59,12 @@ class ClusterUnavailable(ConfigError):
     no ``ip``/``tc``, or the kernel refuses): exit 2 with the reason."""
 
 
+EMULATED_VETH_BPS = 2e9
+"""Bytes/s one TCP stream reaches over this machine's unshaped emulated bridge (1.9-2.1 GB/s
+measured, docs/cluster.md): an emulated link cannot run faster, and the bytes a full token
+bucket lets through cross at this rate, not at once."""
+
+
 def tbf_burst_bytes(bits: int) -> int:
     """The token bucket of a link shaped to ``bits`` bit/s, bytes: 4 ms at the rate, at least
     64 KiB (a whole TSO/GSO segment, so no packet is split or stalls the bucket). A full

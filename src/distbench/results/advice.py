@@ -892,6 +892,8 @@ def _target_sentences(target: Target, run_dir: str | None, records: list[dict[st
 def _add_target(adv: Advice, target: Target, rd: str | None, records: list[dict[str, Any]]) -> None:
     """Fill ``adv``'s Target block and ``target_recommended``; where no other run is needed
     first, its Run next measures the predicted leaders at the target's size (emulated)."""
+    from distbench.cluster.emulated import EMULATED_VETH_BPS
+
     adv.target, leaders, adv.target_predictions = _target_sentences(target, rd, records)
     adv.target_recommended = leaders[0] if leaders else None
     for name in leaders[:2]:  # user test (helper-16): the costs named this host's runner-up, not the target's
@@ -947,10 +949,6 @@ def _emulated_next(target: Target, run_dir: str, names: Sequence[str], records: 
 PREDICTED_TIE = 1.1
 """Two predicted times to target closer than this ratio are a tie: the model's median error
 (BENCHMARKS.md, predict_validation: 8-9%)."""
-
-EMULATED_VETH_BPS = 2e9
-"""Bytes/s one TCP stream reaches over this machine's unshaped emulated bridge (1.9-2.1 GB/s
-measured, docs/cluster.md): an emulated link cannot run faster."""
 
 EMULATE_MAX_WORKERS = 8
 """The largest target this machine emulates for advice's Run next (every emulated host shares its cores)."""
