@@ -948,7 +948,7 @@ def _emulated_next(target: Target, run_dir: str, names: Sequence[str], records: 
 
 PREDICTED_TIE = 1.1
 """Two predicted times to target closer than this ratio are a tie: the model's median error
-(BENCHMARKS.md, predict_validation: 8-9%)."""
+of epoch time (BENCHMARKS.md, predict_validation: 10%)."""
 
 EMULATE_MAX_WORKERS = 8
 """The largest target this machine emulates for advice's Run next (every emulated host shares its cores)."""
