@@ -129,7 +129,7 @@ CALIBRATION = ("2 hosts at 100 Mbit/s", "2 hosts at 1 Gbit/s")
 
 VALIDATED = ("against emulated clusters of this machine (BENCHMARKS.md, predict_validation, 49 rows): epoch time "
              "within 10% at the median (largest 92%), time to target within 14% (largest 59%); pairwise order "
-             "right for 90% of separable pairs; for a model of MBs (21 rows) epoch time within 7% (largest 25%), "
+             "right for 90% of separable pairs; for a model of MBs (21 rows) epoch time within 7% (largest 25.4%), "
              "a synchronous strategy's time to target within 4% (largest 19%)")
 """The error band :mod:`benchmarks.predict_validation` measured (printed with every prediction)."""
 
