@@ -84,6 +84,16 @@ def test_emulated_target_at_a_measured_size_is_the_run_plus_the_link(run_dir):
     assert h.notes == [] and inputs["model_bytes"] == 4000 and inputs["global_batch"] == 64
 
 
+def test_one_node_like_this_machine_is_the_run_at_that_count(run_dir):
+    # user test (helper-20): "1 node x 4" took the 2-worker row's framework cost (multi_worker_mirrored at 0.47
+    # of its own measured 4-worker epoch); one node without --node-step or GPUs is this machine, as measured
+    h = by_name(CM.predict_strategies(run_dir, parse_target("1 node x 4").cluster())[0])["horovod"]
+    assert h.epoch_s == pytest.approx(20 * 0.03) and h.terms_s["link"] == 0 and h.notes == []
+    other = parse_target("1 node x 4").cluster(node_step_s=0.002)  # another machine: its own cores, not these
+    assert "framework cost taken as at 2 workers" in " ".join(by_name(CM.predict_strategies(run_dir, other)[0])[
+        "horovod"].notes)
+
+
 def test_an_emulated_link_charges_what_exceeds_its_token_bucket():
     c = parse_target("4 nodes x 1, 1gbit, emulated").cluster()
     f, burst = CM.wire_factor("horovod", 1e9), 1e9 / 8 / 250          # 4 ms at the rate
@@ -264,6 +274,9 @@ def test_an_unlikely_target_is_used_but_warned_about(run_dir):
     assert "did you mean Gbit/s" in parse_target("4 nodes, 10 Tbit/s").warnings()[0]
     assert "did you mean ms or us" in parse_target("4 nodes, 1gbit, 1 s latency").warnings()[0]
     assert "shapes the rate only" in parse_target("4 nodes, 1gbit, 5 ms, emulated").warnings()[0]
+    # user test (helper-20): a rate given for one node was dropped without a word
+    assert "the 10 Gbit/s given is unused" in parse_target("our 4-GPU cluster at 10gbit").warnings()[0]
+    assert parse_target("8 GPUs").warnings() == []
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "2 nodes, 10 kbit/s"])
     assert res.exit_code == 0 and "distbench: warning: --target: a link of 10 kbit/s" in res.output
     res = CliRunner().invoke(main, ["advise", str(run_dir), "--target", "2 nodes, 10 kbit/s"])
@@ -506,6 +519,7 @@ def test_results_predict_is_a_dataframe_that_keeps_the_inputs_and_the_error_band
     assert set(df.strategy) == {"single", "horovod", "mpi_ps:adag", "spark_ps:adag"}
     h = df[df.strategy == "horovod"].iloc[0]
     assert h.epoch_s == pytest.approx(20 * 0.03, rel=1e-3) and h.workers == 4
+    assert h.warmup_s == pytest.approx(0.5) and h.epochs_to_target == 2  # user test (helper-20): shown
     inputs = df.attrs["inputs"]
     assert inputs["model_bytes"] == 4000 and inputs["validated"].startswith("against emulated clusters")
     assert inputs["assumed"] and inputs["measured"]
@@ -697,9 +711,18 @@ def test_a_one_node_target_needs_no_link(run_dir, monkeypatch):
     assert adv.next_command.startswith("distbench run") and "--emulate" not in adv.next_command
     adv = advise(recs, str(run_dir), t)  # 4 GPUs: 4 CPU processes here would measure oversubscription (helper-19)
     assert "--workers 4" not in (adv.next_command or "")
+    assert any(x.startswith("No Run next on this machine: it has no GPUs") for x in adv.target)  # said (helper-20)
     assert not any("Communication is" in x or "Run next measures" in x for x in adv.target)
-    assert parse_target("4 GPUs, 10gbit, emulated").warnings() == [
-        "an emulated cluster's hosts are this machine's CPUs: the GPUs named are not emulated"]
+    gpus, rate = parse_target("4 GPUs, 10gbit, emulated").warnings()
+    assert gpus == "an emulated cluster's hosts are this machine's CPUs: the GPUs named are not emulated"
+    assert "the 10 Gbit/s given is unused" in rate
+    # user test (helper-20): a run that has the leaders at that count was told to measure them again
+    only = [r for r in recs if r["strategy"] in ("single", "horovod")]
+    (run_dir / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in only))
+    adv = advise(only, str(run_dir), parse_target("1 node x 4"))
+    assert adv.next_command is None and (f"This run already measured horovod at 4 workers on this machine: distbench "
+                                         f"predict {run_dir} --target '1 node x 4' --against {run_dir} compares them "
+                                         "with the prediction.") in adv.target
 
 
 def test_a_calibration_slower_than_single_is_scaled_to_its_step(run_dir):
@@ -719,7 +742,7 @@ def test_dedicated_nodes_take_the_warm_up_of_a_row_that_did_not_oversubscribe(tm
     (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
     (tmp_path / K.CALIBRATION_FILE).write_text(json.dumps(CAL))
     h = by_name(CM.predict_strategies(tmp_path, parse_target("8 nodes, 1gbit").cluster())[0])["horovod"]
-    assert h.time_to_target_s == pytest.approx(0.1 + 2 * h.epoch_s)
+    assert h.time_to_target_s == pytest.approx(0.1 + 2 * h.epoch_s) and h.warmup_s == pytest.approx(0.1)
     assert "warm-up as at 2 workers (without oversubscribing the cores)" in h.notes
     em = by_name(CM.predict_strategies(tmp_path, parse_target("4 nodes, 1gbit, emulated").cluster())[0])["horovod"]
     assert em.time_to_target_s == pytest.approx(0.9 + 2 * em.epoch_s)  # this machine's hosts: as the run shared them
@@ -729,7 +752,8 @@ def test_results_predict_against_a_cluster_run(run_dir, tmp_path_factory):
     # user test (helper-17): predict --against had no Python form
     from distbench.api import Results
 
-    df = Results(run_dir).predict("2 nodes x 1, 1gbit, emulated", against=Results(run_dir))
+    with pytest.warns(UserWarning, match="against=.*it ran on one host, not on a cluster"):  # helper-20: silent
+        df = Results(run_dir).predict("2 nodes x 1, 1gbit, emulated", against=Results(run_dir))
     hv = df[df.strategy == "horovod"].iloc[0]
     assert hv.measured_epoch_s == pytest.approx(0.2) and hv.epoch_ratio == pytest.approx(hv.epoch_s / 0.2)
     assert df.attrs["against_warning"].endswith("it ran on one host, not on a cluster")
@@ -750,3 +774,4 @@ def test_advise_target_calls_two_leaders_within_the_error_band_a_tie(run_dir, mo
     records = [json.loads(ln) for ln in (run_dir / "results.jsonl").read_text().splitlines()]
     adv = advise(records, str(run_dir), parse_target("2 nodes, 1gbit"))
     assert "then horovod (1.05 s), within the model's 10% median error of each other: a tie." in " ".join(adv.target)
+    assert adv.to_dict()["target_predictions"]["tied"] == ["single", "horovod"]  # user test (helper-20): in --json

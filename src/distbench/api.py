@@ -681,7 +681,8 @@ class Results:
 
     def predict(self, target: str, node_step: float | None = None, target_accuracy: float | None = None,
                 against: "str | Path | Results | None" = None) -> Any:
-        """Each strategy's predicted epoch time, time to target and rank on ``target`` (the
+        """Each strategy's predicted epoch time, time to target (``warmup_s`` +
+        ``epochs_to_target`` x ``epoch_s``, both as measured in the run) and rank on ``target`` (the
         per-strategy model of ``distbench predict --target``), as a pandas DataFrame whose
         ``attrs["inputs"]`` holds what the prediction rests on, as ``--json`` gives it:
         ``measured`` and ``assumed`` (lists of sentences), ``validated`` (the error band
@@ -699,7 +700,7 @@ class Results:
                 ``predict --against``: the columns ``measured_epoch_s``, ``measured_ttt_s``
                 (medians over its repeats at the target's worker count), ``epoch_ratio`` and
                 ``ttt_ratio`` (predicted / measured), and ``attrs["against_warning"]`` when
-                that run cannot check the prediction ('' otherwise).
+                that run cannot check the prediction ('' otherwise; also warned, as a ``UserWarning``).
 
         Raises:
             ConfigError: a target that cannot be parsed, a ``node_step`` that is not seconds > 0,
@@ -727,7 +728,8 @@ class Results:
         except ValueError as e:
             raise ConfigError(f"predict: {e}") from None
         df = pd.DataFrame([{"rank": p.rank, "strategy": p.strategy, "workers": p.workers, "epoch_s": p.epoch_s,
-                            "time_to_target_s": p.time_to_target_s, **{f"{k}_s": v for k, v in p.terms_s.items()},
+                            "time_to_target_s": p.time_to_target_s, "epochs_to_target": p.epochs_to_target,
+                            "warmup_s": p.warmup_s, **{f"{k}_s": v for k, v in p.terms_s.items()},
                             "notes": "; ".join(p.notes), "missing": p.missing} for p in preds])
         df.attrs["inputs"] = inputs
         df.attrs["target"] = tgt.data()
@@ -741,6 +743,8 @@ class Results:
                              ("measured_ttt_s", "measured_ttt_median_s"), ("ttt_ratio", "ttt_ratio")):
                 df[col] = [rows.get(name, {}).get(key) for name in df["strategy"]]
             df.attrs["against_warning"] = costmodel.against_mismatch(self.run_dir, other, tgt.cluster(node_step))
+            if df.attrs["against_warning"]:  # user test (helper-20): the CLI prints it; a notebook showed nothing
+                warnings.warn(f"against={other!r}: {df.attrs['against_warning']}", stacklevel=2)
         return df
 
     @property

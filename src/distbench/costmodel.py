@@ -177,6 +177,8 @@ class StrategyPrediction:
         notes: what was extrapolated or assumed for this strategy, in words.
         missing: why there is no prediction, with the command that measures what is missing.
         rank: 1 = fastest to target (then by epoch time); 0 unranked.
+        warmup_s: the first epoch's one-off seconds over a steady one, as measured (time to
+            target = ``warmup_s + epochs_to_target x epoch_s``; ``None`` where not reached).
     """
 
     strategy: str
@@ -188,6 +190,7 @@ class StrategyPrediction:
     notes: list[str] = field(default_factory=list)
     missing: str | None = None
     rank: int = 0
+    warmup_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -563,7 +566,8 @@ def _single(m: Measured, cal: dict[str, Any], B: int, steps: int, cores: int, sp
     e = steps * step
     return StrategyPrediction("single", 1, e, m.warmup_s + m.epochs_to_target * e if m.epochs_to_target else None,
                               m.epochs_to_target, {"compute": steps * comp, "framework": steps * fw, "link": 0.0},
-                              ["one worker on one of the target's nodes: the baseline distributing has to beat"])
+                              ["one worker on one of the target's nodes: the baseline distributing has to beat"],
+                              warmup_s=m.warmup_s if m.epochs_to_target else None)
 
 
 def _one(name: str, rows: dict[tuple[str, int], Measured], cal: dict[str, Any], c: Cluster, M: float, B: int,
@@ -588,8 +592,11 @@ def _one(name: str, rows: dict[tuple[str, int], Measured], cal: dict[str, Any], 
     # on dedicated nodes, rows that oversubscribed the run's cores (MPI ranks busy-polling, time
     # slicing beyond what the normalisation removes) say little: those that did not, where there are any
     # (for GPUs, one process's replicas time-slicing the cores are oversubscribed too: helper-17, mirrored)
+    # one node like this machine (no --node-step, no GPUs) is this machine: its rows as they ran (helper-20: at
+    # "1 node x 4" the 2-worker row's cost gave multi_worker_mirrored 0.47 of its own measured 4-worker epoch)
+    here = c.emulated or (c.nodes == 1 and not gpu_threads and not c.node_step_s)
     free = {w: v for w, v in fw_norm.items()
-            if c.emulated or (w if one and gpu_threads else procs(w) * mine[w].threads) <= cores}
+            if here or (w if one and gpu_threads else procs(w) * mine[w].threads) <= cores}
     fw, how = _framework(free or fw_norm, n, "without oversubscribing the cores" if free and free != fw_norm else "")
     if how:
         p.notes.append(f"framework cost {how}")
@@ -627,8 +634,9 @@ def _one(name: str, rows: dict[tuple[str, int], Measured], cal: dict[str, Any], 
     if m.epochs_to_target is not None:
         # on dedicated nodes the warm-up of a row that oversubscribed the cores says little (helper-17: 0.28 s at
         # 4 workers against 0.11 s at 2): the nearest that did not, as for the framework cost
-        warm_at = min(free, key=lambda w: (abs(w - n), -w)) if free and not c.emulated else near
-        p.time_to_target_s = mine[warm_at].warmup_s + m.epochs_to_target * epoch
+        warm_at = min(free, key=lambda w: (abs(w - n), -w)) if free and not here else near
+        p.warmup_s = mine[warm_at].warmup_s
+        p.time_to_target_s = p.warmup_s + m.epochs_to_target * epoch
         if warm_at != near:
             p.notes.append(f"warm-up as at {warm_at} workers (without oversubscribing the cores)")
         if near != n:

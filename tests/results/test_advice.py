@@ -205,6 +205,8 @@ def test_parse_target():
     for text, want in [("2 GPUs x 4 nodes, 10gbit", (4, 2, 10e9 / 8, True)),
                        ("8 GPUs on 4 nodes, 10gbit", (4, 2, 10e9 / 8, True)),  # in all, over the nodes
                        ("our 4-GPU cluster at 10gbit", (1, 4, 10e9 / 8, True)),
+                       ("two nodes x 2, 10gbit", (2, 2, 10e9 / 8, False)),  # helper-20: numbers in words
+                       ("Four nodes with eight GPUs each, 10gbit", (4, 8, 10e9 / 8, True)),
                        ("4 nodes, 1e10 bit/s", (4, 1, 10e9 / 8, False)), ("4 nodes, 1.25e9 B/s", (4, 1, 1.25e9, False))]:
         t = parse_target(text)
         assert (t.nodes, t.per_node, t.bandwidth_Bps, t.gpus) == want, text
@@ -249,12 +251,17 @@ def test_parse_target():
                        ("4 nodes 500kbit", 0.0005), ("4 nodes 1 Tbit/s", 1000)]:
         assert parse_target(text).bandwidth_Bps * 8 / 1e9 == pytest.approx(gbit), text
     for bad, needle in [("8 nodes x 4 GPUs", "no bandwidth"), ("25 Gbit/s", "no size"),
-                        ("8 nodes x 4 GPUs, fast", "'fast' is neither"), ("0 nodes, 1 Gbit/s", "counts must be"),
+                        ("8 nodes x 4 GPUs, fast", "'fast' is neither"), ("0 nodes, 1 Gbit/s", "read 0 node\\(s\\) x 1: counts"),
                         ("4 nodes, 2 nodes, 1 Gbit/s", "more than one size"),
                         ("4 nodes, 8 GPUs, 1 Gbit/s", "more than one size given \\('4 nodes' and '8 GPUs'\\); for "
                                                       "nodes with GPUs write"),
                         ("4 nodes, 16 workers, 1 Gbit/s", "more than one size"),  # 16 in all or per node?
-                        ("1 node 10gbit", "one worker has"), ("4 nodes 10 gbitz", "'10 gbitz' is neither")]:
+                        ("1 node 10gbit", "one worker has"), ("4 nodes 10 gbitz", "'10 gbitz' is neither"),
+                        # user test (helper-20): inf was one node; '-' is neither; which part is 0
+                        ("4 nodes x 2, 1e400 bit/s", "'1e400 bit/s': a bandwidth is a finite number above 0"),
+                        ("4 nodes x 2, 0 Gbit/s", "'0 Gbit/s': a bandwidth is a finite"),
+                        ("4 nodes x 2, -10 Gbit/s", "'-10 Gbit/s': a bandwidth is above 0"),
+                        ("4 nodes x 2, 10gbit, -5 us latency", "'-5 us latency': a latency is 0 or more")]:
         with pytest.raises(ConfigError, match=needle):
             parse_target(bad)
 

@@ -84,6 +84,9 @@ class Target:
             out.append("an emulated cluster's hosts are this machine's CPUs: the GPUs named are not emulated")
         if math.isinf(bits):
             pass
+        elif self.nodes == 1:  # user test (helper-20): "our 4-GPU cluster at 10gbit" dropped the rate silently
+            out.append(f"one node has no network link between its workers: the {bits / 1e9:g} Gbit/s given is "
+                       f"unused; for several nodes write \"N nodes x {self.per_node}\" with the rate")
         elif bits < 1e6:
             out.append(f"a link of {bits / 1e3:g} kbit/s is slower than any datacentre's: did you mean Mbit/s or "
                        "Gbit/s?")
@@ -203,8 +206,10 @@ def parse_target(text: str, label: str = "--target ") -> Target:
                                    else 1.0)
         if re.search(r"\b(?:rtt|ping|round[- ]?trip)\b", text, re.IGNORECASE):  # helper-17: a round trip
             latency /= 2
-    if nodes < 1 or per_node < 1 or math.isnan(bandwidth) or bandwidth <= 0:
-        raise bad("counts must be >= 1 and the bandwidth > 0")
+    if nodes < 1 or per_node < 1:  # user test (helper-20): say which part is wrong
+        raise bad(f"read {nodes} node(s) x {per_node}: counts of nodes and workers are 1 or more")
+    if found["bandwidth"] and not (math.isfinite(bandwidth) and bandwidth > 0):  # helper-20: 1e400 bit/s was inf
+        raise bad(f"{found['bandwidth'][0][0].strip()!r}: a bandwidth is a finite number above 0")
     if nodes * per_node < 2:
         raise bad("one worker has nothing to distribute: give 2 or more workers (e.g. \"2 nodes\")")
     return Target(nodes, per_node, bandwidth, latency, gpus, text, emulated)
@@ -223,7 +228,11 @@ _TARGET_REWRITES = (  # as people write them -> the forms the patterns read (use
     (r"\b(?:(?:one|an?|1|single)\s+)?(\d+)\s*-\s*gpus?\s+(?:node|server|machine|host|box)\b",
      r"1 node x \1 GPUs"),  # "one 8-GPU server"; "our 4-GPU cluster" stays 4 GPUs on one machine
     (r"\b(?:one|a single|single)\s+(node|server|machine|host|box)\b", r"1 \1"),  # "a single node with 8 GPUs"
+    (r"\b(two|three|four|five|six|seven|eight|nine|ten|twelve|sixteen)\b",  # "two nodes" (helper-20)
+     lambda m: str(_NUMBER_WORDS[m[1].lower()])),
 )
+_NUMBER_WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
+                 "twelve": 12, "sixteen": 16}
 
 
 def _scan_target(text: str, bad: Any) -> tuple[dict[str, list[re.Match[str]]], str]:
@@ -240,6 +249,9 @@ def _scan_target(text: str, bad: Any) -> tuple[dict[str, list[re.Match[str]]], s
     for kind, pattern in _TARGET_PATTERNS:
         found[kind] = list(re.finditer(pattern, rest, re.IGNORECASE))
         for m in found[kind]:  # blanked so that a later pattern cannot read it again
+            if kind in ("bandwidth", "latency") and re.search(r"(?:^|[\s,;@:(])-\s*$", rest[:m.start()]):
+                least = "above 0" if kind == "bandwidth" else "0 or more"  # helper-20: "'-' is neither"
+                raise bad(f"'-{m[0].strip()}': a {kind} is {least}")
             rest = rest[:m.start()] + " " * (m.end() - m.start()) + rest[m.end():]
     return found, rest
 
@@ -305,8 +317,9 @@ class Advice:
         target_predictions: the ``target`` block as data: ``target`` (the cluster as read,
             :meth:`Target.data`), ``strategies`` (per strategy its
             ``rank``, ``epoch_s``, ``time_to_target_s``, ``terms_s``, ``notes``, ``missing``, as
-            ``distbench predict --target --json``) and ``inputs`` (measured, assumed, the error
-            band); empty without a prediction.
+            ``distbench predict --target --json``), ``inputs`` (measured, assumed, the error
+            band) and ``tied`` (the two leaders, where their predicted times to target are within
+            :data:`PREDICTED_TIE` of each other; absent otherwise); empty without a prediction.
         costs: ``(strategy, what it needs installed and running)`` for each candidate.
         unavailable: ``(strategy, reason)`` for each strategy that never ran here.
         next_command: the ``distbench run`` command that would measure what is missing.
@@ -847,6 +860,7 @@ def _target_sentences(target: Target, run_dir: str | None, records: list[dict[st
         nxt = f", then {reached[1].strategy} ({reached[1].time_to_target_s:.3g} s)" if len(reached) > 1 else ""
         if len(reached) > 1 and reached[1].time_to_target_s < PREDICTED_TIE * best.time_to_target_s:  # helper-18
             nxt += f", within the model's {PREDICTED_TIE - 1:.0%} median error of each other: a tie"
+            data["tied"] = [best.strategy, reached[1].strategy]  # user test (helper-20): in --json too
         out.append(f"Predicted fastest to {acc:g} there: {best.strategy} ({best.time_to_target_s:.3g} s, "
                    f"{best.epoch_s:.3g} s per epoch){nxt}.")
     else:
@@ -901,6 +915,9 @@ def _add_target(adv: Advice, target: Target, rd: str | None, records: list[dict[
             adv.costs.append((name, _needs(name)))
     if leaders and rd and not adv.next_command:
         adv.next_command = _emulated_next(target, rd, leaders[:3], records)
+        if not adv.next_command and target.nodes == 1 and (why := _one_node_not_next(target, rd, leaders[:3],
+                                                                                      records)):
+            adv.target.append(why)  # user test (helper-20): no Run next, and nothing said why
         if adv.next_command and not target.emulated and target.nodes > 1:  # (helper-15): what it leaves out
             lat = f" (not the {duration_text(target.latency_s)} of latency)" if target.latency_s > 0 else ""
             out_dir = adv.next_command.rsplit("--out ", 1)[1]
@@ -934,8 +951,8 @@ def _emulated_next(target: Target, run_dir: str, names: Sequence[str], records: 
         return None  # (a global batch the target's workers cannot split is refused by distbench run: helper-17)
     rd = run_dir.rstrip("/")
     if target.nodes == 1:  # one node: this machine itself, no emulated link (helper-17: --emulate 1x8@10gbit)
-        if target.gpus and not any((r.get("provenance") or {}).get("gpus") for r in records):
-            return None  # N CPU processes here would measure oversubscription, not N GPUs (helper-19)
+        if _one_node_not_next(target, rd, names, records):
+            return None
         return (f"distbench run {shlex.quote(rd + '/config.json')} --workers {target.workers} --strategies "
                 f"{','.join(names)} --repeats 3 --out {shlex.quote(rd + f'-{target.workers}-workers')}")
     bits = target.bandwidth_Bps * 8
@@ -944,6 +961,25 @@ def _emulated_next(target: Target, run_dir: str, names: Sequence[str], records: 
     return (f"{sudo}distbench run {shlex.quote(rd + '/config.json')} --emulate {target.nodes}x{target.per_node}@{rate} "
             f"--workers {target.workers} --strategies {','.join(names)} --repeats 3 "
             f"--out {shlex.quote(rd + f'-emulated-{target.nodes}x{target.per_node}')}")
+
+
+def _one_node_not_next(target: Target, run_dir: str, names: Sequence[str], records: Sequence[dict[str, Any]]
+                       ) -> str:
+    """Why a one-node target gets no Run next on this machine ('' where it does): GPUs that
+    this machine lacks (N CPU processes here would measure oversubscription, not N GPUs:
+    helper-19), or a run that already has 3 ok runs of each of ``names`` at that many
+    workers (helper-20: it proposed measuring them again)."""
+    if target.gpus and not any((r.get("provenance") or {}).get("gpus") for r in records):
+        return (f"No Run next on this machine: it has no GPUs, and {target.workers} CPU processes on its cores would "
+                f"measure their time slicing, not {target.workers} GPUs.")
+    have = [n for n in names if n != "single" and sum(
+        1 for r in records if r.get("strategy") == n and r.get("workers") == target.workers
+        and r.get("status") == "ok" and not r.get("bandwidth")) >= 3]
+    if have and len(have) == len([n for n in names if n != "single"]):
+        q = shlex.quote(run_dir)
+        return (f"This run already measured {', '.join(have)} at {target.workers} workers on this machine: distbench "
+                f"predict {q} --target {shlex.quote(target.text)} --against {q} compares them with the prediction.")
+    return ""
 
 
 PREDICTED_TIE = 1.1
