@@ -709,6 +709,9 @@ def test_a_one_node_target_needs_no_link(run_dir, monkeypatch):
             for i in range(3)]
     adv = advise(recs, str(run_dir), parse_target("1 node x 4, 10gbit"))
     assert adv.next_command.startswith("distbench run") and "--emulate" not in adv.next_command
+    monkeypatch.setattr(netns, "available", lambda: (False, "not root"))  # one node needs no emulated cluster
+    assert advise(recs, str(run_dir), parse_target("1 node x 4")).next_command.startswith("distbench run")
+    monkeypatch.setattr(netns, "available", lambda: (True, ""))
     adv = advise(recs, str(run_dir), t)  # 4 GPUs: 4 CPU processes here would measure oversubscription (helper-19)
     assert "--workers 4" not in (adv.next_command or "")
     assert any(x.startswith("No Run next on this machine: it has no GPUs") for x in adv.target)  # said (helper-20)

@@ -941,13 +941,14 @@ def _who(names: list[str], multi: Sequence[Any]) -> str:
 def _emulated_next(target: Target, run_dir: str, names: Sequence[str], records: Sequence[dict[str, Any]]
                    ) -> str | None:
     """The ``distbench run`` that measures ``names`` at the target's size on an emulated
-    cluster of this machine, or ``None`` where this machine cannot host one (no root,
-    ``ip`` or ``tc``), the target has more workers than :data:`EMULATE_MAX_WORKERS`, or the
-    run's global batch (in ``records``) does not split over them."""
+    cluster of this machine (on this machine itself for one node), or ``None`` where this
+    machine cannot host one (no root, ``ip`` or ``tc``; one node needs none), the target has
+    more workers than :data:`EMULATE_MAX_WORKERS`, the run's global batch (in ``records``)
+    does not split over them, or :func:`_one_node_not_next` says why not."""
     from distbench.cluster import netns
 
     batch = int(next((r.get("global_batch_size") for r in records if r.get("global_batch_size")), 0))
-    if target.workers > EMULATE_MAX_WORKERS or (batch and batch % target.workers) or not netns.available()[0]:
+    if target.workers > EMULATE_MAX_WORKERS or (batch and batch % target.workers):
         return None  # (a global batch the target's workers cannot split is refused by distbench run: helper-17)
     rd = run_dir.rstrip("/")
     if target.nodes == 1:  # one node: this machine itself, no emulated link (helper-17: --emulate 1x8@10gbit)
@@ -955,6 +956,8 @@ def _emulated_next(target: Target, run_dir: str, names: Sequence[str], records: 
             return None
         return (f"distbench run {shlex.quote(rd + '/config.json')} --workers {target.workers} --strategies "
                 f"{','.join(names)} --repeats 3 --out {shlex.quote(rd + f'-{target.workers}-workers')}")
+    if not netns.available()[0]:  # no root, ip or tc: no emulated cluster here (one node needs none)
+        return None
     bits = target.bandwidth_Bps * 8
     rate = f"{bits / 1e9:g}gbit" if bits >= 1e9 and bits % 1e9 == 0 else f"{bits / 1e6:g}mbit"
     sudo = "sudo " if os.geteuid() != 0 else ""  # user test (helper-17): root without sudo installed
