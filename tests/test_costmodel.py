@@ -242,6 +242,8 @@ def test_cli_predict_target_table_json_and_errors(run_dir):
     assert res.exit_code == 0 and "horovod" in res.output and "Assumed: links of 10 Gbit/s" in res.output
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "4 nodes 10gbit", "--bandwidth", "1gbit"])
     assert res.exit_code == 2 and "--bandwidth belongs to the first-order table" in res.output
+    res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "4 nodes 10gbit", "--max-workers", "2"])
+    assert res.exit_code == 2 and "--max-workers belongs to the first-order table" in res.output  # helper-21
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "lots"])
     assert res.exit_code == 2 and "--target 'lots'" in res.output
     # helper-12: predict takes --target-accuracy as advise does; 0.94 is reached one epoch later than 0.9
@@ -277,6 +279,7 @@ def test_an_unlikely_target_is_used_but_warned_about(run_dir):
     # user test (helper-20): a rate given for one node was dropped without a word
     assert "the 10 Gbit/s given is unused" in parse_target("our 4-GPU cluster at 10gbit").warnings()[0]
     assert parse_target("8 GPUs").warnings() == []
+    assert parse_target("2 nodes x 4 TPUs, 10gbit").warnings()[0].startswith("TPUs are predicted as GPUs")  # h-21
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "2 nodes, 10 kbit/s"])
     assert res.exit_code == 0 and "distbench: warning: --target: a link of 10 kbit/s" in res.output
     res = CliRunner().invoke(main, ["advise", str(run_dir), "--target", "2 nodes, 10 kbit/s"])
@@ -389,6 +392,9 @@ def test_against_a_run_of_another_workload_is_said(run_dir, tmp_path_factory):
     assert CM.against_mismatch(run_dir, cluster, parse_target("2 nodes x 1, 1gbit").cluster()).endswith(
         "it ran on this machine's emulated cluster: add ', emulated' to the target")
     assert CM.against_mismatch(run_dir, cluster, parse_target("2 nodes x 1, 1gbit, emulated").cluster()) == ""
+    # user test (helper-21): a 2-host CPU run "checked" a one-node GPU target without a word
+    assert CM.against_mismatch(run_dir, cluster, parse_target("2 GPUs").cluster()).endswith(
+        "it ran on several hosts, the target is one node; it ran on CPUs, the target's workers are GPUs")
     # another layout of the same worker count (helper-16: a 4 x 1 run checked a 2 x 2 target without a word)
     (cluster / "config.json").write_text(json.dumps({"cluster": {"emulate": {"hosts": 2, "slots": 1}}}))
     assert CM.against_mismatch(run_dir, cluster, parse_target("2 nodes x 1, 1gbit, emulated").cluster()) == ""
@@ -618,12 +624,42 @@ def test_advise_target_run_next_says_what_the_emulation_leaves_out(run_dir, monk
     assert adv.next_command.startswith(f"{sudo}distbench run") and "--emulate 2x1@1gbit" in adv.next_command
     (line,) = [t for t in adv.target if t.startswith("Run next measures these")]
     assert "shape the rate only (not the 200 us of latency)" in line
-    assert line.endswith(f"--target '2 nodes x 1, 1 Gbit/s, emulated' --against {run_dir}-emulated-2x1.")
+    assert line.endswith(f"--target '2 nodes x 1, 1 Gbit/s, emulated' --against {run_dir}-emulated-2x1-1gbit.")
     adv = advise(records, str(run_dir), parse_target("2 nodes, 1gbit, emulated"))
     assert not any(t.startswith("Run next measures these") for t in adv.target)
     adv = advise(records, str(run_dir), parse_target("2 nodes, 25gbit"))  # user test (helper-18): unreachable here
     assert "the unshaped emulated bridge carried one TCP stream at about 16 Gbit/s where it was measured " \
            "(docs/cluster.md), below the target's 25 Gbit/s" in " ".join(adv.target)
+
+
+def test_advise_target_says_why_there_is_no_run_next_and_how_long_one_takes(run_dir, monkeypatch):
+    # user test (helper-21): Run next vanished without a word, and one at 2 Mbit/s would have run into its timeout
+    from distbench.cluster import netns
+
+    monkeypatch.setattr(netns, "available", lambda: (True, ""))
+    records = [{**json.loads(ln), "repeat": i} for ln in (run_dir / "results.jsonl").read_text().splitlines()
+               for i in range(3)]
+
+    def target_of(text):
+        adv = advise(records, str(run_dir), parse_target(text))
+        return adv.next_command, " ".join(adv.target)
+
+    cmd, text = target_of("16 nodes, 1gbit")
+    assert cmd is None and "No Run next on this machine: it emulates 8 workers at most" in text
+    cmd, text = target_of("3 nodes, 1gbit")  # 64 samples over 3 workers
+    assert cmd is None and "No Run next at this run's global batch of 64: 3 workers cannot split it" in text
+    monkeypatch.setattr(netns, "available", lambda: (False, "not root"))
+    cmd, text = target_of("2 nodes, 1gbit")
+    assert cmd is None and "an emulated cluster needs root, ip and tc (not root)" in text
+    monkeypatch.setattr(netns, "available", lambda: (True, ""))
+    (run_dir / "config.json").write_text(json.dumps({"run": {"timeout_s": 1.0}}))
+    cmd, text = target_of("4 nodes, 2 Mbit/s")  # 3 epochs of 0.6 s and more: past a 1 s limit
+    assert " --timeout 60 --out " in cmd
+    assert "Run next is predicted to train for about" in text and "the run's limit of 1 s per configuration is " \
+        "raised with --timeout 60" in text
+    (run_dir / "config.json").write_text(json.dumps({"run": {"timeout_s": 1800.0}}))
+    cmd, text = target_of("4 nodes, 2 Mbit/s")  # seconds: nothing to say
+    assert "--timeout" not in cmd and "Run next is predicted" not in text
 
 
 def test_warm_up_of_a_shared_engine_row_is_from_its_fresh_processes():

@@ -755,6 +755,11 @@ def against_mismatch(run_dir: str | Path, against: str | Path, c: Cluster | None
         if rates and all(abs(x / (c.bandwidth_Bps * 8) - 1) > 0.01 for x in rates if x):
             out.append(f"its links ran at {', '.join(sorted(rate_text(x) for x in rates if x))}, the "
                        f"target's at {rate_text(c.bandwidth_Bps * 8)}")
+    if c is not None and c.nodes == 1 and any(len(r.get("hosts") or []) > 1 for r in theirs):  # helper-21
+        out.append("it ran on several hosts, the target is one node")
+    if c is not None and c.gpus and not c.emulated and not any((r.get("provenance") or {}).get("gpus")
+                                                              for r in theirs):
+        out.append("it ran on CPUs, the target's workers are GPUs")
     return f"{against} does not check this prediction: {'; '.join(out)}" if out else ""
 
 

@@ -73,7 +73,12 @@ def link_text(bytes_per_s: float, latency_s: float) -> str:
 
 
 def duration_text(seconds: float) -> str:
-    """A short duration in the unit people read it in: ``50 us``, ``1.5 ms``, ``2 s`` (0: ``0 us``)."""
+    """A short duration in the unit people read it in: ``50 us``, ``1.5 ms``, ``2 s``, ``35 min``,
+    ``3.6 h`` (0: ``0 us``; 3 significant digits from a minute up)."""
+    if seconds >= 3600:
+        return f"{seconds / 3600:.3g} h"
+    if seconds >= 60:
+        return f"{seconds / 60:.3g} min"
     if seconds >= 1:
         return f"{seconds:g} s"
     if seconds >= 1e-3:

@@ -261,7 +261,10 @@ def test_parse_target():
                         ("4 nodes x 2, 1e400 bit/s", "'1e400 bit/s': a bandwidth is a finite number above 0"),
                         ("4 nodes x 2, 0 Gbit/s", "'0 Gbit/s': a bandwidth is a finite"),
                         ("4 nodes x 2, -10 Gbit/s", "'-10 Gbit/s': a bandwidth is above 0"),
-                        ("4 nodes x 2, 10gbit, -5 us latency", "'-5 us latency': a latency is 0 or more")]:
+                        ("4 nodes x 2, 10gbit, -5 us latency", "'-5 us latency': a latency is 0 or more"),
+                        # user test (helper-21): what to change
+                        ("4 nodes x 2, 10", "'10' is neither .*; a rate or a latency needs its unit"),
+                        ("twenty nodes x 2, 10gbit", "numbers in words go up to ten .*: write others in digits")]:
         with pytest.raises(ConfigError, match=needle):
             parse_target(bad)
 

@@ -47,7 +47,7 @@ def calibrate(run_dir: str) -> None:
               help="Samples per step per worker, fixed as N grows [default: single's batch]; the step time "
                    "is scaled linearly from single's.")
 @click.option("--samples", type=int, default=None, help="Training samples per epoch [default: the run's].")
-@click.option("--max-workers", type=int, default=1024, show_default=True, help="Largest N (powers of two from 1).")
+@click.option("--max-workers", type=int, default=None, help="Largest N (powers of two from 1)  [default: 1024].")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               help="PNG to write [default: RUN_DIR/predict.png].")
 @click.option("--json", "as_json", is_flag=True, help="Print the predictions as JSON instead of a table.")
@@ -66,7 +66,7 @@ def calibrate(run_dir: str) -> None:
 @run_dir_param("Run directory with at least one ok 'single' record (its step time and model size "
                           "are used).")
 def predict(run_dir: str, bandwidth: float | None, latency: float | None, window: int | None,
-            per_worker_batch: int | None, samples: int | None, max_workers: int, plot_path: str | None,
+            per_worker_batch: int | None, samples: int | None, max_workers: int | None, plot_path: str | None,
             as_json: bool, target: str | None, against: str | None, node_step: float | None,
             target_accuracy: float | None) -> None:
     """Seconds per epoch of ring allreduce and one parameter server at N = 1, 2, 4, ... workers from a
@@ -78,12 +78,13 @@ def predict(run_dir: str, bandwidth: float | None, latency: float | None, window
     if target is not None or node_step is not None or against is not None or target_accuracy is not None:
         return _predict_target(run_dir, target, node_step, as_json, against, target_accuracy, {
             "--bandwidth": bandwidth, "--latency": latency, "--window": window, "--samples": samples,
-            "--per-worker-batch": per_worker_batch, "--plot": plot_path})
+            "--per-worker-batch": per_worker_batch, "--plot": plot_path, "--max-workers": max_workers})
 
     from distbench import predict as model
     from distbench.results.terminal import output_width
 
     require_results(run_dir)
+    max_workers = 1024 if max_workers is None else max_workers
     try:
         inp = model.inputs_from_run(run_dir)
         for flag, v in (("--window", window), ("--per-worker-batch", per_worker_batch), ("--samples", samples),

@@ -80,6 +80,9 @@ class Target:
         under 1 Mbit/s or over 1 Tbit/s, a latency over 100 ms, a latency on an emulated
         cluster (which shapes the rate only). Empty when none applies."""
         bits, out = self.bandwidth_Bps * 8, []
+        if self.gpus and re.search(r"\btpus?\b", self.text, re.IGNORECASE):  # user test (helper-21)
+            out.append("TPUs are predicted as GPUs: a device per worker, computing its share of the batch as "
+                       "single did here; the model has no TPU interconnect")
         if self.emulated and self.gpus:  # user test (helper-17): dropped without a word
             out.append("an emulated cluster's hosts are this machine's CPUs: the GPUs named are not emulated")
         if math.isinf(bits):
@@ -271,8 +274,12 @@ def _target_size(found: dict[str, list[re.Match[str]]], rest: str, text: str, ba
             each, rest = between, rest[:devices[0].end()] + " " * len(between[0]) + rest[machines[0].start():]
             spread = between[1].lower() not in "x×*"
     left = re.sub(_TARGET_FILLER, " ", rest, flags=re.IGNORECASE).split()
-    if left:
-        raise bad(f"{' '.join(left)!r} is neither a size (N nodes x M GPUs), a bandwidth nor a latency")
+    if left:  # user test (helper-21): a bare number or a number word, said what to change
+        words = r"eleven|(?:thir|four|fif|six|seven|eigh|nine)teen|(?:twen|thir|for|fif|six|seven|eigh|nine)ty\w*"
+        hint = ("; numbers in words go up to ten (and twelve, sixteen): write others in digits" if any(
+            re.fullmatch(words, w, re.IGNORECASE) for w in left) else "; a rate or a latency needs its unit "
+            "(10 Gbit/s, 50 us)" if any(re.fullmatch(r"[\d.e+-]+", w) for w in left) else "")
+        raise bad(f"{' '.join(left)!r} is neither a size (N nodes x M GPUs), a bandwidth nor a latency{hint}")
     sizes = found["grid"] + found["count"]
     if not found["grid"] and len(machines) == 1 and len(devices) == 1 and each:  # "2 nodes ... with 4 GPUs each"
         sizes = [machines[0]]
@@ -319,7 +326,8 @@ class Advice:
             ``rank``, ``epoch_s``, ``time_to_target_s``, ``terms_s``, ``notes``, ``missing``, as
             ``distbench predict --target --json``), ``inputs`` (measured, assumed, the error
             band) and ``tied`` (the two leaders, where their predicted times to target are within
-            :data:`PREDICTED_TIE` of each other; absent otherwise); empty without a prediction.
+            :data:`PREDICTED_TIE` of each other; absent otherwise); empty without a prediction
+            (serialised as ``null`` when a target was given, absent without one).
         costs: ``(strategy, what it needs installed and running)`` for each candidate.
         unavailable: ``(strategy, reason)`` for each strategy that never ran here.
         next_command: the ``distbench run`` command that would measure what is missing.
@@ -353,7 +361,7 @@ class Advice:
                 "costs": dict(self.costs), "unavailable": dict(self.unavailable), "next_command": self.next_command,
                 "scope": self.scope, "target_recommended": self.target_recommended,
                 "compared": [{"strategy": c.strategy, "workers": c.workers} for c in self.compared],
-                **({"target_predictions": self.target_predictions} if self.target_predictions else {})}
+                **({"target_predictions": self.target_predictions or None} if self.target else {})}
 
     def lines(self) -> list[tuple[str, list[str]]]:
         """``(heading, items)`` blocks in reading order (empty blocks left out)."""
@@ -914,10 +922,13 @@ def _add_target(adv: Advice, target: Target, rd: str | None, records: list[dict[
         if name not in dict(adv.costs):
             adv.costs.append((name, _needs(name)))
     if leaders and rd and not adv.next_command:
-        adv.next_command = _emulated_next(target, rd, leaders[:3], records)
-        if not adv.next_command and target.nodes == 1 and (why := _one_node_not_next(target, rd, leaders[:3],
-                                                                                      records)):
-            adv.target.append(why)  # user test (helper-20): no Run next, and nothing said why
+        adv.next_command, why = _emulated_next(target, rd, leaders[:3], records)
+        if why:
+            adv.target.append(why)  # user test (helper-20/21): no Run next, and nothing said why
+        if adv.next_command and (long := _run_next_duration(target, rd, leaders[:3], records)):
+            flag, sentence = long
+            adv.next_command = adv.next_command.replace(" --out ", f"{flag} --out ", 1)
+            adv.target.append(sentence)
         if adv.next_command and not target.emulated and target.nodes > 1:  # (helper-15): what it leaves out
             lat = f" (not the {duration_text(target.latency_s)} of latency)" if target.latency_s > 0 else ""
             out_dir = adv.next_command.rsplit("--out ", 1)[1]
@@ -939,31 +950,74 @@ def _who(names: list[str], multi: Sequence[Any]) -> str:
 
 
 def _emulated_next(target: Target, run_dir: str, names: Sequence[str], records: Sequence[dict[str, Any]]
-                   ) -> str | None:
+                   ) -> tuple[str | None, str]:
     """The ``distbench run`` that measures ``names`` at the target's size on an emulated
-    cluster of this machine (on this machine itself for one node), or ``None`` where this
-    machine cannot host one (no root, ``ip`` or ``tc``; one node needs none), the target has
-    more workers than :data:`EMULATE_MAX_WORKERS`, the run's global batch (in ``records``)
-    does not split over them, or :func:`_one_node_not_next` says why not."""
+    cluster of this machine (on this machine itself for one node), and ''; or ``None`` and
+    one sentence saying why there is none (user test, helper-21: it vanished without a
+    word): more workers than :data:`EMULATE_MAX_WORKERS`, a global batch (in ``records``)
+    they cannot split, no root, ``ip`` or ``tc`` (one node needs none), or
+    :func:`_one_node_not_next`."""
     from distbench.cluster import netns
 
     batch = int(next((r.get("global_batch_size") for r in records if r.get("global_batch_size")), 0))
-    if target.workers > EMULATE_MAX_WORKERS or (batch and batch % target.workers):
-        return None  # (a global batch the target's workers cannot split is refused by distbench run: helper-17)
+    if target.workers > EMULATE_MAX_WORKERS:
+        return None, (f"No Run next on this machine: it emulates {EMULATE_MAX_WORKERS} workers at most (all of them "
+                      f"share its cores), and the target has {target.workers}.")
+    if batch and batch % target.workers:  # distbench run refuses it (helper-17)
+        return None, (f"No Run next at this run's global batch of {batch}: {target.workers} workers cannot split it; "
+                      "a new one-host run at a --batch-size they split (above) is the one to predict from.")
     rd = run_dir.rstrip("/")
     if target.nodes == 1:  # one node: this machine itself, no emulated link (helper-17: --emulate 1x8@10gbit)
-        if _one_node_not_next(target, rd, names, records):
-            return None
+        if why := _one_node_not_next(target, rd, names, records):
+            return None, why
         return (f"distbench run {shlex.quote(rd + '/config.json')} --workers {target.workers} --strategies "
-                f"{','.join(names)} --repeats 3 --out {shlex.quote(rd + f'-{target.workers}-workers')}")
-    if not netns.available()[0]:  # no root, ip or tc: no emulated cluster here (one node needs none)
-        return None
+                f"{','.join(names)} --repeats 3 --out {shlex.quote(rd + f'-{target.workers}-workers')}"), ""
+    ok, why = netns.available()
+    if not ok:
+        return None, f"No Run next on this machine: an emulated cluster needs root, ip and tc ({why})."
     bits = target.bandwidth_Bps * 8
     rate = f"{bits / 1e9:g}gbit" if bits >= 1e9 and bits % 1e9 == 0 else f"{bits / 1e6:g}mbit"
     sudo = "sudo " if os.geteuid() != 0 else ""  # user test (helper-17): root without sudo installed
-    return (f"{sudo}distbench run {shlex.quote(rd + '/config.json')} --emulate {target.nodes}x{target.per_node}@{rate} "
+    shape = f"{target.nodes}x{target.per_node}"  # the rate in the directory too (helper-21: 3 rates, one directory)
+    return (f"{sudo}distbench run {shlex.quote(rd + '/config.json')} --emulate {shape}@{rate} "
             f"--workers {target.workers} --strategies {','.join(names)} --repeats 3 "
-            f"--out {shlex.quote(rd + f'-emulated-{target.nodes}x{target.per_node}')}")
+            f"--out {shlex.quote(rd + f'-emulated-{shape}-{rate}')}"), ""
+
+
+RUN_NEXT_LONG_S = 600.0
+"""A Run next predicted to take longer than this (seconds, all its configurations) says so."""
+
+
+def _run_next_duration(target: Target, run_dir: str, names: Sequence[str], records: Sequence[dict[str, Any]]
+                       ) -> tuple[str, str] | None:
+    """Where Run next is predicted to be long (over :data:`RUN_NEXT_LONG_S`) or to pass the
+    run's per-configuration ``timeout_s``: (`` --timeout S`` raising it to 1.5x the slowest
+    configuration's prediction, or '', the sentence saying how long), from the model on the
+    emulated cluster Run next runs on (user test, helper-21: 4 x 2 at 2 Mbit/s, predicted at
+    2,061 s per configuration against a timeout of 1,800 s, would have ended as timeouts
+    after 3.5 hours). ``None`` where it is short."""
+    import json
+
+    from distbench import costmodel
+
+    try:
+        cfg = json.loads((Path(run_dir) / "config.json").read_text())
+        timeout = float((cfg.get("run") or {}).get("timeout_s") or math.inf)
+        em = costmodel.Cluster(target.nodes, target.per_node, target.bandwidth_Bps, 0.0, target.nodes > 1)
+        preds = {p.strategy: p for p in costmodel.predict_strategies(run_dir, em)[0]}
+    except (OSError, ValueError):
+        return None
+    epochs = int(next((r.get("epochs") for r in records if r.get("epochs")), 0))
+    each = [(p.warmup_s or 0.0) + epochs * p.epoch_s for n in names if (p := preds.get(n)) and p.epoch_s]
+    if not each or 3 * sum(each) <= RUN_NEXT_LONG_S and max(each) <= timeout:
+        return None
+    flag = f" --timeout {math.ceil(1.5 * max(each) / 60) * 60}" if max(each) > timeout / 1.5 else ""
+    raised = (f"; the run's limit of {duration_text(timeout)} per configuration is raised with{flag}"
+              if flag else "")
+    return flag, (f"Run next is predicted to train for about {duration_text(3 * sum(each))} ({len(each)} "
+                  f"configurations x 3 repeats, the slowest {duration_text(max(each))} each, start-up not "
+                  f"counted){raised}; --epochs fewer than the run's {epochs} shortens it, with epochs to target "
+                  "read from the one-host run.")
 
 
 def _one_node_not_next(target: Target, run_dir: str, names: Sequence[str], records: Sequence[dict[str, Any]]
