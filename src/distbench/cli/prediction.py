@@ -84,7 +84,6 @@ def predict(run_dir: str, bandwidth: float | None, latency: float | None, window
     from distbench.results.terminal import output_width
 
     require_results(run_dir)
-    max_workers = 1024 if max_workers is None else max_workers
     try:
         inp = model.inputs_from_run(run_dir)
         for flag, v in (("--window", window), ("--per-worker-batch", per_worker_batch), ("--samples", samples),
@@ -99,7 +98,7 @@ def predict(run_dir: str, bandwidth: float | None, latency: float | None, window
         bw = model.DEFAULT_BANDWIDTH_BPS if bandwidth is None else bandwidth
         lat = model.DEFAULT_LATENCY_S if latency is None else latency
         win = window or inp.window or 1
-        ns = [n for n in model.POWERS_OF_TWO + tuple(2 ** k for k in range(11, 21)) if n <= max_workers]
+        ns = [n for n in model.POWERS_OF_TWO + tuple(2 ** k for k in range(11, 21)) if n <= (max_workers or 1024)]
         preds = model.predict(inp.step_s * b / inp.global_batch, inp.model_bytes, samples or inp.n_train, b,
                               bw, lat, ns, win)
     except ValueError as e:
