@@ -223,7 +223,7 @@ def advise_agreement(root: Path, dirs: dict[str, dict[str, Path]]) -> list[str]:
             pred = _advise_json([str(runs["onehost"]), "--target", target_text(cell)],
                                 root / f"{model}-{cell}-advise-target.log")
             meas = _advise_json([str(run)], root / f"{model}-{cell}-advise.log")
-            ranked = sorted(pred.get("target_predictions", {}).get("strategies", []),
+            ranked = sorted((pred.get("target_predictions") or {}).get("strategies", []),
                             key=lambda p: p.get("rank") or 1e9)
             picks = [p["strategy"] for p in ranked[:2]]
             named = [c["strategy"] for c in meas.get("compared", [])]
