@@ -652,6 +652,12 @@ def test_advise_target_says_why_there_is_no_run_next_and_how_long_one_takes(run_
     cmd, text = target_of("2 nodes, 1gbit")
     assert cmd is None and "an emulated cluster needs root, ip and tc (not root)" in text
     monkeypatch.setattr(netns, "available", lambda: (True, ""))
+    cmd, text = target_of("2 nodes, 3 bit/s")  # user test (helper-22): "@3e-06mbit", which run --emulate refuses
+    assert cmd is None and "it emulates links of 1 kbit/s to 1 Tbit/s, not 3 bit/s" in text
+    assert "--emulate 2x1@500kbit" in target_of("2 nodes, 500kbit")[0]
+    monkeypatch.chdir(run_dir)  # helper-22: "." made --out .-emulated-..., inside the run
+    cmd = advise(records, ".", parse_target("2 nodes, 1gbit")).next_command
+    assert f"--out {run_dir}-emulated-2x1-1gbit" in cmd
     (run_dir / "config.json").write_text(json.dumps({"run": {"timeout_s": 1.0}}))
     cmd, text = target_of("4 nodes, 2 Mbit/s")  # 3 epochs of 0.6 s and more: past a 1 s limit
     assert " --timeout 60 --out " in cmd

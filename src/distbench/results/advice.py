@@ -214,7 +214,8 @@ def parse_target(text: str, label: str = "--target ") -> Target:
     if found["bandwidth"] and not (math.isfinite(bandwidth) and bandwidth > 0):  # helper-20: 1e400 bit/s was inf
         raise bad(f"{found['bandwidth'][0][0].strip()!r}: a bandwidth is a finite number above 0")
     if nodes * per_node < 2:
-        raise bad("one worker has nothing to distribute: give 2 or more workers (e.g. \"2 nodes\")")
+        raise bad("one worker has nothing to distribute: give 2 or more workers (e.g. \"1 node x 4\" or "
+                  "\"2 nodes, 10gbit\")")
     return Target(nodes, per_node, bandwidth, latency, gpus, text, emulated)
 
 
@@ -967,6 +968,8 @@ def _emulated_next(target: Target, run_dir: str, names: Sequence[str], records: 
         return None, (f"No Run next at this run's global batch of {batch}: {target.workers} workers cannot split it; "
                       "a new one-host run at a --batch-size they split (above) is the one to predict from.")
     rd = run_dir.rstrip("/")
+    if os.path.basename(rd) in ("", ".", ".."):  # user test (helper-22): "." made --out .-emulated-..., inside the run
+        rd = os.path.abspath(run_dir)
     if target.nodes == 1:  # one node: this machine itself, no emulated link (helper-17: --emulate 1x8@10gbit)
         if why := _one_node_not_next(target, rd, names, records):
             return None, why
@@ -976,7 +979,10 @@ def _emulated_next(target: Target, run_dir: str, names: Sequence[str], records: 
     if not ok:
         return None, f"No Run next on this machine: an emulated cluster needs root, ip and tc ({why})."
     bits = target.bandwidth_Bps * 8
-    rate = f"{bits / 1e9:g}gbit" if bits >= 1e9 and bits % 1e9 == 0 else f"{bits / 1e6:g}mbit"
+    if not 1e3 <= bits <= 1e12:  # user test (helper-22): "@1e+07gbit", "@3e-06mbit", which run --emulate refuses
+        return None, f"No Run next on this machine: it emulates links of 1 kbit/s to 1 Tbit/s, not {rate_text(bits)}."
+    rate = (f"{bits / 1e9:g}gbit" if bits >= 1e9 and bits % 1e9 == 0 else f"{bits / 1e6:g}mbit" if bits >= 1e6
+            else f"{bits / 1e3:g}kbit")
     sudo = "sudo " if os.geteuid() != 0 else ""  # user test (helper-17): root without sudo installed
     shape = f"{target.nodes}x{target.per_node}"  # the rate in the directory too (helper-21: 3 rates, one directory)
     return (f"{sudo}distbench run {shlex.quote(rd + '/config.json')} --emulate {shape}@{rate} "
