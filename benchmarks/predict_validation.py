@@ -23,9 +23,11 @@ ONE_HOST_DIR --target CELL`` recommends against the one ``distbench advise CELL_
 recommends from the measured cell (``single`` included on both sides).
 
 Every run is a ``distbench run --resume`` into ``--dir``: a stopped script picks up where it
-stopped, cell by cell. The full grid (2 models x 6 cells, 2 repeats) takes hours on two
-cores; ``--quick`` runs one small cell (2 hosts, 1 Gbit/s, 2 strategies, 1 repeat, 2 epochs)
-for the smoke test. Needs root for the emulated cluster (``ip netns``, ``tc``).
+stopped, cell by cell. The repeats are interleaved (round r adds repeat r of the one-host run
+and of every cell), so a transient slowdown of the machine falls on one repeat of many
+configurations, where the median over repeats removes it. The full grid (2 models x 6 cells,
+2 repeats) takes hours on two cores; ``--quick`` runs one small cell (2 hosts, 1 Gbit/s,
+2 strategies, 1 repeat, 2 epochs) for the smoke test. Needs root for the emulated cluster (``ip netns``, ``tc``).
 
 Usage::
 
@@ -114,31 +116,39 @@ def run_sweep(out: Path, config: str, log: Path) -> None:
 
 
 def collect(args: argparse.Namespace, root: Path) -> dict[str, dict[str, Path]]:
-    """Run (or resume) the one-host run and every cell of every model; the run directories."""
+    """Run (or resume) the one-host run and every cell of every model; the run directories.
+
+    The repeats are interleaved: round r resumes every run of a model (the one-host run, then
+    each cell) with ``repeats = r``, so it adds repeat r of every configuration before any gets
+    repeat r + 1. A slowdown of this machine lasting a few minutes then falls on one repeat of
+    many configurations, which the median over repeats removes, instead of on every repeat of
+    one configuration, which it would not.
+    """
     dirs: dict[str, dict[str, Path]] = {}
     strategies = QUICK_STRATEGIES if args.quick else STRATEGIES
     for model in args.models:
-        common = dict(hidden=MODELS[model], epochs=args.epochs, target=args.target, repeats=args.repeats)
-        one = root / f"{model}-onehost"
-        workers = sorted({parse_cell(c)[0] for c in args.cells})
-        print(f"[{C.utc_now()}] {model}: one host, workers {workers}", flush=True)
-        run_sweep(one, CONFIG.format(strategies=_toml_list(["single"] + strategies), workers=workers, cluster="",
-                                     **common), root / f"{model}-onehost.log")
-        if not (one / "calibration.json").exists():
-            proc = C.run_distbench(["calibrate", str(one)], root / f"{model}-calibrate.log", timeout_s=1800)
-            if proc.returncode != 0:
-                raise RuntimeError(f"distbench calibrate {one} failed; see {root / f'{model}-calibrate.log'}")
-        dirs[model] = {"onehost": one}
-        for cell in args.cells:
-            hosts, rate = parse_cell(cell)
-            out = root / f"{model}-{cell}"
-            print(f"[{C.utc_now()}] {model}: {cell}", flush=True)
-            cluster = f'[cluster]\nemulate = {{ hosts = {hosts}, slots = 1, bandwidth = "{rate}" }}\n'
-            # single too: advise on the cell (advise_agreement) compares the strategies with it, as on one host
-            run_sweep(out, CONFIG.format(strategies=_toml_list(["single"] + strategies), workers=[hosts],
-                                         cluster=cluster,
-                                         **common), root / f"{model}-{cell}.log")
-            dirs[model][cell] = out
+        dirs[model] = {"onehost": root / f"{model}-onehost"}
+        dirs[model].update({cell: root / f"{model}-{cell}" for cell in args.cells})
+    for r in range(1, args.repeats + 1):
+        for model in args.models:
+            common = dict(hidden=MODELS[model], epochs=args.epochs, target=args.target, repeats=r)
+            one = dirs[model]["onehost"]
+            workers = sorted({parse_cell(c)[0] for c in args.cells})
+            print(f"[{C.utc_now()}] {model}: one host, workers {workers}, repeat {r} of {args.repeats}", flush=True)
+            run_sweep(one, CONFIG.format(strategies=_toml_list(["single"] + strategies), workers=workers,
+                                         cluster="", **common), root / f"{model}-onehost.log")
+            if not (one / "calibration.json").exists():
+                proc = C.run_distbench(["calibrate", str(one)], root / f"{model}-calibrate.log", timeout_s=1800)
+                if proc.returncode != 0:
+                    raise RuntimeError(f"distbench calibrate {one} failed; see {root / f'{model}-calibrate.log'}")
+            for cell in args.cells:
+                hosts, rate = parse_cell(cell)
+                print(f"[{C.utc_now()}] {model}: {cell}, repeat {r} of {args.repeats}", flush=True)
+                cluster = f'[cluster]\nemulate = {{ hosts = {hosts}, slots = 1, bandwidth = "{rate}" }}\n'
+                # single too: advise on the cell (advise_agreement) compares the strategies with it, as on one host
+                run_sweep(dirs[model][cell], CONFIG.format(strategies=_toml_list(["single"] + strategies),
+                                                           workers=[hosts], cluster=cluster, **common),
+                          root / f"{model}-{cell}.log")
     return dirs
 
 
