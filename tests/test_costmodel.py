@@ -3,6 +3,7 @@ figures worked by hand from synthetic records and a synthetic calibration; the C
 one-line errors for what is missing."""
 
 import json
+import math
 import os
 
 import pytest
@@ -240,6 +241,8 @@ def test_cli_predict_target_table_json_and_errors(run_dir):
     assert doc["target"]["workers"] == 4 and doc["inputs"]["validated"].startswith("against emulated clusters")
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "4 nodes 10gbit"])
     assert res.exit_code == 0 and "horovod" in res.output and "Assumed: links of 10 Gbit/s" in res.output
+    res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "4 nodes 2kbit"])  # helper-22: 1.72e+03 s
+    assert res.exit_code == 0 and "e+0" not in res.output and " min " in res.output, res.output
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "4 nodes 10gbit", "--bandwidth", "1gbit"])
     assert res.exit_code == 2 and "--bandwidth belongs to the first-order table" in res.output
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "4 nodes 10gbit", "--max-workers", "2"])
@@ -646,8 +649,11 @@ def test_advise_target_says_why_there_is_no_run_next_and_how_long_one_takes(run_
 
     cmd, text = target_of("16 nodes, 1gbit")
     assert cmd is None and "No Run next on this machine: it emulates 8 workers at most" in text
-    cmd, text = target_of("3 nodes, 1gbit")  # 64 samples over 3 workers
-    assert cmd is None and "No Run next at this run's global batch of 64: 3 workers cannot split it" in text
+    cmd, text = target_of("3 nodes, 1gbit")  # 64 samples over 3 workers; helper-22: the command in Run next too
+    assert cmd == (f"distbench run {run_dir}/config.json --batch-size 66 --out {run_dir}-batch-66 && distbench "
+                   f"calibrate {run_dir}-batch-66")
+    assert "its global batch of 64 does not split over 3 workers. Run next is a one-host run at a global batch of " \
+        f"66, which does, and its calibration; then distbench advise {run_dir}-batch-66 --target '3 nodes, 1gbit'" in text
     monkeypatch.setattr(netns, "available", lambda: (False, "not root"))
     cmd, text = target_of("2 nodes, 1gbit")
     assert cmd is None and "an emulated cluster needs root, ip and tc (not root)" in text
@@ -666,6 +672,32 @@ def test_advise_target_says_why_there_is_no_run_next_and_how_long_one_takes(run_
     (run_dir / "config.json").write_text(json.dumps({"run": {"timeout_s": 1800.0}}))
     cmd, text = target_of("4 nodes, 2 Mbit/s")  # seconds: nothing to say
     assert "--timeout" not in cmd and "Run next is predicted" not in text
+    adv = advise(records, str(run_dir), parse_target("4 nodes, 2 Mbit/s"))
+    assert adv.to_dict()["target_predictions"]["run_next"] == {"command": cmd, "predicted_train_s": None, "why": None}
+
+
+def test_a_run_next_of_days_gets_one_repeat_and_the_epochs_to_target(run_dir, monkeypatch):
+    # user test (helper-22): a Run next of 72 h was offered with --repeats 3, its duration in prose only
+    from distbench.cluster import netns
+    from distbench.results import advice as A
+
+    monkeypatch.setattr(netns, "available", lambda: (True, ""))
+    records = [{**json.loads(ln), "repeat": i} for ln in (run_dir / "results.jsonl").read_text().splitlines()
+               for i in range(3)]
+    adv = advise(records, str(run_dir), parse_target("4 nodes, 2 kbit/s"))
+    run_next = adv.to_dict()["target_predictions"]["run_next"]
+    assert run_next["command"] == adv.next_command and " --repeats 1 " in adv.next_command
+    assert run_next["predicted_train_s"] > A.RUN_NEXT_LONG_S and run_next["why"] in adv.target
+    assert "configurations x 1 repeat(s)" in run_next["why"] and "1 repeat to keep it under 3 h" in run_next["why"]
+    assert " --epochs " not in adv.next_command  # its 3 epochs: a curve needs them all to reach the target
+    epochs = {p["strategy"]: p["epochs_to_target"] for p in adv.target_predictions["strategies"]}
+    leaders = adv.next_command.split("--strategies ")[1].split()[0].split(",")
+    cut = math.ceil(max(epochs[n] for n in leaders)) + 1
+    adv = advise([{**r, "epochs": 30} for r in records], str(run_dir), parse_target("4 nodes, 2 kbit/s"))
+    assert f" --epochs {cut} --repeats 1 " in adv.next_command  # 30 epochs: days, and the target reached by 3
+    assert f"each strategy reached the target by epoch {cut - 1} in the one-host run" in " ".join(adv.target)
+    adv = advise(records, str(run_dir), parse_target("3 nodes, 1gbit"))
+    assert adv.to_dict()["target_predictions"]["run_next"]["why"].startswith("No Run next at the target's size")
 
 
 def test_warm_up_of_a_shared_engine_row_is_from_its_fresh_processes():
@@ -757,6 +789,9 @@ def test_a_one_node_target_needs_no_link(run_dir, monkeypatch):
     adv = advise(recs, str(run_dir), t)  # 4 GPUs: 4 CPU processes here would measure oversubscription (helper-19)
     assert "--workers 4" not in (adv.next_command or "")
     assert any(x.startswith("No Run next on this machine: it has no GPUs") for x in adv.target)  # said (helper-20)
+    adv = advise(recs, str(run_dir), parse_target("4 TPUs"))  # helper-22: the reason said GPUs
+    assert any(x.startswith("No Run next on this machine: it has no TPUs, and 4 CPU processes") and x.endswith(
+        "not 4 TPUs.") for x in adv.target)
     assert not any("Communication is" in x or "Run next measures" in x for x in adv.target)
     gpus, rate = parse_target("4 GPUs, 10gbit, emulated").warnings()
     assert gpus == "an emulated cluster's hosts are this machine's CPUs: the GPUs named are not emulated"

@@ -86,7 +86,7 @@ from typing import Any, Sequence
 from distbench.calibrate import compute_s, no_workload, only_cluster_rows, read_calibration
 from distbench.cluster.emulated import EMULATED_VETH_BPS, tbf_burst_bytes
 from distbench.predict import epoch_s, no_single
-from distbench.text import duration_text, link_text, rate_text
+from distbench.text import duration_text, link_text, rate_text, seconds_text
 from distbench.results.store import read_records
 
 RING = ("multi_worker_mirrored", "horovod", "horovod_mpi", "keras_jax:multi_process")
@@ -649,7 +649,7 @@ TABLE_HEADERS = ("rank", "strategy", "workers", "s/epoch", "to target", "compute
 
 def _s(x: float | None) -> str:
     """Seconds, 3 significant digits; ``-`` for None."""
-    return "-" if x is None else f"{x:.3g} s"
+    return "-" if x is None else seconds_text(x)
 
 
 def table_rows(preds: Sequence[StrategyPrediction], target_accuracy: float) -> list[list[str]]:
@@ -809,8 +809,9 @@ def against_rows(preds: Sequence[StrategyPrediction], measured: dict[str, dict[s
     def cell(vals: list[float]) -> str:
         if not vals:
             return "-"
-        rng = f" [{min(vals):.3g}-{max(vals):.3g}]" if len(vals) > 1 else ""
-        return f"{statistics.median(vals):.3g} s{rng}"
+        lo, hi = (seconds_text(v).removesuffix(" s") for v in (min(vals), max(vals)))
+        rng = f" [{lo}-{hi}]" if len(vals) > 1 else ""
+        return f"{seconds_text(statistics.median(vals))}{rng}"
 
     def ratio(x: float | None) -> str:
         return "-" if x is None else f"{x:.2f}"

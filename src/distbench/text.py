@@ -86,6 +86,14 @@ def duration_text(seconds: float) -> str:
     return f"{seconds * 1e6:g} us"
 
 
+def seconds_text(seconds: float) -> str:
+    """Seconds with 3 significant digits (``0.0123 s``, ``41.2 s``), and from 1,000 s up in
+    minutes or hours (``28.7 min``, not ``1.72e+03 s``)."""
+    if seconds >= 999.5:
+        return duration_text(float(f"{seconds:.3g}"))
+    return f"{seconds:.3g} s"
+
+
 SECONDS = {"us": 1e-6, "µs": 1e-6, "usec": 1e-6, "ms": 1e-3, "msec": 1e-3, "s": 1.0, "sec": 1.0}
 """Time units people write after a number (``50us``, ``4ms``), as seconds per unit: the CLI's
 ``--latency``/``--node-step`` and Python's ``node_step="4ms"`` read the same ones."""

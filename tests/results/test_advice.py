@@ -264,7 +264,11 @@ def test_parse_target():
                         ("4 nodes x 2, 10gbit, -5 us latency", "'-5 us latency': a latency is 0 or more"),
                         # user test (helper-21): what to change
                         ("4 nodes x 2, 10", "'10' is neither .*; a rate or a latency needs its unit"),
-                        ("twenty nodes x 2, 10gbit", "numbers in words go up to ten .*: write others in digits")]:
+                        ("twenty nodes x 2, 10gbit", "numbers in words go up to ten .*: write others in digits"),
+                        # user test (helper-22): "'.5' is neither", "'cores'" without a hint
+                        ("2 nodes x 2.5, 10gbit", "'2.5' after x: counts of nodes and workers are whole numbers"),
+                        ("2 nodes x 4 cores, 10gbit", "'cores' is neither .*; count workers \\(processes\\), not "
+                                                      "cores: e.g. \"2 nodes x 4 workers\"")]:
         with pytest.raises(ConfigError, match=needle):
             parse_target(bad)
 

@@ -40,7 +40,7 @@ from distbench.results.headline import accuracy_sentence, fewer_passes_note, tim
 from distbench.results.notes import WARMUP_SHARE, warmup_note, warmup_share
 from distbench.results.stats import ConfigSummary, most_accurate, summarize
 from distbench.results.stragglers import straggler_lines
-from distbench.text import duration_text, link_text, rate_text
+from distbench.text import duration_text, link_text, rate_text, seconds_text
 
 MIN_REPEATS = 3  # ok runs of each candidate before advising (3 v 3 disjoint ranges: p = 0.1 by chance)
 TF_ONLY = "single,mirrored,multi_worker_mirrored"  # strategies that need nothing but TensorFlow
@@ -75,16 +75,23 @@ class Target:
     emulated: bool = False
     node_step_s: float | None = None
 
+    @property
+    def devices(self) -> str:
+        """What the text named its workers as, for sentences: ``TPUs`` or ``GPUs``
+        (meaningful where :attr:`gpus`)."""
+        return "TPUs" if re.search(r"\btpus?\b", self.text, re.IGNORECASE) else "GPUs"
+
     def warnings(self) -> list[str]:
         """Sentences about parts of the target that are legal but unlikely to be meant: a rate
         under 1 Mbit/s or over 1 Tbit/s, a latency over 100 ms, a latency on an emulated
         cluster (which shapes the rate only). Empty when none applies."""
         bits, out = self.bandwidth_Bps * 8, []
-        if self.gpus and re.search(r"\btpus?\b", self.text, re.IGNORECASE):  # user test (helper-21)
+        if self.gpus and self.devices == "TPUs":  # user test (helper-21)
             out.append("TPUs are predicted as GPUs: a device per worker, computing its share of the batch as "
                        "single did here; the model has no TPU interconnect")
         if self.emulated and self.gpus:  # user test (helper-17): dropped without a word
-            out.append("an emulated cluster's hosts are this machine's CPUs: the GPUs named are not emulated")
+            out.append(f"an emulated cluster's hosts are this machine's CPUs: the {self.devices} named are not "
+                       "emulated")
         if math.isinf(bits):
             pass
         elif self.nodes == 1:  # user test (helper-20): "our 4-GPU cluster at 10gbit" dropped the rate silently
@@ -244,6 +251,8 @@ def _scan_target(text: str, bad: Any) -> tuple[dict[str, list[re.Match[str]]], s
     them blanked out (``bad(why)`` makes the error to raise)."""
     if frac := re.search(r"\d+\.\d+\s*" + _COUNT_UNIT + r"(?![a-z])", text, re.IGNORECASE):
         raise bad(f"{frac[0]!r}: counts of nodes and workers are whole numbers")
+    if frac := re.search(r"[\d\s][x×*]\s*(\d*\.\d+)(?!\d*\s*[a-zµ/])", text, re.IGNORECASE):  # helper-22: "'.5'"
+        raise bad(f"{frac[1]!r} after x: counts of nodes and workers are whole numbers")
     if neg := re.search(r"(?<![\w.])-\s*\d+\s*" + _COUNT_UNIT + r"(?![a-z])", text, re.IGNORECASE):
         raise bad(f"{neg[0]!r}: counts of nodes and workers are 1 or more")  # user test (helper-18): "'-' is neither"
     rest = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", text)  # "1,000 Mbit/s"
@@ -279,7 +288,9 @@ def _target_size(found: dict[str, list[re.Match[str]]], rest: str, text: str, ba
         words = r"eleven|(?:thir|four|fif|six|seven|eigh|nine)teen|(?:twen|thir|for|fif|six|seven|eigh|nine)ty\w*"
         hint = ("; numbers in words go up to ten (and twelve, sixteen): write others in digits" if any(
             re.fullmatch(words, w, re.IGNORECASE) for w in left) else "; a rate or a latency needs its unit "
-            "(10 Gbit/s, 50 us)" if any(re.fullmatch(r"[\d.e+-]+", w) for w in left) else "")
+            "(10 Gbit/s, 50 us)" if any(re.fullmatch(r"[\d.e+-]+", w) for w in left) else
+            "; count workers (processes), not cores: e.g. \"2 nodes x 4 workers\"" if any(  # helper-22: "4 cores"
+                re.fullmatch(r"cores?|threads?|v?cpu-?cores?", w, re.IGNORECASE) for w in left) else "")
         raise bad(f"{' '.join(left)!r} is neither a size (N nodes x M GPUs), a bandwidth nor a latency{hint}")
     sizes = found["grid"] + found["count"]
     if not found["grid"] and len(machines) == 1 and len(devices) == 1 and each:  # "2 nodes ... with 4 GPUs each"
@@ -866,12 +877,12 @@ def _target_sentences(target: Target, run_dir: str | None, records: list[dict[st
     out = [head]
     best = reached[0] if reached else None
     if best is not None:
-        nxt = f", then {reached[1].strategy} ({reached[1].time_to_target_s:.3g} s)" if len(reached) > 1 else ""
+        nxt = f", then {reached[1].strategy} ({seconds_text(reached[1].time_to_target_s)})" if len(reached) > 1 else ""
         if len(reached) > 1 and reached[1].time_to_target_s < PREDICTED_TIE * best.time_to_target_s:  # helper-18
             nxt += f", within the model's {PREDICTED_TIE - 1:.0%} median error of each other: a tie"
             data["tied"] = [best.strategy, reached[1].strategy]  # user test (helper-20): in --json too
-        out.append(f"Predicted fastest to {acc:g} there: {best.strategy} ({best.time_to_target_s:.3g} s, "
-                   f"{best.epoch_s:.3g} s per epoch){nxt}.")
+        out.append(f"Predicted fastest to {acc:g} there: {best.strategy} ({seconds_text(best.time_to_target_s)}, "
+                   f"{seconds_text(best.epoch_s)} per epoch){nxt}.")
     else:
         out.append(f"No strategy reached {acc:g} in this run, so none is predicted to reach it there; by epoch time:")
     multi = [p for p in ranked if p.strategy != "single"]
@@ -881,8 +892,8 @@ def _target_sentences(target: Target, run_dir: str | None, records: list[dict[st
             notes.setdefault(n, []).append(p.strategy)
     shared = [(n, who) for n, who in notes.items() if len(who) > 1]
     out.append("Predicted: " + "; ".join(
-        f"{p.rank}. {p.strategy} " + (f"{p.time_to_target_s:.3g} s to {acc:g}, " if p.time_to_target_s else "")
-        + f"{p.epoch_s:.3g} s/epoch (link {p.terms_s['link']:.3g} s)"
+        f"{p.rank}. {p.strategy} " + (f"{seconds_text(p.time_to_target_s)} to {acc:g}, " if p.time_to_target_s else "")
+        + f"{seconds_text(p.epoch_s)}/epoch (link {seconds_text(p.terms_s['link'])})"
         + "".join(f" [{n}]" for n in p.notes if len(notes.get(n, [p.strategy])) == 1) for p in ranked) + "."
         + "".join(f" {n[0].upper() + n[1:]} ({_who(who, multi)})." for n, who in shared))
     out += [f"No prediction for {p.strategy}: {p.missing}." for p in preds if p.missing]
@@ -906,7 +917,8 @@ def _target_sentences(target: Target, run_dir: str | None, records: list[dict[st
                    f"to run (Operational cost); the simplest of them to run is {simplest}.")
     gpus_here = any((r.get("provenance") or {}).get("gpus") for r in records)
     if target.gpus and not gpus_here and target.node_step_s is None and target.nodes > 1:
-        out.append("The compute per step was measured here on CPUs; a GPU's is shorter, so communication weighs more "
+        out.append(f"The compute per step was measured here on CPUs; a {target.devices[:-1]}'s is shorter, so "
+                   "communication weighs more "
                    "on the target than predicted here (--node-step S takes a step "
                    "time measured on one of its nodes).")
     return out, [p.strategy for p in reached], data
@@ -924,12 +936,17 @@ def _add_target(adv: Advice, target: Target, rd: str | None, records: list[dict[
             adv.costs.append((name, _needs(name)))
     if leaders and rd and not adv.next_command:
         adv.next_command, why = _emulated_next(target, rd, leaders[:3], records)
+        run_next: dict[str, Any] = {"command": adv.next_command, "predicted_train_s": None, "why": why or None}
         if why:
             adv.target.append(why)  # user test (helper-20/21): no Run next, and nothing said why
-        if adv.next_command and (long := _run_next_duration(target, rd, leaders[:3], records)):
-            flag, sentence = long
-            adv.next_command = adv.next_command.replace(" --out ", f"{flag} --out ", 1)
+        elif adv.next_command and (long := _run_next_duration(target, rd, leaders[:3], records)):
+            flags, sentence, run_next["predicted_train_s"] = long
+            for old, new in flags.items():
+                adv.next_command = adv.next_command.replace(old, new, 1)
             adv.target.append(sentence)
+            run_next.update(command=adv.next_command, why=sentence)
+        if adv.target_predictions:  # user test (helper-22): the duration and the reason were prose only
+            adv.target_predictions["run_next"] = run_next
         if adv.next_command and not target.emulated and target.nodes > 1:  # (helper-15): what it leaves out
             lat = f" (not the {duration_text(target.latency_s)} of latency)" if target.latency_s > 0 else ""
             out_dir = adv.next_command.rsplit("--out ", 1)[1]
@@ -961,15 +978,20 @@ def _emulated_next(target: Target, run_dir: str, names: Sequence[str], records: 
     from distbench.cluster import netns
 
     batch = int(next((r.get("global_batch_size") for r in records if r.get("global_batch_size")), 0))
-    if target.workers > EMULATE_MAX_WORKERS:
-        return None, (f"No Run next on this machine: it emulates {EMULATE_MAX_WORKERS} workers at most (all of them "
-                      f"share its cores), and the target has {target.workers}.")
-    if batch and batch % target.workers:  # distbench run refuses it (helper-17)
-        return None, (f"No Run next at this run's global batch of {batch}: {target.workers} workers cannot split it; "
-                      "a new one-host run at a --batch-size they split (above) is the one to predict from.")
     rd = run_dir.rstrip("/")
     if os.path.basename(rd) in ("", ".", ".."):  # user test (helper-22): "." made --out .-emulated-..., inside the run
         rd = os.path.abspath(run_dir)
+    if target.workers > EMULATE_MAX_WORKERS:
+        return None, (f"No Run next on this machine: it emulates {EMULATE_MAX_WORKERS} workers at most (all of them "
+                      f"share its cores), and the target has {target.workers}.")
+    if batch and batch % target.workers:  # distbench run refuses it (helper-17); helper-22: say the command too
+        nb = -(-batch // target.workers) * target.workers
+        new = shlex.quote(rd + f"-batch-{nb}")
+        return (f"distbench run {shlex.quote(rd + '/config.json')} --batch-size {nb} --out {new} && distbench "
+                f"calibrate {new}"), (
+            f"No Run next at the target's size from this run: its global batch of {batch} does not split over "
+            f"{target.workers} workers. Run next is a one-host run at a global batch of {nb}, which does, and its "
+            f"calibration; then distbench advise {new} --target {shlex.quote(target.text)} predicts from it.")
     if target.nodes == 1:  # one node: this machine itself, no emulated link (helper-17: --emulate 1x8@10gbit)
         if why := _one_node_not_next(target, rd, names, records):
             return None, why
@@ -993,37 +1015,65 @@ def _emulated_next(target: Target, run_dir: str, names: Sequence[str], records: 
 RUN_NEXT_LONG_S = 600.0
 """A Run next predicted to take longer than this (seconds, all its configurations) says so."""
 
+RUN_NEXT_ONE_REPEAT_S = 3 * 3600.0
+"""A Run next predicted to train longer than this (seconds) with 3 repeats gets one repeat,
+and, where that is still longer, only the epochs its strategies need to reach the target."""
+
 
 def _run_next_duration(target: Target, run_dir: str, names: Sequence[str], records: Sequence[dict[str, Any]]
-                       ) -> tuple[str, str] | None:
+                       ) -> tuple[dict[str, str], str, float] | None:
     """Where Run next is predicted to be long (over :data:`RUN_NEXT_LONG_S`) or to pass the
-    run's per-configuration ``timeout_s``: (`` --timeout S`` raising it to 1.5x the slowest
-    configuration's prediction, or '', the sentence saying how long), from the model on the
-    emulated cluster Run next runs on (user test, helper-21: 4 x 2 at 2 Mbit/s, predicted at
+    run's per-configuration ``timeout_s``: (the replacements to make in its command, the
+    sentence saying how long, the predicted training seconds of all its configurations),
+    from the model on the emulated cluster Run next runs on; ``None`` where it is short.
+
+    Replacements: ``--timeout S`` (1.5x the slowest configuration's prediction) where a
+    configuration would pass the run's limit (user test, helper-21: 4 x 2 at 2 Mbit/s,
     2,061 s per configuration against a timeout of 1,800 s, would have ended as timeouts
-    after 3.5 hours). ``None`` where it is short."""
+    after 3.5 hours); past :data:`RUN_NEXT_ONE_REPEAT_S`, ``--repeats 1``, and then
+    ``--epochs E`` where every strategy reached the target by epoch E - 1 in the one-host
+    run (user test, helper-22: a Run next of 72 hours was offered with 3 repeats).
+    """
     import json
 
     from distbench import costmodel
 
-    try:
+    try:  # a run directory without its config.json (made by hand) has no limit to pass
         cfg = json.loads((Path(run_dir) / "config.json").read_text())
-        timeout = float((cfg.get("run") or {}).get("timeout_s") or math.inf)
+    except (OSError, ValueError):
+        cfg = {}
+    timeout = float((cfg.get("run") or {}).get("timeout_s") or math.inf)
+    try:
         em = costmodel.Cluster(target.nodes, target.per_node, target.bandwidth_Bps, 0.0, target.nodes > 1)
-        preds = {p.strategy: p for p in costmodel.predict_strategies(run_dir, em)[0]}
+        preds = [p for n in names if (p := {q.strategy: q for q in costmodel.predict_strategies(run_dir, em)[0]}
+                                                .get(n)) and p.epoch_s]
     except (OSError, ValueError):
         return None
     epochs = int(next((r.get("epochs") for r in records if r.get("epochs")), 0))
-    each = [(p.warmup_s or 0.0) + epochs * p.epoch_s for n in names if (p := preds.get(n)) and p.epoch_s]
-    if not each or 3 * sum(each) <= RUN_NEXT_LONG_S and max(each) <= timeout:
+    reach = [p.epochs_to_target for p in preds]
+    cut = math.ceil(max(reach)) + 1 if reach and None not in reach else epochs
+    repeats = 3 if 3 * sum((p.warmup_s or 0.0) + epochs * p.epoch_s for p in preds) <= RUN_NEXT_ONE_REPEAT_S else 1
+    epochs_next = cut if repeats == 1 and cut < epochs and sum(
+        (p.warmup_s or 0.0) + epochs * p.epoch_s for p in preds) > RUN_NEXT_ONE_REPEAT_S else epochs
+    each = [(p.warmup_s or 0.0) + epochs_next * p.epoch_s for p in preds]
+    if not each or repeats * sum(each) <= RUN_NEXT_LONG_S and max(each) <= timeout:
         return None
-    flag = f" --timeout {math.ceil(1.5 * max(each) / 60) * 60}" if max(each) > timeout / 1.5 else ""
-    raised = (f"; the run's limit of {duration_text(timeout)} per configuration is raised with{flag}"
-              if flag else "")
-    return flag, (f"Run next is predicted to train for about {duration_text(3 * sum(each))} ({len(each)} "
-                  f"configurations x 3 repeats, the slowest {duration_text(max(each))} each, start-up not "
-                  f"counted){raised}; --epochs fewer than the run's {epochs} shortens it, with epochs to target "
-                  "read from the one-host run.")
+    flags = {" --repeats 3 ": f" --repeats {repeats} "} if repeats != 3 else {}
+    if epochs_next != epochs:
+        flags[" --repeats "] = f" --epochs {epochs_next} --repeats "
+    shorter = (f"; it has {repeats} repeat" + (f" and {epochs_next} epochs (each strategy reached the target by "
+                                                 f"epoch {epochs_next - 1} in the one-host run)"
+                                                 if epochs_next != epochs else "")
+               + " to keep it under " + duration_text(RUN_NEXT_ONE_REPEAT_S)) if flags else ""
+    if max(each) > timeout / 1.5:
+        flags[" --out "] = f" --timeout {math.ceil(1.5 * max(each) / 60) * 60} --out "
+        shorter += (f"; the run's limit of {duration_text(timeout)} per configuration is raised with "
+                    f"{flags[' --out '].split(' --out')[0].strip()}")
+    total = repeats * sum(each)
+    return flags, (f"Run next is predicted to train for about {duration_text(total)} ({len(each)} configurations x "
+                   f"{repeats} repeat(s), the slowest {duration_text(max(each))} each, start-up not counted){shorter}"
+                   + (f"; --epochs fewer than {epochs_next} shortens it, with epochs to target read from the "
+                      "one-host run." if epochs_next == epochs else ".")), total
 
 
 def _one_node_not_next(target: Target, run_dir: str, names: Sequence[str], records: Sequence[dict[str, Any]]
@@ -1033,8 +1083,8 @@ def _one_node_not_next(target: Target, run_dir: str, names: Sequence[str], recor
     helper-19), or a run that already has 3 ok runs of each of ``names`` at that many
     workers (helper-20: it proposed measuring them again)."""
     if target.gpus and not any((r.get("provenance") or {}).get("gpus") for r in records):
-        return (f"No Run next on this machine: it has no GPUs, and {target.workers} CPU processes on its cores would "
-                f"measure their time slicing, not {target.workers} GPUs.")
+        return (f"No Run next on this machine: it has no {target.devices}, and {target.workers} CPU processes on its "
+                f"cores would measure their time slicing, not {target.workers} {target.devices}.")
     have = [n for n in names if n != "single" and sum(
         1 for r in records if r.get("strategy") == n and r.get("workers") == target.workers
         and r.get("status") == "ok" and not r.get("bandwidth")) >= 3]
