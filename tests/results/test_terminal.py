@@ -127,3 +127,15 @@ def test_env_fits_columns_with_reasons_under_their_strategy(monkeypatch):
     assert " ".join(" ".join(line.split()) for line in lines[tpu:]).startswith("tpu unavailable " + tpu_why)
     assert "  single                 available" in lines
     assert res.stderr.startswith("probing engines")  # said before the probes go quiet for seconds
+
+
+def test_a_long_cell_in_a_block_continues_under_its_text():
+    # user test (helper-22): a pipe's notes were cut at the console's width mid-phrase, the rest at column 0
+    note = "framework cost taken as at 2 workers (the only count measured); " * 3
+    blocks, _ = fit_table(("rank", "strategy", "s/epoch", "notes"), [["1", "mpi_ps:adag", "1.26 s", note]], 80,
+                          left=("strategy", "notes"), block_head=2)
+    lines = _render(blocks, 80).splitlines()
+    notes = lines[lines.index(next(ln for ln in lines if ln.startswith("  notes "))):]
+    assert len(notes) > 1 and max(len(ln) for ln in lines) <= 80
+    assert all(ln.startswith(" " * 8) and not ln.startswith(" " * 9) for ln in notes[1:])
+    assert " ".join(" ".join(notes).split()) == "notes " + note.strip()

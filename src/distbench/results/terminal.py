@@ -103,6 +103,8 @@ def fit_table(headers: Sequence[str], rows: Sequence[Sequence[str]], width: int,
         ``(renderable, dropped)``: what to print and the headers left out (empty for the
         whole table; every header after the first ``block_head`` is shown in blocks).
     """
+    import textwrap
+
     from rich.console import Console, Group
     from rich.markup import escape
     from rich.text import Text
@@ -135,6 +137,14 @@ def fit_table(headers: Sequence[str], rows: Sequence[Sequence[str]], width: int,
             if len(line) > 1 and len(line) + 3 + len(item) > width:
                 parts.append(Text(line))
                 line = " "
+            if len(item) + 2 > width:  # a long cell (notes): its own lines, continued under its text (helper-22)
+                if len(line) > 1:
+                    parts.append(Text(line))
+                parts.append(Text(textwrap.fill(item, max(20, width), initial_indent="  ",
+                                                subsequent_indent=" " * (3 + len(h)), break_long_words=False,
+                                                break_on_hyphens=False)))
+                line = " "
+                continue
             line += ("   " if len(line) > 1 else " ") + item
         if len(line) > 1:
             parts.append(Text(line))
