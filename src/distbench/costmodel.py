@@ -128,8 +128,8 @@ CALIBRATION = ("2 hosts at 100 Mbit/s", "2 hosts at 1 Gbit/s")
 """The emulated cells :data:`WIRE_FACTOR` was fitted on (4.5 MB of weights, one worker per host)."""
 
 VALIDATED = ("against emulated clusters of this machine (BENCHMARKS.md, predict_validation, 49 rows): epoch time "
-             "within 10% at the median (largest 92%), time to target within 14% (largest 59%); pairwise order "
-             "right for 90% of separable pairs; for a model of MBs (21 rows) epoch time within 7% (largest 25.4%), "
+             "within 7% at the median (largest 78%), time to target within 10% (largest 55%); pairwise order "
+             "right for 94% of separable pairs; for a model of MBs (21 rows) epoch time within 7% (largest 25.4%), "
              "a synchronous strategy's time to target within 4% (largest 19%)")
 """The error band :mod:`benchmarks.predict_validation` measured (printed with every prediction)."""
 
