@@ -688,7 +688,8 @@ def test_a_run_next_of_days_gets_one_repeat_and_the_epochs_to_target(run_dir, mo
     run_next = adv.to_dict()["target_predictions"]["run_next"]
     assert run_next["command"] == adv.next_command and " --repeats 1 " in adv.next_command
     assert run_next["predicted_train_s"] > A.RUN_NEXT_LONG_S and run_next["why"] in adv.target
-    assert "configurations x 1 repeat(s)" in run_next["why"] and "1 repeat to keep it under 3 h" in run_next["why"]
+    assert "configurations x 1 repeat(s)" in run_next["why"] and "; it has 1 repeat, where 3 repeats of 3 epochs " \
+        "would take " in run_next["why"]
     assert " --epochs " not in adv.next_command  # its 3 epochs: a curve needs them all to reach the target
     epochs = {p["strategy"]: p["epochs_to_target"] for p in adv.target_predictions["strategies"]}
     leaders = adv.next_command.split("--strategies ")[1].split()[0].split(",")
@@ -698,6 +699,12 @@ def test_a_run_next_of_days_gets_one_repeat_and_the_epochs_to_target(run_dir, mo
     assert f"each strategy reached the target by epoch {cut - 1} in the one-host run" in " ".join(adv.target)
     adv = advise(records, str(run_dir), parse_target("3 nodes, 1gbit"))
     assert adv.to_dict()["target_predictions"]["run_next"]["why"].startswith("No Run next at the target's size")
+    (run_dir / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))  # 3 repeats each
+    res = CliRunner().invoke(main, ["advise", str(run_dir), "--target", "4 nodes, 2 kbit/s", "--target-accuracy",
+                                    "0.5", "--json"])
+    doc = json.loads(res.stdout)  # --target-accuracy changes the command: --json's run_next says the same
+    assert doc["target_predictions"]["run_next"]["command"] == doc["next_command"]
+    assert "--target-accuracy 0.5" in doc["next_command"]
 
 
 def test_warm_up_of_a_shared_engine_row_is_from_its_fresh_processes():

@@ -352,6 +352,9 @@ def test_advise_cli(tmp_path):
     assert with_target("distbench run r/config.json --out r --resume", "r", 0.94, "4 nodes 10gbit") == \
         "distbench run r/config.json --out r --resume && distbench advise r --target-accuracy 0.94 --target " \
         "'4 nodes 10gbit'"
+    assert with_target("distbench run r/config.json --batch-size 66 --out r-batch-66 && distbench calibrate "
+                       "r-batch-66", "r", 0.94) == "distbench run r/config.json --batch-size 66 --out r-batch-66 " \
+        "--target-accuracy 0.94 && distbench calibrate r-batch-66"  # the run takes the flag, not calibrate
     res = CliRunner().invoke(main, ["advise", str(tmp_path), "--target-accuracy", "1.5"])
     assert res.exit_code == 2 and "--target-accuracy 1.5: expected a test accuracy in (0, 1]" in res.output
     # `report --out` elsewhere: the report's "Run next" is advise's, naming the run directory

@@ -132,6 +132,8 @@ def advise(run_dir: str, target: str | None, target_accuracy: float | None, node
     adv = make_advice(records, run_dir, tgt)
     if target_accuracy is not None and adv.next_command:
         adv.next_command = with_target(adv.next_command, run_dir, target_accuracy, target)
+        if (adv.target_predictions or {}).get("run_next"):  # --json says the command Run next prints
+            adv.target_predictions["run_next"]["command"] = adv.next_command
     if as_json:
         click.echo(json.dumps(adv.to_dict(), indent=2))
     else:

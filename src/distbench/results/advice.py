@@ -460,7 +460,8 @@ def with_target(command: str, run_dir: str, target_accuracy: float, cluster: str
         again = f" --target {shlex.quote(cluster)}" if cluster else ""
         return (f"{command} && distbench advise {shlex.quote(str(run_dir))} --target-accuracy "
                 f"{target_accuracy:g}{again}")
-    return f"{command} --target-accuracy {target_accuracy:g}"
+    run, sep, rest = command.partition(" && ")  # "distbench run ... && distbench calibrate NEW": the run's flag
+    return f"{run} --target-accuracy {target_accuracy:g}{sep}{rest}"
 
 
 def run_command(run_dir: str | None, *, out: str | None = None, resume: bool = False, **flags: Any) -> str:
@@ -1052,19 +1053,19 @@ def _run_next_duration(target: Target, run_dir: str, names: Sequence[str], recor
     epochs = int(next((r.get("epochs") for r in records if r.get("epochs")), 0))
     reach = [p.epochs_to_target for p in preds]
     cut = math.ceil(max(reach)) + 1 if reach and None not in reach else epochs
-    repeats = 3 if 3 * sum((p.warmup_s or 0.0) + epochs * p.epoch_s for p in preds) <= RUN_NEXT_ONE_REPEAT_S else 1
-    epochs_next = cut if repeats == 1 and cut < epochs and sum(
-        (p.warmup_s or 0.0) + epochs * p.epoch_s for p in preds) > RUN_NEXT_ONE_REPEAT_S else epochs
+    full = sum((p.warmup_s or 0.0) + epochs * p.epoch_s for p in preds)  # one repeat as the run was made
+    repeats = 3 if 3 * full <= RUN_NEXT_ONE_REPEAT_S else 1
+    epochs_next = cut if repeats == 1 and cut < epochs and full > RUN_NEXT_ONE_REPEAT_S else epochs
     each = [(p.warmup_s or 0.0) + epochs_next * p.epoch_s for p in preds]
     if not each or repeats * sum(each) <= RUN_NEXT_LONG_S and max(each) <= timeout:
         return None
     flags = {" --repeats 3 ": f" --repeats {repeats} "} if repeats != 3 else {}
     if epochs_next != epochs:
         flags[" --repeats "] = f" --epochs {epochs_next} --repeats "
-    shorter = (f"; it has {repeats} repeat" + (f" and {epochs_next} epochs (each strategy reached the target by "
+    shorter = (f"; it has {repeats} repeat" + (f" of {epochs_next} epochs (each strategy reached the target by "
                                                  f"epoch {epochs_next - 1} in the one-host run)"
                                                  if epochs_next != epochs else "")
-               + " to keep it under " + duration_text(RUN_NEXT_ONE_REPEAT_S)) if flags else ""
+               + f", where 3 repeats of {epochs} epochs would take {duration_text(3 * full)}") if flags else ""
     if max(each) > timeout / 1.5:
         flags[" --out "] = f" --timeout {math.ceil(1.5 * max(each) / 60) * 60} --out "
         shorter += (f"; the run's limit of {duration_text(timeout)} per configuration is raised with "
