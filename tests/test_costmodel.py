@@ -51,6 +51,15 @@ def by_name(preds):
     return {p.strategy: p for p in preds}
 
 
+def test_a_one_host_batch_splits_over_the_target_and_the_runs_worker_counts():
+    # user test (helper-23): --batch-size 126 for 7 workers, which the run's 4 workers could not split
+    assert CM.one_host_batch(120, 7, [2, 3, 4], 1437) == (168, [2, 3, 4])
+    assert CM.one_host_batch(120, 512, [2, 3, 4], 1437) == (512, [2, 4])  # 1,536 is past the data: --workers 2,4
+    assert CM.one_host_batch(120, 1293, [2, 3, 4], 1437) == (1293, [3])  # 1293 = 3 x 431
+    assert CM.one_host_batch(120, 1291, [2, 3, 4], 1437) is None  # a prime: no count of the run divides it
+    assert CM.one_host_batch(64, 3, [], 0) == (66, [])
+
+
 def test_compute_table_interpolates_log_log_and_never_below_the_smallest_batch():
     assert K.compute_s(CAL, 64, 2) == pytest.approx(0.004)
     assert K.compute_s(CAL, 45.254834, 2) == pytest.approx((0.004 * 0.0025) ** 0.5)  # geometric midpoint
@@ -243,6 +252,9 @@ def test_cli_predict_target_table_json_and_errors(run_dir):
     assert res.exit_code == 0 and "horovod" in res.output and "Assumed: links of 10 Gbit/s" in res.output
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "4 nodes 2kbit"])  # helper-22: 1.72e+03 s
     assert res.exit_code == 0 and "e+0" not in res.output and " min " in res.output, res.output
+    from distbench.text import duration_text, seconds_text
+
+    assert (seconds_text(1720.4), seconds_text(0.0123), duration_text(3 * 86400)) == ("28.7 min", "0.0123 s", "3 days")
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "4 nodes 10gbit", "--bandwidth", "1gbit"])
     assert res.exit_code == 2 and "--bandwidth belongs to the first-order table" in res.output
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "4 nodes 10gbit", "--max-workers", "2"])
@@ -277,7 +289,7 @@ def test_an_unlikely_target_is_used_but_warned_about(run_dir):
     assert parse_target("4 nodes, 1gbit").warnings() == []
     assert "did you mean Mbit/s" in parse_target("4 nodes, 10 kbit/s").warnings()[0]
     assert "did you mean Gbit/s" in parse_target("4 nodes, 10 Tbit/s").warnings()[0]
-    assert "did you mean ms or us" in parse_target("4 nodes, 1gbit, 1 s latency").warnings()[0]
+    assert "check its unit (us, ms or s)" in parse_target("4 nodes, 1gbit, 1 s latency").warnings()[0]
     assert "shapes the rate only" in parse_target("4 nodes, 1gbit, 5 ms, emulated").warnings()[0]
     # user test (helper-20): a rate given for one node was dropped without a word
     assert "the 10 Gbit/s given is unused" in parse_target("our 4-GPU cluster at 10gbit").warnings()[0]
@@ -451,6 +463,10 @@ def test_a_diverged_run_is_said_next_to_its_time_to_target(run_dir):
     assert p.epochs_to_target is None and not any("diverged" in n for n in p.notes)
     assert not any("diverged" in n for n in by_name(CM.predict_strategies(
         run_dir, parse_target("2 nodes, 1gbit").cluster(), 0.5)[0])["horovod"].notes)
+    with (run_dir / "results.jsonl").open("a") as f:  # helper-23: a NaN loss is stored as null, and was not said
+        f.write(json.dumps({**rec("tf_ps", 2, 0.2, accs=(0.51, 0.03, 0.1)), "final_test_loss": None}) + "\n")
+    p = by_name(CM.predict_strategies(run_dir, parse_target("2 nodes, 1gbit").cluster(), 0.5)[0])["tf_ps"]
+    assert any(n.startswith("diverged in 1 of its runs at 2 workers") for n in p.notes)
 
 
 def test_single_on_a_target_is_its_own_measured_step(run_dir):
@@ -633,6 +649,8 @@ def test_advise_target_run_next_says_what_the_emulation_leaves_out(run_dir, monk
     adv = advise(records, str(run_dir), parse_target("2 nodes, 25gbit"))  # user test (helper-18): unreachable here
     assert "the unshaped emulated bridge carried one TCP stream at about 16 Gbit/s where it was measured " \
            "(docs/cluster.md), below the target's 25 Gbit/s" in " ".join(adv.target)
+    assert "so it checks the framework costs at the target's size, not its link rate or compute;" in " ".join(
+        adv.target)  # helper-23: it said it checked the link rate too
 
 
 def test_advise_target_says_why_there_is_no_run_next_and_how_long_one_takes(run_dir, monkeypatch):
@@ -650,10 +668,13 @@ def test_advise_target_says_why_there_is_no_run_next_and_how_long_one_takes(run_
     cmd, text = target_of("16 nodes, 1gbit")
     assert cmd is None and "No Run next on this machine: it emulates 8 workers at most" in text
     cmd, text = target_of("3 nodes, 1gbit")  # 64 samples over 3 workers; helper-22: the command in Run next too
-    assert cmd == (f"distbench run {run_dir}/config.json --batch-size 66 --out {run_dir}-batch-66 && distbench "
-                   f"calibrate {run_dir}-batch-66")
-    assert "its global batch of 64 does not split over 3 workers. Run next is a one-host run at a global batch of " \
-        f"66, which does, and its calibration; then distbench advise {run_dir}-batch-66 --target '3 nodes, 1gbit'" in text
+    # helper-23: 66 split over 3 but not over the run's 4 workers, which distbench run refuses: 72 does both
+    assert cmd == (f"distbench run {run_dir}/config.json --batch-size 72 --out {run_dir}-batch-72 && distbench "
+                   f"calibrate {run_dir}-batch-72")
+    assert "Run next is a one-host run at a global batch of 72, which the target's 3 workers and the run's worker " \
+        "counts (2, 4) split (this run's 64 does not split over 3), and its calibration; then distbench advise " \
+        f"{run_dir}-batch-72 --target '3 nodes, 1gbit' predicts from it." in text
+    assert "Run next measures these on an emulated cluster" not in text  # helper-23: it said both
     monkeypatch.setattr(netns, "available", lambda: (False, "not root"))
     cmd, text = target_of("2 nodes, 1gbit")
     assert cmd is None and "an emulated cluster needs root, ip and tc (not root)" in text
@@ -698,8 +719,20 @@ def test_a_run_next_of_days_gets_one_repeat_and_the_epochs_to_target(run_dir, mo
     assert f" --epochs {cut} --repeats 1 " in adv.next_command  # 30 epochs: days, and the target reached by 3
     assert f"each strategy reached the target by epoch {cut - 1} in the one-host run" in " ".join(adv.target)
     adv = advise(records, str(run_dir), parse_target("3 nodes, 1gbit"))
-    assert adv.to_dict()["target_predictions"]["run_next"]["why"].startswith("No Run next at the target's size")
+    assert adv.to_dict()["target_predictions"]["run_next"]["why"].startswith("Run next is a one-host run at a global")
     (run_dir / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))  # 3 repeats each
+    monkeypatch.setattr(A, "RUN_NEXT_MAX_S", 3600.0)  # helper-23: a Run next of 100 days was offered
+    adv = advise(records, str(run_dir), parse_target("4 nodes, 2 kbit/s"))
+    run_next = adv.to_dict()["target_predictions"]["run_next"]
+    assert adv.next_command is None and run_next["command"] is None and run_next["predicted_train_s"] > 3600
+    assert run_next["why"].startswith("No Run next on this machine: measuring the leaders at the target's size would "
+                                      "train for about 1.") and run_next["why"] in adv.target
+    assert "Run next measures these" not in " ".join(adv.target)
+    monkeypatch.undo()
+    monkeypatch.setattr(netns, "available", lambda: (True, ""))
+    adv = advise([{**r, "target_accuracy": 0.999} for r in records], str(run_dir), parse_target("4 nodes, 1gbit"))
+    assert adv.to_dict()["target_predictions"]["run_next"] == {  # helper-23: the key was absent, a KeyError
+        "command": None, "predicted_train_s": None, "why": "no strategy is predicted to reach 0.999 there"}
     res = CliRunner().invoke(main, ["advise", str(run_dir), "--target", "4 nodes, 2 kbit/s", "--target-accuracy",
                                     "0.5", "--json"])
     doc = json.loads(res.stdout)  # --target-accuracy changes the command: --json's run_next says the same

@@ -274,8 +274,8 @@ def measured_rows(records: Sequence[dict[str, Any]], steps_per_epoch: int) -> di
         reach = [_epochs_to(r, target) for r in rs]
         reached = [x for x in reach if x is not None]
         d = rs[0].get("details") or {}
-        losses = [r.get("final_test_loss") for r in rs]
-        diverged = sum(1 for x in losses if x is not None and not (math.isfinite(x) and x <= DIVERGED_LOSS))
+        losses = [r.get("final_test_loss", 0.0) for r in rs]  # a NaN loss is stored as null (helper-23)
+        diverged = sum(1 for x in losses if x is None or not (math.isfinite(x) and x <= DIVERGED_LOSS))
         out[key] = Measured(statistics.median(epochs) / steps_per_epoch, statistics.median(warm) if warm else 0.0,
                             statistics.median(reached) if len(reached) * 2 > len(reach) else None,
                             int(d.get("intra_op_threads") or 1), d.get("communication_window"), diverged,
@@ -445,9 +445,12 @@ def predict_strategies(run_dir: str | Path, c: Cluster, target_accuracy: float |
             raise ValueError(f"the target's {c.workers} workers cannot split the run's global batch of {B} samples, "
                              f"and the data's {n_train} training samples cap a target at {n_train} workers (one "
                              "sample each): ask about fewer workers, or measure with more data")
+        counts = sorted({int(r["workers"]) for r in recs if int(r.get("workers") or 1) > 1 and not r.get("bandwidth")})
+        nb, keep = one_host_batch(B, c.workers, counts, n_train) or (c.workers, [])  # helper-23: one the run takes
+        flag = f" --workers {','.join(map(str, keep))}" if keep and keep != counts else ""
         raise ValueError(f"the target's {c.workers} workers cannot split the run's global batch of {B} samples "
                          "(each worker needs 1 or more): run again with a global batch of at least "
-                         f"{c.workers}: distbench run {rd}/config.json --batch-size {c.workers} --out NEW_RUN_DIR")
+                         f"{c.workers}: distbench run {rd}/config.json --batch-size {nb}{flag} --out NEW_RUN_DIR")
     steps, cores = n_train // B, int(cal["cores"])
     target = target_accuracy or singles[0].get("target_accuracy") or 1.0
     rows = measured_rows(recs, steps) if target_accuracy is None else measured_rows(
@@ -487,6 +490,28 @@ def predict_strategies(run_dir: str | Path, c: Cluster, target_accuracy: float |
                            "epochs to target and warm-up from each strategy's curve"],
               "assumed": assumed, "validated": VALIDATED + _beyond_validation(c)}
     return ranked + [p for p in out if p.epoch_s is None], inputs
+
+
+def one_host_batch(batch: int, workers: int, counts: Sequence[int], n_train: int) -> tuple[int, list[int]] | None:
+    """The global batch of a one-host run to predict a target of ``workers`` from, where the
+    run's ``batch`` does not split over them: the smallest multiple of the least common
+    multiple of ``workers`` and every worker count in ``counts`` (the run's own, which
+    ``distbench run`` requires to split it too) that is at least ``batch``; where that
+    exceeds ``n_train`` training samples (0: unknown, no limit), the same over only the
+    counts that divide ``workers``.
+
+    Returns:
+        ``(global batch, the counts kept)``, or ``None`` when none fits within ``n_train``
+        (or no count of the run divides ``workers`` where they all do not fit).
+    """
+    for attempt in (list(counts), [w for w in counts if workers % w == 0]):
+        if not attempt and counts:  # none divides: a run without multi-worker rows predicts nothing
+            break
+        step = math.lcm(workers, *attempt)
+        nb = -(-max(batch, 1) // step) * step
+        if not n_train or nb <= n_train:
+            return nb, list(attempt)
+    return None
 
 
 def _calibrated_run(rd: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:

@@ -74,7 +74,10 @@ def link_text(bytes_per_s: float, latency_s: float) -> str:
 
 def duration_text(seconds: float) -> str:
     """A short duration in the unit people read it in: ``50 us``, ``1.5 ms``, ``2 s``, ``35 min``,
-    ``3.6 h`` (0: ``0 us``; 3 significant digits from a minute up)."""
+    ``3.6 h``, ``12 days`` (0: ``0 us``; 3 significant digits from a minute up; days from
+    48 hours)."""
+    if seconds >= 48 * 3600:
+        return f"{seconds / 86400:.3g} days"
     if seconds >= 3600:
         return f"{seconds / 3600:.3g} h"
     if seconds >= 60:

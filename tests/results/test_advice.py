@@ -245,6 +245,11 @@ def test_parse_target():
         parse_target("4 nodes 4 10")
     with pytest.raises(ConfigError, match="'4.5 nodes': counts of nodes and workers are whole numbers"):
         parse_target("4.5 nodes, 10 Gbit/s")
+    # user test (helper-23): processes as the unit the hint names; parentheses and "connected by"
+    assert parse_target("4 nodes x 2 processes, 10gbit").workers == 8
+    t = parse_target("4 nodes (2 GPUs each) connected by 10 Gbit ethernet")
+    assert (t.nodes, t.per_node, t.gpus, t.bandwidth_Bps) == (4, 2, True, 10e9 / 8)
+    assert parse_target("our 4-GPU cluster at 10gbit").data()["bandwidth_Bps"] is None  # one node: unused
     # a capital B is a byte (user test: "10 GB/s" was read as 10 Gbit/s); k/M/G/T prefixes; GigE
     for text, gbit in [("4 nodes, 10 GB/s", 80), ("4 nodes 10 GBps", 80), ("4 nodes 100 MB/s", 0.8),
                        ("2 nodes, 1 GByte/s", 8), ("4 nodes 10 GigE", 10), ("4 nodes 10 Gbps", 10),
@@ -268,7 +273,9 @@ def test_parse_target():
                         # user test (helper-22): "'.5' is neither", "'cores'" without a hint
                         ("2 nodes x 2.5, 10gbit", "'2.5' after x: counts of nodes and workers are whole numbers"),
                         ("2 nodes x 4 cores, 10gbit", "'cores' is neither .*; count workers \\(processes\\), not "
-                                                      "cores: e.g. \"2 nodes x 4 workers\"")]:
+                                                      "cores: e.g. \"2 nodes x 4 workers\""),
+                        # user test (helper-23): "5 ns" was told it needs a unit
+                        ("4 nodes, 10gbit, 5 ns", "'5 ns' is neither .*; a latency is in us, ms or s")]:
         with pytest.raises(ConfigError, match=needle):
             parse_target(bad)
 

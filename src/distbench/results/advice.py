@@ -105,7 +105,7 @@ class Target:
                        "mean Gbit/s?")
         if self.latency_s > 0.1:
             out.append(f"a latency of {self.latency_s:g} s per message is over 1000x a datacentre's (tens of "
-                       "microseconds): did you mean ms or us?")
+                       "microseconds): check its unit (us, ms or s)")
         if self.emulated and self.latency_s > 0:
             out.append("an emulated cluster shapes the rate only (its latency is 0): the latency given is "
                        "predicted, but a run on the emulated cluster will not have it")
@@ -113,9 +113,10 @@ class Target:
 
     def data(self) -> dict[str, Any]:
         """The target as read, as plain JSON: ``text``, ``nodes``, ``per_node``, ``workers``,
-        ``bandwidth_Bps`` (bytes/s), ``latency_s``, ``emulated``, ``gpus``."""
+        ``bandwidth_Bps`` (bytes/s; ``null`` for one node, whose workers share no link),
+        ``latency_s``, ``emulated``, ``gpus``."""
         return {"text": self.text, "nodes": self.nodes, "per_node": self.per_node, "workers": self.workers,
-                "bandwidth_Bps": self.bandwidth_Bps if math.isfinite(self.bandwidth_Bps) else None,
+                "bandwidth_Bps": self.bandwidth_Bps if math.isfinite(self.bandwidth_Bps) and self.nodes > 1 else None,
                 "latency_s": self.latency_s, "emulated": self.emulated,
                 "gpus": self.gpus}
 
@@ -134,7 +135,7 @@ class Target:
 
 
 _MACHINE = r"(?:(?:gpu|cpu|tpu)\s+)?(?:nodes?|machines?|hosts?|servers?|box(?:es)?)"
-_COUNT_UNIT = r"(" + _MACHINE + r"|workers?|gpus?|devices?|replicas?|tpus?|cpus?)"
+_COUNT_UNIT = r"(" + _MACHINE + r"|workers?|gpus?|devices?|replicas?|tpus?|cpus?|process(?:es)?)"
 _BANDWIDTH = (r"(\d+(?:\.\d+)?(?:e[+-]?\d+)?)\s*(?:(kilo|mega|giga|gig|tera|[kmgt])"
               r"(bits?/sec|bits?/s|bits?|bps|b/sec|b/s|bytes?/sec|bytes?/s|bytes?|be|ige|b)?"
               r"|(bits?/sec|bits?/s|bps|b/sec|b/s|bytes?/sec|bytes?/s))(?![a-z])")
@@ -146,7 +147,8 @@ _TARGET_PATTERNS = (  # (kind, pattern), scanned in this order over the whole te
     ("grid", r"(\d+)\s*(?:(?:nodes?|machines?|hosts?)\s*)?[x×*]\s*(\d+)(?:\s*-?\s*" + _COUNT_UNIT + r")?(?![a-z])"),
     ("count", r"(\d+)\s*-?\s*" + _COUNT_UNIT + r"(?![a-z])"),
 )
-_TARGET_FILLER = (r"[\s,;@/]|\b(?:at|with|of|and|over|links?|network|each|per|node|machine|host|emulated|ethernet|"
+_TARGET_FILLER = (r"[\s,;@/()]|\b(?:at|with|of|and|over|links?|network|each|per|node|machine|host|emulated|ethernet|"
+                  r"connected|by|via|through|interconnect(?:ed)?|"
                   r"our|the|an?|cluster|in|total|nvlink|nvswitch|pcie|"
                   r"infiniband|ib|roce|rdma|[hfenq]dr|rtt|ping|second)\b")
 
@@ -288,7 +290,10 @@ def _target_size(found: dict[str, list[re.Match[str]]], rest: str, text: str, ba
         words = r"eleven|(?:thir|four|fif|six|seven|eigh|nine)teen|(?:twen|thir|for|fif|six|seven|eigh|nine)ty\w*"
         hint = ("; numbers in words go up to ten (and twelve, sixteen): write others in digits" if any(
             re.fullmatch(words, w, re.IGNORECASE) for w in left) else "; a rate or a latency needs its unit "
-            "(10 Gbit/s, 50 us)" if any(re.fullmatch(r"[\d.e+-]+", w) for w in left) else
+            "(10 Gbit/s, 50 us)" if any(re.fullmatch(r"[\d.e+-]+", w) for w in left) and not any(
+                w.lower() in ("ns", "nsec", "nanoseconds") for w in left) else
+            "; a latency is in us, ms or s (1 us = 1000 ns)" if any(  # helper-23: "5 ns" was told it had no unit
+                w.lower() in ("ns", "nsec", "nanoseconds") for w in left) else
             "; count workers (processes), not cores: e.g. \"2 nodes x 4 workers\"" if any(  # helper-22: "4 cores"
                 re.fullmatch(r"cores?|threads?|v?cpu-?cores?", w, re.IGNORECASE) for w in left) else "")
         raise bad(f"{' '.join(left)!r} is neither a size (N nodes x M GPUs), a bandwidth nor a latency{hint}")
@@ -927,40 +932,61 @@ def _target_sentences(target: Target, run_dir: str | None, records: list[dict[st
 
 def _add_target(adv: Advice, target: Target, rd: str | None, records: list[dict[str, Any]]) -> None:
     """Fill ``adv``'s Target block and ``target_recommended``; where no other run is needed
-    first, its Run next measures the predicted leaders at the target's size (emulated)."""
-    from distbench.cluster.emulated import EMULATED_VETH_BPS
-
+    first, its Run next measures the predicted leaders at the target's size (emulated), and
+    ``target_predictions["run_next"]`` says it as data (``command``, ``predicted_train_s``,
+    ``why``; ``command`` null with the reason where there is none)."""
     adv.target, leaders, adv.target_predictions = _target_sentences(target, rd, records)
     adv.target_recommended = leaders[0] if leaders else None
     for name in leaders[:2]:  # user test (helper-16): the costs named this host's runner-up, not the target's
         if name not in dict(adv.costs):
             adv.costs.append((name, _needs(name)))
-    if leaders and rd and not adv.next_command:
-        adv.next_command, why = _emulated_next(target, rd, leaders[:3], records)
-        run_next: dict[str, Any] = {"command": adv.next_command, "predicted_train_s": None, "why": why or None}
-        if why:
-            adv.target.append(why)  # user test (helper-20/21): no Run next, and nothing said why
-        elif adv.next_command and (long := _run_next_duration(target, rd, leaders[:3], records)):
-            flags, sentence, run_next["predicted_train_s"] = long
-            for old, new in flags.items():
-                adv.next_command = adv.next_command.replace(old, new, 1)
-            adv.target.append(sentence)
-            run_next.update(command=adv.next_command, why=sentence)
-        if adv.target_predictions:  # user test (helper-22): the duration and the reason were prose only
-            adv.target_predictions["run_next"] = run_next
-        if adv.next_command and not target.emulated and target.nodes > 1:  # (helper-15): what it leaves out
-            lat = f" (not the {duration_text(target.latency_s)} of latency)" if target.latency_s > 0 else ""
-            out_dir = adv.next_command.rsplit("--out ", 1)[1]
-            em = f"{target.nodes} nodes x {target.per_node}, {rate_text(target.bandwidth_Bps * 8)}, emulated"
-            if target.bandwidth_Bps > EMULATED_VETH_BPS:  # user test (helper-18): 25 Gbit/s, unreachable here
-                lat += (f"; and the unshaped emulated bridge carried one TCP stream at about "
-                        f"{rate_text(EMULATED_VETH_BPS * 8)} where it was measured (docs/cluster.md), below the "
-                        f"target's {rate_text(target.bandwidth_Bps * 8)}")
-            adv.target.append(f"Run next measures these on an emulated cluster of this machine: its hosts share this "
-                              f"machine's cores and its links shape the rate only{lat}, so it checks the framework "
-                              "costs and the link rate at the target's size, not the target's compute; compare it "
-                              f"with distbench predict {shlex.quote(rd)} --target {shlex.quote(em)} --against "
-                              f"{out_dir}.")
+    if not (leaders and rd and not adv.next_command):
+        if adv.target_predictions:  # user test (helper-23): the key was absent, a KeyError in the user's script
+            adv.target_predictions["run_next"] = {"command": None, "predicted_train_s": None, "why": (
+                "next_command measures what this run lacks first" if adv.next_command else
+                f"no strategy is predicted to reach {adv.target_predictions['inputs']['target_accuracy']:g} there")}
+        return
+    adv.next_command, why = _emulated_next(target, rd, leaders[:3], records)
+    run_next: dict[str, Any] = {"command": adv.next_command, "predicted_train_s": None, "why": why or None}
+    if why:
+        adv.target.append(why)  # user test (helper-20/21): no Run next, and nothing said why
+    elif adv.next_command and (long := _run_next_duration(target, rd, leaders[:3], records)):
+        flags, sentence, run_next["predicted_train_s"] = long
+        if run_next["predicted_train_s"] > RUN_NEXT_MAX_S:  # user test (helper-23): 100 days were offered
+            why = sentence = (f"No Run next on this machine: measuring the leaders at the target's size would train "
+                              f"for about {duration_text(run_next['predicted_train_s'])} with one repeat, over "
+                              f"{duration_text(RUN_NEXT_MAX_S)}; measure on the target itself, or ask about a "
+                              "faster link.")
+            adv.next_command = None
+        for old, new in flags.items() if adv.next_command else ():
+            adv.next_command = adv.next_command.replace(old, new, 1)
+        adv.target.append(sentence)
+        run_next.update(command=adv.next_command, why=sentence)
+    if adv.target_predictions:  # user test (helper-22): the duration and the reason were prose only
+        adv.target_predictions["run_next"] = run_next
+    if adv.next_command and not why and not target.emulated and target.nodes > 1:  # helper-15: what it leaves out
+        adv.target.append(_emulated_caveat(target, rd, adv.next_command))
+
+
+def _emulated_caveat(target: Target, rd: str, command: str) -> str:
+    """What an emulated Run next leaves out of a real target (helper-15): its hosts share this
+    machine's cores, its links shape the rate only (no latency), and a rate above what the
+    emulated bridge carries (helper-18: 25 Gbit/s) is not reached; with the ``predict
+    --against`` that compares it with the prediction."""
+    from distbench.cluster.emulated import EMULATED_VETH_BPS
+
+    lat = f" (not the {duration_text(target.latency_s)} of latency)" if target.latency_s > 0 else ""
+    out_dir = command.rsplit("--out ", 1)[1]
+    em = f"{target.nodes} nodes x {target.per_node}, {rate_text(target.bandwidth_Bps * 8)}, emulated"
+    checks = "the framework costs and the link rate at the target's size, not the target's compute"
+    if target.bandwidth_Bps > EMULATED_VETH_BPS:
+        lat += (f"; and the unshaped emulated bridge carried one TCP stream at about "
+                f"{rate_text(EMULATED_VETH_BPS * 8)} where it was measured (docs/cluster.md), below the "
+                f"target's {rate_text(target.bandwidth_Bps * 8)}")
+        checks = "the framework costs at the target's size, not its link rate or compute"  # helper-23: said both
+    return (f"Run next measures these on an emulated cluster of this machine: its hosts share this machine's cores "
+            f"and its links shape the rate only{lat}, so it checks {checks}; compare it "
+            f"with distbench predict {shlex.quote(rd)} --target {shlex.quote(em)} --against {out_dir}.")
 
 
 def _who(names: list[str], multi: Sequence[Any]) -> str:
@@ -986,13 +1012,7 @@ def _emulated_next(target: Target, run_dir: str, names: Sequence[str], records: 
         return None, (f"No Run next on this machine: it emulates {EMULATE_MAX_WORKERS} workers at most (all of them "
                       f"share its cores), and the target has {target.workers}.")
     if batch and batch % target.workers:  # distbench run refuses it (helper-17); helper-22: say the command too
-        nb = -(-batch // target.workers) * target.workers
-        new = shlex.quote(rd + f"-batch-{nb}")
-        return (f"distbench run {shlex.quote(rd + '/config.json')} --batch-size {nb} --out {new} && distbench "
-                f"calibrate {new}"), (
-            f"No Run next at the target's size from this run: its global batch of {batch} does not split over "
-            f"{target.workers} workers. Run next is a one-host run at a global batch of {nb}, which does, and its "
-            f"calibration; then distbench advise {new} --target {shlex.quote(target.text)} predicts from it.")
+        return _rebatched_next(target, rd, batch, records)
     if target.nodes == 1:  # one node: this machine itself, no emulated link (helper-17: --emulate 1x8@10gbit)
         if why := _one_node_not_next(target, rd, names, records):
             return None, why
@@ -1013,8 +1033,38 @@ def _emulated_next(target: Target, run_dir: str, names: Sequence[str], records: 
             f"--out {shlex.quote(rd + f'-emulated-{shape}-{rate}')}"), ""
 
 
+def _rebatched_next(target: Target, rd: str, batch: int, records: Sequence[dict[str, Any]]) -> tuple[str | None, str]:
+    """Where the target's workers cannot split the run's global batch: the one-host run (and
+    its calibration) at a global batch they and the run's worker counts split
+    (:func:`distbench.costmodel.one_host_batch`; helper-23: a batch only the target split was
+    refused by ``distbench run`` for the run's own counts) and the sentence saying so, or
+    ``None`` and why there is none."""
+    from distbench.costmodel import one_host_batch
+
+    counts = sorted({int(r["workers"]) for r in records if int(r.get("workers") or 1) > 1 and not r.get("bandwidth")})
+    n_train = next((int(((r.get("workload") or {}).get("sizes") or {}).get("train") or 0) for r in records
+                    if r.get("workload")), 0)
+    found = one_host_batch(batch, target.workers, counts, n_train)
+    if found is None:
+        return None, (f"No Run next at the target's size from this run: its global batch of {batch} does not split "
+                      f"over {target.workers} workers, and no global batch within its {n_train} training samples "
+                      "splits over them and over the run's worker counts.")
+    nb, keep = found
+    new = shlex.quote(rd + f"-batch-{nb}")
+    workers = f" --workers {','.join(map(str, keep))}" if keep != counts else ""
+    return (f"distbench run {shlex.quote(rd + '/config.json')} --batch-size {nb}{workers} --out {new} && distbench "
+            f"calibrate {new}"), (
+        f"Run next is a one-host run at a global batch of {nb}, which the target's {target.workers} workers and the "
+        f"run's worker counts ({', '.join(map(str, keep))}) split (this run's {batch} does not split over "
+        f"{target.workers}), and its calibration; then distbench advise {new} --target {shlex.quote(target.text)} "
+        "predicts from it.")
+
+
 RUN_NEXT_LONG_S = 600.0
 """A Run next predicted to take longer than this (seconds, all its configurations) says so."""
+
+RUN_NEXT_MAX_S = 24 * 3600.0
+"""A Run next predicted to train longer than this (seconds), even with one repeat, is not offered."""
 
 RUN_NEXT_ONE_REPEAT_S = 3 * 3600.0
 """A Run next predicted to train longer than this (seconds) with 3 repeats gets one repeat,
