@@ -469,6 +469,26 @@ def test_a_diverged_run_is_said_next_to_its_time_to_target(run_dir):
     assert any(n.startswith("diverged in 1 of its runs at 2 workers") for n in p.notes)
 
 
+def test_one_parameter_server_bounds_the_epoch_of_many_workers(run_dir):
+    # user test (helper-23): mpi_ps:adag at 120 workers predicted as fast as at 2; the server serves one exchange
+    # at a time: N x ceil(steps / window) exchanges per epoch, each its measured CPU seconds
+    r = rec("mpi_ps:adag", 2, 0.3, window=2, repeat=1)
+    r["details"].update(server_busy_s=0.2, per_worker_exchanges=[10, 10])  # 10 ms per exchange
+    with (run_dir / "results.jsonl").open("a") as f:
+        f.write(json.dumps(r) + "\n")
+    rows = CM.measured_rows(CM.read_records(run_dir), 20)
+    assert rows[("mpi_ps:adag", 2)].server_s == pytest.approx(0.01)  # the one repeat that recorded it
+    few = by_name(CM.predict_strategies(run_dir, parse_target("2 nodes, 10gbit").cluster())[0])["mpi_ps:adag"]
+    many = by_name(CM.predict_strategies(run_dir, parse_target("32 nodes, 10gbit").cluster())[0])["mpi_ps:adag"]
+    assert not any(n.startswith("bounded by its server") for n in few.notes)  # 2 x 10 x 10 ms: below its 0.3 s epoch
+    assert many.epoch_s == pytest.approx(32 * 10 * 0.01) and many.epoch_s > 3 * few.epoch_s
+    assert "bounded by its server: 32 workers x 10 exchanges per epoch at 10 ms of its CPU each (measured at 2 " \
+           "workers)" in many.notes
+    assert sum(many.terms_s.values()) == pytest.approx(many.epoch_s)
+    spark = by_name(CM.predict_strategies(run_dir, parse_target("32 nodes, 10gbit").cluster())[0])["spark_ps:adag"]
+    assert not any(n.startswith("bounded by its server") for n in spark.notes)  # not recorded: no bound
+
+
 def test_single_on_a_target_is_its_own_measured_step(run_dir):
     # user test (helper-15): single took the calibration's compute (higher than its measured step) and ignored
     # --node-step, though the Assumed line quotes the measured step as the figure --node-step replaces

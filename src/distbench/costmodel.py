@@ -44,7 +44,9 @@ The model, per strategy ``S`` at ``N = nodes x per_node`` workers, per-worker ba
                epoch = max(steps x step + X x (per_node x 2 M / R + 2 L), X x N x 2 M / R)
                X = ceil(steps / w) exchanges per worker; the second term is the server's
                link (shaped on a real cluster; mpi_ps's server serves one exchange at a
-               time, so its round of N always costs N x 2 M / R)
+               time, so its round of N always costs N x 2 M / R); and at least
+               N x X x s, s the server's CPU seconds per exchange as the run recorded it
+               (``server_busy_s``; :func:`_server_bound`): one server handles every exchange
     sync EASGD (mpi_ps:easgd, spark_ps:easgd): every round waits for all N exchanges:
                epoch = steps x step + X x (N x 2 M / R + 2 L)
 
@@ -204,6 +206,8 @@ class Measured:
         diverged: repeats whose final test loss is not finite or over :data:`DIVERGED_LOSS`.
         reached, runs: repeats that reached the target, of all (``epochs_to_target`` is
             their median where more than half did, else ``None``).
+        server_s: a parameter server's CPU seconds per exchange (its ``server_busy_s`` over
+            the replicas' exchanges; ``None`` where not recorded).
     """
 
     step_s: float
@@ -214,6 +218,7 @@ class Measured:
     diverged: int = 0
     reached: int = 0
     runs: int = 0
+    server_s: float | None = None
 
 
 EMULATED_NODE_STEP = ("--node-step does not apply to an emulated target: its nodes are this machine, whose step the "
@@ -276,11 +281,31 @@ def measured_rows(records: Sequence[dict[str, Any]], steps_per_epoch: int) -> di
         d = rs[0].get("details") or {}
         losses = [r.get("final_test_loss", 0.0) for r in rs]  # a NaN loss is stored as null (helper-23)
         diverged = sum(1 for x in losses if x is None or not (math.isfinite(x) and x <= DIVERGED_LOSS))
+        served = [r["details"]["server_busy_s"] / sum(r["details"]["per_worker_exchanges"]) for r in rs
+                  if (r.get("details") or {}).get("server_busy_s") and sum(r["details"].get("per_worker_exchanges")
+                                                                          or [0])]
         out[key] = Measured(statistics.median(epochs) / steps_per_epoch, statistics.median(warm) if warm else 0.0,
                             statistics.median(reached) if len(reached) * 2 > len(reach) else None,
                             int(d.get("intra_op_threads") or 1), d.get("communication_window"), diverged,
-                            len(reached), len(reach))
+                            len(reached), len(reach), statistics.median(served) if served else None)
     return out
+
+
+def _server_bound(mine: dict[int, Measured], n: int, steps: int, here: bool) -> tuple[float, str]:
+    """The epoch's lower bound from a parameter server that handles one exchange at a time
+    (Dean et al. 2012, sec. 4.1: one shard serves every replica's commits and pulls): ``N x
+    ceil(steps / window)`` exchanges per epoch, each taking the server's measured CPU seconds
+    per exchange; (0, '') where the run did not record it. On dedicated nodes the smallest
+    measured figure (the least contended for the cores), on this machine the nearest row's."""
+    rows = {w: m for w, m in mine.items() if m.server_s}
+    if not rows:
+        return 0.0, ""
+    at = min(rows, key=lambda w: (abs(w - n), -w)) if here else min(rows, key=lambda w: rows[w].server_s)
+    m = rows[at]
+    x = max(1, math.ceil(steps / (m.window or 1)))
+    return n * x * m.server_s, (f"bounded by its server: {n} workers x {x} exchanges per epoch at "
+                                f"{duration_text(float(f'{m.server_s:.3g}'))} of its CPU each (measured at {at} "
+                                "workers)")
 
 
 def share(processes: int, threads: int, cores: int) -> float:
@@ -636,6 +661,11 @@ def _one(name: str, rows: dict[tuple[str, int], Measured], cal: dict[str, Any], 
     per_step, bound = _link(name, c, M, steps, window, comp + fw_s)
     overlap = OVERLAP * min(fw_s, per_step)  # the transport's own CPU work runs while bytes are on the wire
     epoch = max(steps * (comp + fw_s + per_step - overlap), bound)
+    served, why = _server_bound(mine, n, steps, here) if name.startswith(PS_FAMILIES) else (0.0, "")
+    if served > epoch:  # user test (helper-23): 120 workers on one server took as long as 2
+        fw_s += (served - epoch) / steps  # the server's CPU, a framework cost
+        epoch = served
+        p.notes.append(why)
     if name == "horovod_mpi" and c.nodes > 1:
         alg, sent = openmpi_allreduce(n, M)
         p.notes.append(f"Open MPI's allreduce at {n} ranks: {alg}, {sent / M:.2g} x the model's bytes per step")

@@ -140,6 +140,8 @@ def test_concurrent_commits_give_exact_center(make_server):
     assert st["commits"] == 8 * n_commits and st["clock"] == 8 * n_commits
     assert st["per_worker_commits"] == {str(k): n_commits for k in range(8)}
     assert st["rejected"]["total"] == 0 and st["staleness"]["count"] == 8 * n_commits
+    # its thread's CPU seconds handling messages (the cost model's per-exchange server time), within the process's
+    assert 0 < st["server_busy_s"] <= time.process_time()
     assert st["workers_done"] == list(range(8)) and srv.wait_done(1)
     assert st["bytes_received"] > 8 * n_commits * 60 and st["bytes_sent"] > 0
     json.dumps(st)

@@ -54,7 +54,7 @@ def test_every_optimizer_on_local_spark(tmp_path, optimizers):
             assert d["per_worker_exchanges"] == [exchanges, exchanges]
             assert d["commits"] == 2 * exchanges == d["staleness"]["count"]
             assert sum(d["staleness"]["histogram"].values()) == d["commits"]
-        assert d["bytes_received"] > 0 and d["bytes_sent"] > 0
+        assert d["bytes_received"] > 0 and d["bytes_sent"] > 0 and d["server_busy_s"] > 0  # the record has it too
     assert f"spark_ps:{optimizers[0]}" in (out / "report.md").read_text()
 
 

@@ -105,7 +105,7 @@ def centre_output(spec: Any, results: list[dict[str, Any]], snapshots: list[tupl
         "per_worker_netns": [r.get("netns") for r in results],
         "per_worker_devices": [r.get("device") for r in results],
         "per_worker_hosts": [r.get("host") for r in results],
-        "applied_commit_keys": stats.get("applied_commit_keys"),
+        "applied_commit_keys": stats.get("applied_commit_keys"), "server_busy_s": stats.get("server_busy_s"),
         **({"diverged": "; ".join(diverged)} if diverged else {}),
         **({"stopped_replicas": {r["worker"]: r["stopped"] for r in results if r.get("stopped")}}
            if any(r.get("stopped") for r in results) else {}),

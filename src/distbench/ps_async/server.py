@@ -209,6 +209,7 @@ class ParameterServer:
         self._center_frames: list = list(self._center)  # what a reply sends for each tensor of C
         self._sync = _SyncRound()
         self._n = _Counters()  # under self._lock
+        self._busy_s = 0.0  # CPU seconds the serving thread spent handling messages (written by it only)
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> "ParameterServer":
@@ -302,7 +303,8 @@ class ParameterServer:
             ``syncs``, ``rejected`` ({"total", "by_reason": {kind: n}}),
             ``bytes_received``, ``bytes_sent``, ``per_worker_commits``
             ({"id": n}), ``staleness`` (see :func:`staleness_summary`),
-            ``workers_done``, ``send_failures``, ``sync_timeouts``.
+            ``workers_done``, ``send_failures``, ``sync_timeouts``, ``server_busy_s`` (CPU
+            seconds the serving thread spent handling messages: decoding, folding, replying).
         """
         with self._lock:
             n = self._n
@@ -321,6 +323,7 @@ class ParameterServer:
                 "workers_done": sorted(n.done_workers),
                 "send_failures": n.n["send_failures"],
                 "sync_timeouts": n.n["sync_timeouts"],
+                "server_busy_s": round(self._busy_s, 6),
             }
 
     # ------------------------------------------------------------------ loop
@@ -332,7 +335,9 @@ class ParameterServer:
                     if got.error is not None:
                         self._reject(got.ident, None, got.error.kind, str(got.error))
                     else:
+                        t0 = time.thread_time()  # this thread's CPU time: not the time another process held the core
                         self._handle_message(got.ident, got.frames)
+                        self._busy_s += time.thread_time() - t0
                 self._check_sync_timeout()
         except Exception:  # pragma: no cover - a bug; keep the traceback
             _LOG.exception("parameter server loop crashed")
