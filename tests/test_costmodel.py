@@ -57,6 +57,15 @@ def test_a_one_host_batch_splits_over_the_target_and_the_runs_worker_counts():
     assert CM.one_host_batch(120, 512, [2, 3, 4], 1437) == (512, [2, 4])  # 1,536 is past the data: --workers 2,4
     assert CM.one_host_batch(120, 1293, [2, 3, 4], 1437) == (1293, [3])  # 1293 = 3 x 431
     assert CM.one_host_batch(120, 1291, [2, 3, 4], 1437) is None  # a prime: no count of the run divides it
+
+
+def test_a_target_no_one_host_batch_fits_says_so(run_dir):
+    # user test (helper-24): 121 workers were told --batch-size 121, which the run's 2 and 4 workers cannot split
+    with pytest.raises(ValueError, match="no global batch within the data's 1280 training samples splits over them "
+                                         "and over a worker count of the run \\(2, 4\\)"):
+        CM.predict_strategies(run_dir, parse_target("641 nodes, 10gbit").cluster())
+    with pytest.raises(ValueError, match="--batch-size 508 --out NEW_RUN_DIR"):  # 127 x 4: the run's counts too
+        CM.predict_strategies(run_dir, parse_target("127 nodes, 10gbit").cluster())
     assert CM.one_host_batch(64, 3, [], 0) == (66, [])
 
 
@@ -486,7 +495,9 @@ def test_one_parameter_server_bounds_the_epoch_of_many_workers(run_dir):
            "workers)" in many.notes
     assert sum(many.terms_s.values()) == pytest.approx(many.epoch_s)
     spark = by_name(CM.predict_strategies(run_dir, parse_target("32 nodes, 10gbit").cluster())[0])["spark_ps:adag"]
-    assert not any(n.startswith("bounded by its server") for n in spark.notes)  # not recorded: no bound
+    assert not any(n.startswith("bounded by its server") for n in spark.notes)  # not recorded: no bound, said
+    assert any(n.startswith("not bounded by its server's time per exchange, which this run did not record")
+               for n in spark.notes)
 
 
 def test_single_on_a_target_is_its_own_measured_step(run_dir):
@@ -687,6 +698,10 @@ def test_advise_target_says_why_there_is_no_run_next_and_how_long_one_takes(run_
 
     cmd, text = target_of("16 nodes, 1gbit")
     assert cmd is None and "No Run next on this machine: it emulates 8 workers at most" in text
+    cmd, text = target_of("1 node x 16")  # helper-24: one node is not emulated
+    assert cmd is None and "No Run next on this machine: it runs 8 workers at most" in text
+    cmd, text = target_of("9 nodes, 1gbit")  # helper-24: a batch 9 do not split gets its one-host run at any size
+    assert cmd.startswith(f"distbench run {run_dir}/config.json --batch-size 72 --out ")
     cmd, text = target_of("3 nodes, 1gbit")  # 64 samples over 3 workers; helper-22: the command in Run next too
     # helper-23: 66 split over 3 but not over the run's 4 workers, which distbench run refuses: 72 does both
     assert cmd == (f"distbench run {run_dir}/config.json --batch-size 72 --out {run_dir}-batch-72 && distbench "
@@ -758,6 +773,10 @@ def test_a_run_next_of_days_gets_one_repeat_and_the_epochs_to_target(run_dir, mo
     doc = json.loads(res.stdout)  # --target-accuracy changes the command: --json's run_next says the same
     assert doc["target_predictions"]["run_next"]["command"] == doc["next_command"]
     assert "--target-accuracy 0.5" in doc["next_command"]
+    from distbench.api import Results  # helper-24: the API's Run next lacked the accuracy the CLI's has
+
+    adv = Results(run_dir).advise(target="4 nodes, 2 kbit/s", target_accuracy=0.5)
+    assert adv.next_command == doc["next_command"] and adv.target_predictions["run_next"]["command"] == adv.next_command
 
 
 def test_warm_up_of_a_shared_engine_row_is_from_its_fresh_processes():
@@ -817,7 +836,9 @@ def test_advise_target_needs_a_distributed_strategy_and_a_batch_the_target_split
     (run_dir / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
     adv = advise(recs, str(run_dir), parse_target("3 nodes, 1gbit"))
     assert "the run's global batch of 64 split over 3 workers (21.3 samples each), which a run cannot do: " \
-           "measuring there needs a global batch divisible by 3 (--batch-size 66)" in " ".join(adv.target)
+           "a run on the target itself needs a global batch its 3 workers split (66; a one-host run to predict " \
+           "from also needs one its own worker counts split: distbench advise --target names it)" in " ".join(
+               adv.target)  # helper-24: read as the one-host run's batch, which its 4 workers could not split
     assert "--emulate" not in (adv.next_command or "")
 
 

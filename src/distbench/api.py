@@ -658,7 +658,7 @@ class Results:
         ``node_step``: seconds of ``single``'s step at the run's global batch on one target
         node, as in :meth:`predict` (``distbench advise --node-step``)."""
         from distbench.calibrate import ensure
-        from distbench.results.advice import advise, parse_target
+        from distbench.results.advice import advise, keep_accuracy, parse_target
         from distbench.results.records import retarget
 
         _check_target(target, optional=True)
@@ -672,7 +672,7 @@ class Results:
                 raise ConfigError("node_step= needs target= (the cluster whose node it was measured on)")
             tgt = dataclasses.replace(tgt, node_step_s=_check_node_step(node_step))
             _refuse_emulated_node_step(tgt.emulated)
-        return advise(recs, self.run_dir, tgt)
+        return keep_accuracy(advise(recs, self.run_dir, tgt), str(self.run_dir), target_accuracy, target)
 
     @property
     def headline(self) -> str:

@@ -471,8 +471,14 @@ def predict_strategies(run_dir: str | Path, c: Cluster, target_accuracy: float |
                              f"and the data's {n_train} training samples cap a target at {n_train} workers (one "
                              "sample each): ask about fewer workers, or measure with more data")
         counts = sorted({int(r["workers"]) for r in recs if int(r.get("workers") or 1) > 1 and not r.get("bandwidth")})
-        nb, keep = one_host_batch(B, c.workers, counts, n_train) or (c.workers, [])  # helper-23: one the run takes
-        flag = f" --workers {','.join(map(str, keep))}" if keep and keep != counts else ""
+        found = one_host_batch(B, c.workers, counts, n_train)  # helper-23/24: one the run's worker counts split too
+        if found is None:
+            raise ValueError(f"the target's {c.workers} workers cannot split the run's global batch of {B} samples, "
+                             f"and no global batch within the data's {n_train} training samples splits over them and "
+                             f"over a worker count of the run ({', '.join(map(str, counts))}): ask about a worker "
+                             "count the run's counts divide, or measure with more data")
+        nb, keep = found
+        flag = f" --workers {','.join(map(str, keep))}" if keep != counts else ""
         raise ValueError(f"the target's {c.workers} workers cannot split the run's global batch of {B} samples "
                          "(each worker needs 1 or more): run again with a global batch of at least "
                          f"{c.workers}: distbench run {rd}/config.json --batch-size {nb}{flag} --out NEW_RUN_DIR")
@@ -489,8 +495,9 @@ def predict_strategies(run_dir: str | Path, c: Cluster, target_accuracy: float |
     assumed = _assumed(c, B, cores, single.step_s, speed)
     if B % c.workers:  # user test (helper-17): 120 over 32 workers, predicted without a word
         assumed.append(f"the run's global batch of {B} split over {c.workers} workers ({B / c.workers:.3g} samples "
-                       f"each), which a run cannot do: measuring there needs a global batch divisible by "
-                       f"{c.workers} (--batch-size {-(-B // c.workers) * c.workers})")
+                       f"each), which a run cannot do: a run on the target itself needs a global batch its "
+                       f"{c.workers} workers split ({-(-B // c.workers) * c.workers}; a one-host run to predict from "
+                       "also needs one its own worker counts split: distbench advise --target names it)")
     out = [_single(single, cal, B, steps, cores, speed)]
     gpu_threads = single.threads if c.gpus and not c.emulated else None
     names = sorted({s for s, _ in rows if s != "single" and (s in RING or s == "tf_ps" or s.startswith(PS_FAMILIES)
@@ -666,6 +673,9 @@ def _one(name: str, rows: dict[tuple[str, int], Measured], cal: dict[str, Any], 
         fw_s += (served - epoch) / steps  # the server's CPU, a framework cost
         epoch = served
         p.notes.append(why)
+    elif name.startswith(PS_FAMILIES) and not why and n > max(mine):  # helper-24: the missing bound unsaid
+        p.notes.append("not bounded by its server's time per exchange, which this run did not record (runs made "
+                       "since distbench records server_busy_s have it)")
     if name == "horovod_mpi" and c.nodes > 1:
         alg, sent = openmpi_allreduce(n, M)
         p.notes.append(f"Open MPI's allreduce at {n} ranks: {alg}, {sent / M:.2g} x the model's bytes per step")

@@ -101,7 +101,7 @@ def advise(run_dir: str, target: str | None, target_accuracy: float | None, node
     straggler tolerance, the --target prediction), what each needs installed and running, and,
     when the runs cannot separate the candidates, the exact 'distbench run' command to run next."""
     from distbench.results.advice import advise as make_advice
-    from distbench.results.advice import parse_target, with_target
+    from distbench.results.advice import keep_accuracy, parse_target
     from distbench.results.store import read_records
 
     require_results(run_dir)
@@ -130,10 +130,7 @@ def advise(run_dir: str, target: str | None, target_accuracy: float | None, node
     for line in tgt.warnings() if tgt else []:
         click.echo(f"distbench: warning: --target: {line}", err=True)
     adv = make_advice(records, run_dir, tgt)
-    if target_accuracy is not None and adv.next_command:
-        adv.next_command = with_target(adv.next_command, run_dir, target_accuracy, target)
-        if (adv.target_predictions or {}).get("run_next"):  # --json says the command Run next prints
-            adv.target_predictions["run_next"]["command"] = adv.next_command
+    keep_accuracy(adv, run_dir, target_accuracy, target)
     if as_json:
         click.echo(json.dumps(adv.to_dict(), indent=2))
     else:

@@ -98,8 +98,8 @@ class Target:
             out.append(f"one node has no network link between its workers: the {bits / 1e9:g} Gbit/s given is "
                        f"unused; for several nodes write \"N nodes x {self.per_node}\" with the rate")
         elif bits < 1e6:
-            out.append(f"a link of {bits / 1e3:g} kbit/s is slower than any datacentre's: did you mean Mbit/s or "
-                       "Gbit/s?")
+            out.append(f"a link of {rate_text(bits)} is slower than any datacentre's: did you mean Mbit/s or "
+                       "Gbit/s?")  # helper-24: 1 bit/s read "0.001 kbit/s"
         elif bits > 1e12:
             out.append(f"a link of {bits / 1e12:g} Tbit/s is faster than today's NICs (up to 0.8 Tbit/s): did you "
                        "mean Gbit/s?")
@@ -467,6 +467,21 @@ def with_target(command: str, run_dir: str, target_accuracy: float, cluster: str
                 f"{target_accuracy:g}{again}")
     run, sep, rest = command.partition(" && ")  # "distbench run ... && distbench calibrate NEW": the run's flag
     return f"{run} --target-accuracy {target_accuracy:g}{sep}{rest}"
+
+
+def keep_accuracy(adv: Advice, run_dir: str, target_accuracy: float | None, cluster: str | None = None) -> Advice:
+    """``adv`` with its Run next (and ``target_predictions.run_next``'s command, where it is
+    that command) keeping ``target_accuracy`` (:func:`with_target`), as ``distbench advise
+    --target-accuracy`` and ``Results.advise(target_accuracy=)`` both print it (user test,
+    helper-24: the API's lacked it). Unchanged when ``target_accuracy`` is None."""
+    if target_accuracy is None or not adv.next_command:
+        return adv
+    run_next = (adv.target_predictions or {}).get("run_next") or {}
+    same = run_next.get("command") == adv.next_command and run_next.get("command") is not None
+    adv.next_command = with_target(adv.next_command, str(run_dir), target_accuracy, cluster)
+    if same:
+        run_next["command"] = adv.next_command
+    return adv
 
 
 def run_command(run_dir: str | None, *, out: str | None = None, resume: bool = False, **flags: Any) -> str:
@@ -1008,11 +1023,12 @@ def _emulated_next(target: Target, run_dir: str, names: Sequence[str], records: 
     rd = run_dir.rstrip("/")
     if os.path.basename(rd) in ("", ".", ".."):  # user test (helper-22): "." made --out .-emulated-..., inside the run
         rd = os.path.abspath(run_dir)
-    if target.workers > EMULATE_MAX_WORKERS:
-        return None, (f"No Run next on this machine: it emulates {EMULATE_MAX_WORKERS} workers at most (all of them "
-                      f"share its cores), and the target has {target.workers}.")
     if batch and batch % target.workers:  # distbench run refuses it (helper-17); helper-22: say the command too
-        return _rebatched_next(target, rd, batch, records)
+        return _rebatched_next(target, rd, batch, records)  # a one-host run: for any size (helper-24)
+    if target.workers > EMULATE_MAX_WORKERS:
+        what = "emulates" if target.nodes > 1 else "runs"  # helper-24: one node is not emulated
+        return None, (f"No Run next on this machine: it {what} {EMULATE_MAX_WORKERS} workers at most (all of them "
+                      f"share its cores), and the target has {target.workers}.")
     if target.nodes == 1:  # one node: this machine itself, no emulated link (helper-17: --emulate 1x8@10gbit)
         if why := _one_node_not_next(target, rd, names, records):
             return None, why
