@@ -466,22 +466,7 @@ def predict_strategies(run_dir: str | Path, c: Cluster, target_accuracy: float |
     wl = singles[0]["workload"]
     B, n_train, M = int(singles[0]["global_batch_size"]), int(wl["sizes"]["train"]), 4 * int(wl["num_parameters"])
     if B < c.workers:
-        if c.workers > n_train:
-            raise ValueError(f"the target's {c.workers} workers cannot split the run's global batch of {B} samples, "
-                             f"and the data's {n_train} training samples cap a target at {n_train} workers (one "
-                             "sample each): ask about fewer workers, or measure with more data")
-        counts = sorted({int(r["workers"]) for r in recs if int(r.get("workers") or 1) > 1 and not r.get("bandwidth")})
-        found = one_host_batch(B, c.workers, counts, n_train)  # helper-23/24: one the run's worker counts split too
-        if found is None:
-            raise ValueError(f"the target's {c.workers} workers cannot split the run's global batch of {B} samples, "
-                             f"and no global batch within the data's {n_train} training samples splits over them and "
-                             f"over a worker count of the run ({', '.join(map(str, counts))}): ask about a worker "
-                             "count the run's counts divide, or measure with more data")
-        nb, keep = found
-        flag = f" --workers {','.join(map(str, keep))}" if keep != counts else ""
-        raise ValueError(f"the target's {c.workers} workers cannot split the run's global batch of {B} samples "
-                         "(each worker needs 1 or more): run again with a global batch of at least "
-                         f"{c.workers}: distbench run {rd}/config.json --batch-size {nb}{flag} --out NEW_RUN_DIR")
+        raise ValueError(_unsplit(rd, recs, B, n_train, c.workers))
     steps, cores = n_train // B, int(cal["cores"])
     target = target_accuracy or singles[0].get("target_accuracy") or 1.0
     rows = measured_rows(recs, steps) if target_accuracy is None else measured_rows(
@@ -522,6 +507,27 @@ def predict_strategies(run_dir: str | Path, c: Cluster, target_accuracy: float |
                            "epochs to target and warm-up from each strategy's curve"],
               "assumed": assumed, "validated": VALIDATED + _beyond_validation(c)}
     return ranked + [p for p in out if p.epoch_s is None], inputs
+
+
+def _unsplit(rd: str, recs: Sequence[dict[str, Any]], B: int, n_train: int, workers: int) -> str:
+    """Why a target of ``workers`` cannot be predicted from a run whose global batch ``B``
+    gives some worker nothing, with the one-host run that can (:func:`one_host_batch`)."""
+    if workers > n_train:
+        return (f"the target's {workers} workers cannot split the run's global batch of {B} samples, "
+                f"and the data's {n_train} training samples cap a target at {n_train} workers (one "
+                "sample each): ask about fewer workers, or measure with more data")
+    counts = sorted({int(r["workers"]) for r in recs if int(r.get("workers") or 1) > 1 and not r.get("bandwidth")})
+    found = one_host_batch(B, workers, counts, n_train)  # helper-23/24: one the run's worker counts split too
+    if found is None:
+        return (f"the target's {workers} workers cannot split the run's global batch of {B} samples, "
+                f"and no global batch within the data's {n_train} training samples splits over them and "
+                f"over a worker count of the run ({', '.join(map(str, counts))}): ask about a worker "
+                "count the run's counts divide, or measure with more data")
+    nb, keep = found
+    flag = f" --workers {','.join(map(str, keep))}" if keep != counts else ""
+    return (f"the target's {workers} workers cannot split the run's global batch of {B} samples "
+            "(each worker needs 1 or more): run again with a global batch of at least "
+            f"{workers}: distbench run {rd}/config.json --batch-size {nb}{flag} --out NEW_RUN_DIR")
 
 
 def one_host_batch(batch: int, workers: int, counts: Sequence[int], n_train: int) -> tuple[int, list[int]] | None:
