@@ -246,7 +246,7 @@ def test_parse_target():
     with pytest.raises(ConfigError, match="'4.5 nodes': counts of nodes and workers are whole numbers"):
         parse_target("4.5 nodes, 10 Gbit/s")
     # user test (helper-23): processes as the unit the hint names; parentheses and "connected by"
-    assert parse_target("4 nodes x 2 processes, 10gbit").workers == 8
+    assert parse_target("4 nodes x 2 processes, 10gbit").workers == parse_target("4 nodes x 2 ranks, 1gbit").workers == 8
     t = parse_target("4 nodes (2 GPUs each) connected by 10 Gbit ethernet")
     assert (t.nodes, t.per_node, t.gpus, t.bandwidth_Bps) == (4, 2, True, 10e9 / 8)
     assert parse_target("our 4-GPU cluster at 10gbit").data()["bandwidth_Bps"] is None  # one node: unused

@@ -135,7 +135,7 @@ class Target:
 
 
 _MACHINE = r"(?:(?:gpu|cpu|tpu)\s+)?(?:nodes?|machines?|hosts?|servers?|box(?:es)?)"
-_COUNT_UNIT = r"(" + _MACHINE + r"|workers?|gpus?|devices?|replicas?|tpus?|cpus?|process(?:es)?)"
+_COUNT_UNIT = r"(" + _MACHINE + r"|workers?|gpus?|devices?|replicas?|tpus?|cpus?|process(?:es)?|ranks?)"
 _BANDWIDTH = (r"(\d+(?:\.\d+)?(?:e[+-]?\d+)?)\s*(?:(kilo|mega|giga|gig|tera|[kmgt])"
               r"(bits?/sec|bits?/s|bits?|bps|b/sec|b/s|bytes?/sec|bytes?/s|bytes?|be|ige|b)?"
               r"|(bits?/sec|bits?/s|bps|b/sec|b/s|bytes?/sec|bytes?/s))(?![a-z])")
