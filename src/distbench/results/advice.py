@@ -271,6 +271,15 @@ def _scan_target(text: str, bad: Any) -> tuple[dict[str, list[re.Match[str]]], s
     return found, rest
 
 
+_LEFTOVER_HINTS = (  # (a word left unread, what to write instead), first match wins (user tests, helper-21/22/23)
+    (r"eleven|(?:thir|four|fif|six|seven|eigh|nine)teen|(?:twen|thir|for|fif|six|seven|eigh|nine)ty\w*",
+     "; numbers in words go up to ten (and twelve, sixteen): write others in digits"),
+    (r"ns|nsec|nanoseconds", "; a latency is in us, ms or s (1 us = 1000 ns)"),  # "5 ns" was told it had no unit
+    (r"[\d.e+-]+", "; a rate or a latency needs its unit (10 Gbit/s, 50 us)"),
+    (r"cores?|threads?|v?cpu-?cores?", "; count workers (processes), not cores: e.g. \"2 nodes x 4 workers\""),
+)
+
+
 def _target_size(found: dict[str, list[re.Match[str]]], rest: str, text: str, bad: Any) -> tuple[int, int, bool]:
     """(nodes, workers per node, whether they are GPUs or TPUs) of a scanned target; raises
     ``bad(why)`` for text left over, no size, or more than one."""
@@ -287,15 +296,8 @@ def _target_size(found: dict[str, list[re.Match[str]]], rest: str, text: str, ba
             spread = between[1].lower() not in "x×*"
     left = re.sub(_TARGET_FILLER, " ", rest, flags=re.IGNORECASE).split()
     if left:  # user test (helper-21): a bare number or a number word, said what to change
-        words = r"eleven|(?:thir|four|fif|six|seven|eigh|nine)teen|(?:twen|thir|for|fif|six|seven|eigh|nine)ty\w*"
-        hint = ("; numbers in words go up to ten (and twelve, sixteen): write others in digits" if any(
-            re.fullmatch(words, w, re.IGNORECASE) for w in left) else "; a rate or a latency needs its unit "
-            "(10 Gbit/s, 50 us)" if any(re.fullmatch(r"[\d.e+-]+", w) for w in left) and not any(
-                w.lower() in ("ns", "nsec", "nanoseconds") for w in left) else
-            "; a latency is in us, ms or s (1 us = 1000 ns)" if any(  # helper-23: "5 ns" was told it had no unit
-                w.lower() in ("ns", "nsec", "nanoseconds") for w in left) else
-            "; count workers (processes), not cores: e.g. \"2 nodes x 4 workers\"" if any(  # helper-22: "4 cores"
-                re.fullmatch(r"cores?|threads?|v?cpu-?cores?", w, re.IGNORECASE) for w in left) else "")
+        hint = next((h for pattern, h in _LEFTOVER_HINTS if any(re.fullmatch(pattern, w, re.IGNORECASE)
+                                                                   for w in left)), "")
         raise bad(f"{' '.join(left)!r} is neither a size (N nodes x M GPUs), a bandwidth nor a latency{hint}")
     sizes = found["grid"] + found["count"]
     if not found["grid"] and len(machines) == 1 and len(devices) == 1 and each:  # "2 nodes ... with 4 GPUs each"
