@@ -303,6 +303,8 @@ def test_an_unlikely_target_is_used_but_warned_about(run_dir):
     # user test (helper-20): a rate given for one node was dropped without a word
     assert "the 10 Gbit/s given is unused" in parse_target("our 4-GPU cluster at 10gbit").warnings()[0]
     assert parse_target("8 GPUs").warnings() == []
+    assert parse_target("1 node x 2, emulated").warnings() == [  # user test (helper-24): dropped silently
+        "one emulated host is this machine itself: 'emulated' changes nothing for one node"]
     assert parse_target("2 nodes x 4 TPUs, 10gbit").warnings()[0].startswith("TPUs are predicted as GPUs")  # h-21
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "2 nodes, 10 kbit/s"])
     assert res.exit_code == 0 and "distbench: warning: --target: a link of 10 kbit/s" in res.output
@@ -936,3 +938,29 @@ def test_advise_target_calls_two_leaders_within_the_error_band_a_tie(run_dir, mo
     adv = advise(records, str(run_dir), parse_target("2 nodes, 1gbit"))
     assert "then horovod (1.05 s), within the model's 10% median error of each other: a tie." in " ".join(adv.target)
     assert adv.to_dict()["target_predictions"]["tied"] == ["single", "horovod"]  # user test (helper-20): in --json
+
+
+def test_a_calibration_of_another_workload_or_machine_is_refused_with_the_command(run_dir):
+    # user test (helper-24): a calibration.json copied from another workload was used without a word
+    single = json.loads((run_dir / "results.jsonl").read_text().splitlines()[0])
+    own = {"data_sha256": "d1", "initial_weights_sha256": "w1", "num_parameters": 1000}
+    theirs = {**single, "initial_weights_sha256": "w1", "workload": {**WORKLOAD, "data_sha256": "d1"},
+              "provenance": {"cpu_model": "AMD EPYC", "cpu_count": 2}}
+    lines = [json.dumps(theirs)] + (run_dir / "results.jsonl").read_text().splitlines()[1:]
+    (run_dir / "results.jsonl").write_text("\n".join(lines) + "\n")
+    target = parse_target("4 nodes, 1gbit").cluster()
+    fix = f"remove {run_dir / K.CALIBRATION_FILE} and run 'distbench calibrate {run_dir}'"
+    for doc, said in (({**CAL, "workload": {**own, "num_parameters": 4810}},
+                       "another workload (4,810 parameters against the run's 1,000)"),
+                      ({**CAL, "workload": {**own, "data_sha256": "d2"}}, "another workload (data_sha256 differ)"),
+                      ({**CAL, "global_batch": 120}, "a global batch of 120, the run's is 64"),
+                      ({**CAL, "cpu": "Intel Xeon", "workload": own},
+                       "another machine (2 x Intel Xeon) than its runs (2 x AMD EPYC)")):
+        (run_dir / K.CALIBRATION_FILE).write_text(json.dumps(doc))
+        with pytest.raises(ValueError) as e:
+            CM.predict_strategies(run_dir, target)
+        assert said in str(e.value) and fix in str(e.value)
+    (run_dir / K.CALIBRATION_FILE).write_text(json.dumps({**CAL, "cpu": "AMD EPYC", "global_batch": 64,
+                                                          "workload": own}))
+    assert CM.predict_strategies(run_dir, target)[0]  # its own: predicted
+    assert K.workload_of(run_dir) == own

@@ -336,3 +336,12 @@ def test_a_hand_edited_field_drops_its_line_with_a_warning_as_report_does(run_di
     assert json.loads(res.stdout)["inputs"]["records"] == 1  # the other single record
     assert "line 2: timings.train_s = 'slow' is not a number" in caplog.text
     assert "line 5: curve = 'x' is not a list" in caplog.text
+
+
+def test_a_cluster_run_names_the_target_it_ran_on(run_dir):
+    # user test (helper-24): the refusal's template lacked ", emulated", which checking against an emulated run needs
+    recs = [json.loads(ln) for ln in (run_dir / "results.jsonl").read_text().splitlines()]
+    (run_dir / "results.jsonl").write_text("".join(json.dumps({**r, "bandwidth": "1gbit"}) + "\n" for r in recs))
+    (run_dir / "config.json").write_text(json.dumps({"cluster": {"emulate": {"hosts": 3, "bandwidth": "1gbit"}}}))
+    out = " ".join(CliRunner().invoke(main, ["predict", str(run_dir), "--max-workers", "2"]).output.split())
+    assert f'--target "3 nodes x 1, 1gbit, emulated" --against {run_dir}' in out

@@ -15,7 +15,12 @@ machine with 1..cores others.
 The result goes to ``RUN_DIR/calibration.json``::
 
     {"cores": 2, "cpu": "...", "unix": ..., "global_batch": 120,
+     "workload": {"data_sha256": "...", "initial_weights_sha256": "...", "num_parameters": 4810},
      "points": [{"threads": 2, "batch": 120, "step_s": 0.0012}, ...]}
+
+``workload`` (from the run's ``single`` record) and ``cpu``/``cores`` let the cost model
+refuse a table measured on another workload or machine (:func:`mismatch`): a copied file
+would otherwise set every compute term without a word.
 
 It is a measurement, not a fit: :func:`compute_s` interpolates it (log-log, between the
 two nearest measured batches) and never extrapolates below the smallest batch (a step's
@@ -142,9 +147,56 @@ def calibrate(run_dir: str | Path, timeout_s: float = 1800.0) -> dict[str, Any]:
                 "distbench.contracts.ConfigError: ")
             raise ConfigError(f"calibrate: the measuring process ({threads} threads) exited {proc.returncode}: {last}")
         points += json.loads(proc.stdout.strip().splitlines()[-1])
-    doc = {"cores": cores, "cpu": cpu_model(), "unix": time.time(), "global_batch": g, "points": points}
+    doc = {"cores": cores, "cpu": cpu_model(), "unix": time.time(), "global_batch": g,
+           "workload": workload_of(run_dir), "points": points}
     (run_dir / CALIBRATION_FILE).write_text(json.dumps(doc, indent=2))
     return doc
+
+
+def workload_of(run_dir: str | Path) -> dict[str, Any] | None:
+    """The workload a run's ``single`` record trained (``data_sha256``, ``initial_weights_sha256``,
+    ``num_parameters``), or ``None`` when the run has no ok ``single`` record yet."""
+    from distbench.results.store import read_records
+
+    if not (Path(run_dir) / "results.jsonl").exists():
+        return None
+    for r in read_records(run_dir):
+        if r.get("strategy") == "single" and r.get("status") == "ok":
+            wl = r.get("workload") or {}
+            return {"data_sha256": wl.get("data_sha256"), "initial_weights_sha256": r.get("initial_weights_sha256"),
+                    "num_parameters": wl.get("num_parameters")}
+    return None
+
+
+def mismatch(doc: dict[str, Any], single: dict[str, Any], run_dir: str | Path) -> str | None:
+    """Why calibration ``doc`` does not belong to the run whose ok ``single`` record is
+    ``single`` (another workload, global batch or machine), as one line naming the command
+    that measures the right one; ``None`` when it belongs (or an older file lacks the fields).
+
+    A compute table is only meaningful next to the rows it is subtracted from: the cost model
+    takes each strategy's framework cost as its measured step minus this table's compute.
+    """
+    fix = f"remove {Path(run_dir) / CALIBRATION_FILE} and run 'distbench calibrate {run_dir}'"
+    mine = doc.get("workload") or {}
+    wl = single.get("workload") or {}
+    theirs = {"data_sha256": wl.get("data_sha256"), "initial_weights_sha256": single.get("initial_weights_sha256"),
+              "num_parameters": wl.get("num_parameters")}
+    differ = [k for k, v in mine.items() if v is not None and theirs.get(k) is not None and v != theirs[k]]
+    if differ:
+        what = (f"{mine['num_parameters']:,} parameters against the run's {theirs['num_parameters']:,}"
+                if "num_parameters" in differ else ", ".join(differ) + " differ")
+        return f"{run_dir}'s calibration was measured on another workload ({what}): {fix}"
+    if doc.get("global_batch") not in (None, single.get("global_batch_size")):
+        return (f"{run_dir}'s calibration was measured for a global batch of {doc['global_batch']}, the run's is "
+                f"{single.get('global_batch_size')}: {fix}")
+    prov = single.get("provenance") or {}
+    here = (doc.get("cpu"), doc.get("cores"))
+    there = (prov.get("cpu_model"), prov.get("cpu_count"))
+    if None not in here and None not in there and here != there:
+        return (f"{run_dir}'s calibration was measured on another machine ({here[1]} x {here[0]}) than its runs "
+                f"({there[1]} x {there[0]}): the cost model subtracts it from the runs' steps; {fix} on the "
+                "machine that made the run")
+    return None
 
 
 def no_workload(run_dir: str | Path) -> str:

@@ -85,7 +85,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from distbench.calibrate import compute_s, no_workload, only_cluster_rows, read_calibration
+from distbench.calibrate import compute_s, mismatch, no_workload, only_cluster_rows, read_calibration
 from distbench.cluster.emulated import EMULATED_VETH_BPS, tbf_burst_bytes
 from distbench.predict import epoch_s, no_single
 from distbench.text import duration_text, link_text, rate_text, seconds_text
@@ -562,11 +562,14 @@ def _calibrated_run(rd: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]
     if only_cluster_rows(recs):  # user test (helper-18): it calibrated for 20 s, then predicted single alone
         raise ValueError(f"{rd} was made on a cluster: the model calibrates each strategy from one-host rows, and it "
                          "has none; predict from a one-host run of this workload and check it against this one: "
-                         f"distbench predict ONE_HOST_RUN --target \"N nodes x M, RATE\" --against {rd}")
+                         f"distbench predict ONE_HOST_RUN --target \"{run_target(rd)}\" --against {rd}")
     cal = read_calibration(rd)
     if cal is None:
         raise ValueError(f"{rd} has no compute calibration: distbench calibrate {rd} measures it" if
                          (Path(rd) / "workload").is_dir() else f"no compute calibration: {no_workload(rd)}")
+    wrong = mismatch(cal, singles[0], rd)  # user test (helper-24): a copied calibration.json was used silently
+    if wrong:
+        raise ValueError(wrong)
     return recs, singles, cal
 
 
@@ -843,6 +846,18 @@ def _emulated_layout(run_dir: str | Path) -> tuple[int, int] | None:
     except (OSError, ValueError):
         return None
     return (int(em["hosts"]), int(em.get("slots") or 1)) if isinstance(em, dict) and em.get("hosts") else None
+
+
+def run_target(run_dir: str | Path) -> str:
+    """The ``--target`` text of the emulated cluster ``run_dir`` ran on (``2 nodes x 1, 1gbit,
+    emulated``), or the template ``N nodes x M, RATE`` for another cluster run."""
+    import json
+
+    lay = _emulated_layout(run_dir)
+    if lay is None:
+        return "N nodes x M, RATE"
+    em = json.loads((Path(run_dir) / "config.json").read_text())["cluster"]["emulate"]
+    return f"{lay[0]} nodes x {lay[1]}, {em.get('bandwidth') or 'RATE'}, emulated"
 
 
 def measured_counts(run_dir: str | Path) -> list[int]:

@@ -68,7 +68,9 @@ def test_timeout_record_and_no_process_left(tmp_path):
     out = tmp_path / "run"
     cp = distbench("run", "--strategies", "test_hang", "--epochs", "1", "--timeout", "20", "--out", str(out),
                    env=PLUGIN_ENV)
-    assert cp.returncode == 0, cp.stderr[-2000:]
+    assert cp.returncode == 1, cp.stderr[-2000:]  # nothing ended ok: no answer, which CI must see
+    assert (f"distbench: no configuration of this sweep ended ok (1 timeout): each one's reason is under 'Not run "
+            f"or failed' in {out / 'report.md'}") in cp.stderr
     (rec,) = read_records(out)
     assert rec["status"] == "timeout" and "timed out after 20 s" in rec["reason"]
     assert rec["reason"].endswith("; it was starting when stopped"), rec["reason"]  # the hang never trained

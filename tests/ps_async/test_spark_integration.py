@@ -238,7 +238,9 @@ def test_spark_submit_app_checks_the_master_and_conf_it_is_given(tmp_path):
     cp = subprocess.run([str(BIN / "spark-submit"), "--master", "local[2]", "--conf", "spark.task.cpus=2", app,
                          "--config", str(cfg), "--out", str(out), "--workers", "2"],
                         capture_output=True, text=True, timeout=600, env=env, check=False)
-    assert cp.returncode == 0, cp.stderr[-3000:]
+    assert cp.returncode == 1, cp.stderr[-3000:]  # spark-submit's exit status says no configuration ended ok
+    assert (f"distbench spark-app: no configuration of this sweep ended ok (2 failed): 'distbench report {out}' lists "
+            "each one's reason") in cp.stdout + cp.stderr  # (spark-submit's driver writes its stderr to stdout)
     recs = read_records(out)
     assert [r["strategy"] for r in recs] == ["spark_ps:adag", "spark_ps:downpour"]  # the sweep goes on
     for r in recs:

@@ -159,13 +159,14 @@ def first_order_caveat(run_dir: str) -> str:
     over shaped links) cannot calibrate ``--target`` (user test, helper-16: it was told to), so it
     names a one-host run instead and ``--against`` for this one."""
     from distbench.calibrate import only_cluster_rows
+    from distbench.costmodel import run_target
     from distbench.results.store import read_records
 
     if not only_cluster_rows(read_records(run_dir)):
         return FIRST_ORDER_CAVEAT.format(run_dir=shlex.quote(str(run_dir)))
     return (FIRST_ORDER_CAVEAT.split(" For a cluster")[0] + " This run was made on a cluster, which cannot "
             "calibrate the per-strategy model: predict from a one-host run of the same workload and check it "
-            f"against this one: distbench predict ONE_HOST_RUN --target \"N nodes x M, RATE\" --against "
+            f"against this one: distbench predict ONE_HOST_RUN --target \"{run_target(run_dir)}\" --against "
             f"{shlex.quote(str(run_dir))} (docs/predict.md)")
 
 

@@ -75,11 +75,19 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
             raise
         raise ConfigError(f"{flag}: {e}") from None
     run_dir = Path(cfg.run.out or f"runs/{time.strftime('%Y%m%d-%H%M%S')}")
+    had = {(r.get("config_id"), r.get("repeat")) for r in api.records_of(run_dir)} if resume else set()
     try:
-        api.run_config(cfg, run_dir, resume, flags, t0=t0, on_started=_on_started, on_report=_on_report)
+        records = api.run_config(cfg, run_dir, resume, flags, t0=t0, on_started=_on_started, on_report=_on_report)
     except api.Interrupted as e:
         click.echo(f"distbench: {e}", err=True)
         sys.exit(128 + _STOPPED_BY[0])  # 130 after Ctrl-C, 143 after SIGTERM, as shells report them
+    from distbench.results.store import no_answer
+
+    nothing = no_answer([r for r in records if (r.get("config_id"), r.get("repeat")) not in had])
+    if nothing:  # CI and schedulers read the exit status, not the table
+        click.echo(f"distbench: {nothing}: each one's reason is under 'Not run or failed' in "
+                   f"{run_dir / 'report.md'}", err=True)
+        sys.exit(1)
 
 
 def _on_started() -> None:

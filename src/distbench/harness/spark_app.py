@@ -37,7 +37,7 @@ from distbench.harness.child import artifacts_dir, failure_reason
 from distbench.harness.rundir import prepare_run_dir
 from distbench.harness.runner import run_sweep
 from distbench.contracts import Status
-from distbench.results.store import RESULTS_FILE, read_records, recorded
+from distbench.results.store import RESULTS_FILE, no_answer, read_records, recorded
 from distbench.strategies import registry
 from distbench.strategies.base import LaunchContext
 from distbench.training.output import TrainingFailed
@@ -126,6 +126,16 @@ def main(config_file: str | None, out: str, workers: str | None) -> None:
     click.echo(time_breakdown(new, time.time() - t0))
     click.echo(f"distbench spark-app: {len(records)} record(s) in {run_dir / RESULTS_FILE}; "
                f"'distbench report {run_dir}' shows them")
+    _exit_without_answer(new, run_dir)
+
+
+def _exit_without_answer(new: list[dict[str, Any]], run_dir: Path) -> None:
+    """Exit 1 (spark-submit's exit status, as ``distbench run``'s) when none of this submission's
+    records ``new`` ended ok, saying so in one line."""
+    nothing = no_answer(new)
+    if nothing:
+        click.echo(f"distbench spark-app: {nothing}: 'distbench report {run_dir}' lists each one's reason", err=True)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

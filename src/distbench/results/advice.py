@@ -84,7 +84,7 @@ class Target:
     def warnings(self) -> list[str]:
         """Sentences about parts of the target that are legal but unlikely to be meant: a rate
         under 1 Mbit/s or over 1 Tbit/s, a latency over 100 ms, a latency on an emulated
-        cluster (which shapes the rate only). Empty when none applies."""
+        cluster (which shapes the rate only), one emulated node. Empty when none applies."""
         bits, out = self.bandwidth_Bps * 8, []
         if self.gpus and self.devices == "TPUs":  # user test (helper-21)
             out.append("TPUs are predicted as GPUs: a device per worker, computing its share of the batch as "
@@ -92,6 +92,8 @@ class Target:
         if self.emulated and self.gpus:  # user test (helper-17): dropped without a word
             out.append(f"an emulated cluster's hosts are this machine's CPUs: the {self.devices} named are not "
                        "emulated")
+        if self.emulated and self.nodes == 1 and not self.gpus:  # user test (helper-24): dropped without a word
+            out.append("one emulated host is this machine itself: 'emulated' changes nothing for one node")
         if math.isinf(bits):
             pass
         elif self.nodes == 1:  # user test (helper-20): "our 4-GPU cluster at 10gbit" dropped the rate silently
