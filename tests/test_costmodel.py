@@ -16,6 +16,7 @@ from distbench.cluster.emulated import EMULATED_VETH_BPS
 from distbench.config import ConfigError
 from distbench.results.advice import advise, parse_target
 from distbench.results.records import new_record, time_to_target
+from distbench.results.store import read_records
 
 CAL = {"cores": 2, "points": [
     {"threads": 2, "batch": 64, "step_s": 0.004}, {"threads": 2, "batch": 32, "step_s": 0.0025},
@@ -243,12 +244,27 @@ def test_missing_inputs_name_the_command_that_measures_them(run_dir, tmp_path_fa
     # user test: single recorded unavailable (a GPU machine without CUDA): --resume keeps it, so it is not suggested
     with (empty / "results.jsonl").open("a") as f:
         f.write(json.dumps(new_record("run", "single", 1, 0, "unavailable", reason="no CUDA; fix it")) + "\n")
+    # the model needs single and the distributed rows in one directory: the whole sweep again (helper-25)
     with pytest.raises(ValueError, match=(f"no ok 'single' record \\(unavailable: no CUDA\\).*once that is fixed, "
-                                          f"distbench run {empty}/config.json --strategies single --out {empty}-single")):
+                                          f"distbench run {empty}/config.json --out {empty}-again measures it with "
+                                          "the rest of the sweep")):
         CM.predict_strategies(empty, parse_target("4 nodes, 10gbit").cluster())
-    (run_dir / K.CALIBRATION_FILE).write_text("{}")
-    with pytest.raises(ValueError, match="is not a calibration file"):
-        CM.predict_strategies(run_dir, parse_target("4 nodes, 10gbit").cluster())
+    from distbench.predict import no_single
+
+    assert f"--strategies single --out {empty}-single" in no_single(empty, read_records(empty), "predict needs it")
+    # user test (helper-25): the reasons were Python's ("('points')", "'>' not supported between ...")
+    for text, said in (("{}", "no 'points': expected a non-empty list of {threads, batch, step_s}"),
+                       ("[]", "a JSON list, expected an object with 'cores' and 'points'"),
+                       ('{"cores": 2, "points": []}', "no 'points'"),
+                       ('{"cores": 2, "points": [{"threads": 1, "batch": 8, "step_s": "1"}]}',
+                        'point 0 is {"threads": 1, "batch": 8, "step_s": "1"}, expected numbers'),
+                       ('{"cores": 2, "points": [{"threads": 1, "batch": 8, "step_s": 0}]}', 'point 0 is {"threads": 1, "batch": 8, "step_s": 0}: step_s must be > 0'),
+                       ('{"points": [{"threads": 1, "batch": 8, "step_s": 1}]}', "'cores' is None"),
+                       ("{", "not readable JSON")):
+        (run_dir / K.CALIBRATION_FILE).write_text(text)
+        with pytest.raises(ValueError) as e:
+            CM.predict_strategies(run_dir, parse_target("4 nodes, 10gbit").cluster())
+        assert f"is not a calibration file ({said}" in str(e.value) and "distbench calibrate" in str(e.value)
 
 
 def test_cli_predict_target_table_json_and_errors(run_dir):
@@ -278,7 +294,7 @@ def test_cli_predict_target_table_json_and_errors(run_dir):
     assert hv[None]["epochs_to_target"] == 2 and hv["0.94"]["epochs_to_target"] == 3
     assert at["0.94"]["inputs"]["target_accuracy"] == 0.94
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "2 nodes, 1gbit", "--target-accuracy", "94"])
-    assert res.exit_code == 2 and "--target-accuracy 94.0: expected a test accuracy in (0, 1]" in res.output
+    assert res.exit_code == 2 and "--target-accuracy 94: expected a test accuracy in (0, 1] (a fraction: for 94% write 0.94)" in res.output
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--target-accuracy", "0.9"])
     assert res.exit_code == 2 and "predict: --target-accuracy needs --target" in res.output
     # user test (helper-14): no strategy reaching the accuracy ranked by epoch time without a word; --node-step units
@@ -395,6 +411,20 @@ def test_cli_predict_against_a_cluster_run(run_dir):
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--against", str(run_dir), "--node-step", "0.1"])
     assert res.exit_code == 2 and "predict: --node-step and --against need --target" in res.output
 
+
+
+def test_against_says_when_singles_own_epoch_differs_and_shows_its_row(run_dir, tmp_path_factory):
+    # user test (helper-25): the emulated run's single took 2.3x as long per step, and every ratio held it unsaid
+    other = tmp_path_factory.mktemp("slower")
+    (other / "results.jsonl").write_text(json.dumps(rec("single", 1, 0.25, threads=2)) + "\n"
+                                         + json.dumps(rec("horovod", 2, 0.2)) + "\n")
+    text = CM.against_mismatch(run_dir, other, parse_target("2 nodes x 1, 1gbit, emulated").cluster())
+    assert text.endswith(f"{other}'s single took 2.50x as long per epoch as in the run predicted from (0.25 s against "
+                         "0.1 s): this machine ran at another speed for the two runs (its load), and every ratio "
+                         "holds that")
+    assert CM.against_mismatch(run_dir, other, parse_target("2 nodes x 1, 1gbit").cluster()).count("single took") == 0
+    assert set(CM.measured_on(other, 2)) == {"single", "horovod"}  # single's own row, at its one worker
+    assert CM.against_mismatch(run_dir, run_dir) == ""
 
 
 def test_against_a_run_of_another_workload_is_said(run_dir, tmp_path_factory):
@@ -838,8 +868,8 @@ def test_advise_target_needs_a_distributed_strategy_and_a_batch_the_target_split
     (run_dir / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
     adv = advise(recs, str(run_dir), parse_target("3 nodes, 1gbit"))
     assert "the run's global batch of 64 split over 3 workers (21.3 samples each), which a run cannot do: " \
-           "a run on the target itself needs a global batch its 3 workers split (66; a one-host run to predict " \
-           "from also needs one its own worker counts split: distbench advise --target names it)" in " ".join(
+           "a run on the target itself needs a global batch its 3 workers split (66); a one-host run to predict " \
+           f"from at such a batch: distbench run {run_dir}/config.json --batch-size 72 --out NEW_RUN_DIR" in " ".join(
                adv.target)  # helper-24: read as the one-host run's batch, which its 4 workers could not split
     assert "--emulate" not in (adv.next_command or "")
 
@@ -964,3 +994,40 @@ def test_a_calibration_of_another_workload_or_machine_is_refused_with_the_comman
                                                           "workload": own}))
     assert CM.predict_strategies(run_dir, target)[0]  # its own: predicted
     assert K.workload_of(run_dir) == own
+
+
+def test_a_calibration_far_from_singles_own_step_is_refused_or_doubted(run_dir):
+    # user test (helper-25): 10 s per step was used "scaled by 0.00"; 1 ns put every step in the framework term
+    target = parse_target("4 nodes, 1gbit").cluster()
+    for f, said in ((2000, "takes 8 s per step at batch 64, 1.6e+03x single's own measured step (5 ms)"),
+                    (1e-3, "takes 4 us per step at batch 64, 0.0008x single's own")):
+        (run_dir / K.CALIBRATION_FILE).write_text(json.dumps(
+            {**CAL, "points": [{**p, "step_s": p["step_s"] * f} for p in CAL["points"]]}))
+        with pytest.raises(ValueError, match="it is not a measurement of this run's workload on this machine; remove"):
+            CM.predict_strategies(run_dir, target)
+        with pytest.raises(ValueError) as e:
+            CM.predict_strategies(run_dir, target)
+        assert said in str(e.value)
+    # helper-25: a copy from a 4x bigger model, 0.49 of single's step, was used without a word
+    (run_dir / K.CALIBRATION_FILE).write_text(json.dumps(
+        {**CAL, "workload": {}, "points": [{**p, "step_s": p["step_s"] * 0.6} for p in CAL["points"]]}))
+    assumed = CM.predict_strategies(run_dir, target)[1]["assumed"]
+    assert any(a.startswith("the calibration's step at batch 64 (2.4 ms) is 0.48 of single's own measured step (5 ms)")
+               for a in assumed), assumed
+    assert not any("records no workload" in a for a in assumed)
+    (run_dir / K.CALIBRATION_FILE).write_text(json.dumps(CAL))  # an older file: used, and said to be unchecked
+    assert any(a.startswith("calibration.json records no workload (an older distbench wrote it)")
+               for a in CM.predict_strategies(run_dir, target)[1]["assumed"])
+
+
+def test_predict_of_a_run_with_no_distributed_row_is_refused_before_calibrating(run_dir):
+    # user test (helper-25): predict ranked single alone and exited 0, after 20 s of calibration
+    only = [ln for ln in (run_dir / "results.jsonl").read_text().splitlines() if '"single"' in ln]
+    (run_dir / "results.jsonl").write_text("\n".join(only) + "\n")
+    (run_dir / K.CALIBRATION_FILE).unlink()
+    (run_dir / "workload").mkdir()
+    res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "4 nodes x 2, 10gbit"])
+    assert res.exit_code == 2 and not (run_dir / K.CALIBRATION_FILE).exists(), res.output
+    assert (f"distbench: error: predict: {run_dir} has no distributed row to calibrate the model from (no strategy but "
+            f"single ended ok on one host): distbench run --resume --out {run_dir} --strategies all measures them "
+            "into it") in " ".join(res.output.split()), res.output

@@ -727,6 +727,9 @@ class Results:
             preds, inputs = costmodel.predict_strategies(self.run_dir, tgt.cluster(node_step), target_accuracy)
         except ValueError as e:
             raise ConfigError(f"predict: {e}") from None
+        nothing = costmodel.nothing_distributed(preds, inputs)
+        if nothing:
+            raise ConfigError(f"predict: {nothing}")
         df = pd.DataFrame([{"rank": p.rank, "strategy": p.strategy, "workers": p.workers, "epoch_s": p.epoch_s,
                             "time_to_target_s": p.time_to_target_s, "epochs_to_target": p.epochs_to_target,
                             "warmup_s": p.warmup_s, **{f"{k}_s": v for k, v in p.terms_s.items()},
@@ -778,7 +781,10 @@ def _check_accuracy(target_accuracy: Any) -> None:
     if target_accuracy is None or (isinstance(target_accuracy, (int, float)) and not isinstance(target_accuracy, bool)
                                    and 0 < target_accuracy <= 1):
         return
-    raise ConfigError(f"target_accuracy={target_accuracy!r}: expected a test accuracy in (0, 1], e.g. 0.95")
+    from distbench.text import accuracy_hint
+
+    raise ConfigError(f"target_accuracy={target_accuracy!r}: expected a test accuracy in (0, 1]"
+                      f"{accuracy_hint(target_accuracy)}")
 
 
 def _refuse_emulated_node_step(emulated: bool) -> None:

@@ -225,8 +225,10 @@ def ensure(run_dir: str | Path) -> None:
     if (rd / CALIBRATION_FILE).exists() or not (rd / "workload").is_dir() or not (rd / "results.jsonl").exists():
         return
     recs = read_records(rd)
-    if not any(r.get("strategy") == "single" and r.get("status") == "ok" for r in recs) or only_cluster_rows(recs):
-        return  # the cost model refuses such a run at once (naming the command): nothing to calibrate for
+    ok = [r for r in recs if r.get("status") == "ok"]
+    if (not any(r.get("strategy") == "single" for r in ok) or only_cluster_rows(recs)
+            or not any(r.get("strategy") != "single" and not r.get("bandwidth") for r in ok)):
+        return  # the cost model refuses such a run (naming the command): nothing to calibrate for (helper-25)
     print(f"measuring this machine's compute per step for the cost model (once: {rd / CALIBRATION_FILE}) ...",
           file=sys.stderr, flush=True)
     try:
@@ -246,14 +248,33 @@ def read_calibration(run_dir: str | Path) -> dict[str, Any] | None:
         return None
     try:
         doc = json.loads(path.read_text())
-        pts = doc["points"]
-        if not pts or not all(p["step_s"] > 0 and p["batch"] >= 1 and p["threads"] >= 1 for p in pts):
-            raise ValueError("a point is not positive")
-        int(doc["cores"])
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise ValueError(f"{path} is not a calibration file ({e}); remove it and run 'distbench calibrate "
-                         f"{run_dir}' again") from None
+    except (OSError, ValueError) as e:
+        doc, problem = None, f"not readable JSON: {e}"
+    else:
+        problem = _calibration_problem(doc)
+    if problem:  # user test (helper-25): "('points')", "'>' not supported between 'str' and 'int'"
+        raise ValueError(f"{path} is not a calibration file ({problem}); remove it and run 'distbench calibrate "
+                         f"{run_dir}' again")
     return doc
+
+
+def _calibration_problem(doc: Any) -> str:
+    """What makes ``doc`` no calibration document, in words; '' when it is one."""
+    def number(x: Any) -> bool:
+        return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+    if not isinstance(doc, dict):
+        return f"a JSON {type(doc).__name__}, expected an object with 'cores' and 'points'"
+    if not isinstance(doc.get("points"), list) or not doc["points"]:
+        return "no 'points': expected a non-empty list of {threads, batch, step_s}"
+    for i, q in enumerate(doc["points"]):
+        if not (isinstance(q, dict) and all(number(q.get(k)) for k in ("threads", "batch", "step_s"))):
+            return f"point {i} is {json.dumps(q)[:80]}, expected numbers threads, batch and step_s"
+        if not (q["step_s"] > 0 and q["batch"] >= 1 and q["threads"] >= 1):
+            return f"point {i} is {json.dumps(q)[:80]}: step_s must be > 0, batch and threads >= 1"
+    if not number(doc.get("cores")) or doc["cores"] < 1:
+        return f"'cores' is {doc.get('cores')!r}, expected the machine's core count"
+    return ""
 
 
 def compute_s(doc: dict[str, Any], batch: float, threads: int) -> float:

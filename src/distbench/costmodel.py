@@ -85,7 +85,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from distbench.calibrate import compute_s, mismatch, no_workload, only_cluster_rows, read_calibration
+from distbench.calibrate import CALIBRATION_FILE, compute_s, mismatch, no_workload, only_cluster_rows, read_calibration
 from distbench.cluster.emulated import EMULATED_VETH_BPS, tbf_burst_bytes
 from distbench.predict import epoch_s, no_single
 from distbench.text import duration_text, link_text, rate_text, seconds_text
@@ -472,17 +472,15 @@ def predict_strategies(run_dir: str | Path, c: Cluster, target_accuracy: float |
     rows = measured_rows(recs, steps) if target_accuracy is None else measured_rows(
         [{**r, "target_accuracy": target} for r in recs], steps)
     single = rows[("single", 1)]
-    # a compute above single's whole step at the run's batch was measured slower than the run (it ran at
-    # another time; user test, helper-17: 8.75 ms against 7.49 ms): the table is scaled to the run's step
-    anchor = min(1.0, single.step_s / compute_s(cal, B, single.threads))
-    cal = {**cal, "points": [{**q, "step_s": q["step_s"] * anchor} for q in cal["points"]]}
+    cal, anchor, doubts = _anchored(cal, single, B, rd)
     speed = (c.node_step_s / single.step_s) if c.node_step_s else 1.0
-    assumed = _assumed(c, B, cores, single.step_s, speed)
+    assumed = _assumed(c, B, cores, single.step_s, speed) + doubts
     if B % c.workers:  # user test (helper-17): 120 over 32 workers, predicted without a word
+        command = _rebatch_command(rd, recs, B, n_train, c.workers)[0]  # helper-25: advise did not always name it
         assumed.append(f"the run's global batch of {B} split over {c.workers} workers ({B / c.workers:.3g} samples "
                        f"each), which a run cannot do: a run on the target itself needs a global batch its "
-                       f"{c.workers} workers split ({-(-B // c.workers) * c.workers}; a one-host run to predict from "
-                       "also needs one its own worker counts split: distbench advise --target names it)")
+                       f"{c.workers} workers split ({-(-B // c.workers) * c.workers})"
+                       + (f"; a one-host run to predict from at such a batch: {command}" if command else ""))
     out = [_single(single, cal, B, steps, cores, speed)]
     gpu_threads = single.threads if c.gpus and not c.emulated else None
     names = sorted({s for s, _ in rows if s != "single" and (s in RING or s == "tf_ps" or s.startswith(PS_FAMILIES)
@@ -509,6 +507,42 @@ def predict_strategies(run_dir: str | Path, c: Cluster, target_accuracy: float |
     return ranked + [p for p in out if p.epoch_s is None], inputs
 
 
+CALIBRATION_IMPLAUSIBLE = 10.0
+"""A calibration whose step at the run's batch is this many times ``single``'s own measured
+step, or this many times shorter, is refused: the two measure the same loop at the same batch."""
+CALIBRATION_DOUBTFUL = 0.5
+"""Below this fraction of ``single``'s own step a calibration is used with an Assumed line saying so."""
+
+
+def _anchored(cal: dict[str, Any], single: Measured, B: int, rd: str) -> tuple[dict[str, Any], float, list[str]]:
+    """The calibration scaled to ``single``'s own step (``anchor`` <= 1: a compute above single's
+    whole step at the run's batch was measured slower than the run, at another time; user test,
+    helper-17: 8.75 ms against 7.49 ms), its anchor, and the Assumed lines that doubt it.
+
+    Raises:
+        ValueError: the calibration's step at batch ``B`` is over :data:`CALIBRATION_IMPLAUSIBLE`
+            times single's own, or under its inverse (user test, helper-25: 10 s and 1 ns per
+            step were used, "scaled by 0.00").
+    """
+    at_b = compute_s(cal, B, single.threads)
+    ratio = at_b / single.step_s
+    fix = f"remove {Path(rd) / CALIBRATION_FILE} and run 'distbench calibrate {rd}'"
+    if not 1 / CALIBRATION_IMPLAUSIBLE <= ratio <= CALIBRATION_IMPLAUSIBLE:
+        raise ValueError(f"{rd}'s calibration takes {duration_text(at_b)} per step at batch {B}, {ratio:.3g}x "
+                         f"single's own measured step ({duration_text(single.step_s)}), which runs the same loop at "
+                         f"that batch: it is not a measurement of this run's workload on this machine; {fix}")
+    doubts = [] if "workload" in cal else [  # written before calibrate recorded it (helper-25: a copy passed)
+        f"{CALIBRATION_FILE} records no workload (an older distbench wrote it): it is taken to be this run's "
+        f"without a check; {fix} to have one that is checked"]
+    if ratio < CALIBRATION_DOUBTFUL:
+        doubts.append(f"the calibration's step at batch {B} ({duration_text(at_b)}) is {ratio:.2f} of single's own "
+                      f"measured step ({duration_text(single.step_s)}), which runs the same loop: they were measured "
+                      "under other conditions (another workload, or this machine's load), and the framework terms "
+                      f"hold the difference; {fix} on a quiet machine")
+    anchor = min(1.0, 1 / ratio)
+    return {**cal, "points": [{**q, "step_s": q["step_s"] * anchor} for q in cal["points"]]}, anchor, doubts
+
+
 def _unsplit(rd: str, recs: Sequence[dict[str, Any]], B: int, n_train: int, workers: int) -> str:
     """Why a target of ``workers`` cannot be predicted from a run whose global batch ``B``
     gives some worker nothing, with the one-host run that can (:func:`one_host_batch`)."""
@@ -516,18 +550,27 @@ def _unsplit(rd: str, recs: Sequence[dict[str, Any]], B: int, n_train: int, work
         return (f"the target's {workers} workers cannot split the run's global batch of {B} samples, "
                 f"and the data's {n_train} training samples cap a target at {n_train} workers (one "
                 "sample each): ask about fewer workers, or measure with more data")
-    counts = sorted({int(r["workers"]) for r in recs if int(r.get("workers") or 1) > 1 and not r.get("bandwidth")})
-    found = one_host_batch(B, workers, counts, n_train)  # helper-23/24: one the run's worker counts split too
-    if found is None:
+    command, counts = _rebatch_command(rd, recs, B, n_train, workers)
+    if command is None:
         return (f"the target's {workers} workers cannot split the run's global batch of {B} samples, "
                 f"and no global batch within the data's {n_train} training samples splits over them and "
                 f"over a worker count of the run ({', '.join(map(str, counts))}): ask about a worker "
                 "count the run's counts divide, or measure with more data")
+    return (f"the target's {workers} workers cannot split the run's global batch of {B} samples "
+            f"(each worker needs 1 or more): run again with a global batch of at least {workers}: {command}")
+
+
+def _rebatch_command(rd: str, recs: Sequence[dict[str, Any]], B: int, n_train: int, workers: int
+                     ) -> tuple[str | None, list[int]]:
+    """The one-host run at a global batch that ``workers`` and the run's own worker counts
+    split (:func:`one_host_batch`; ``None`` when none fits the data), and those counts."""
+    counts = sorted({int(r["workers"]) for r in recs if int(r.get("workers") or 1) > 1 and not r.get("bandwidth")})
+    found = one_host_batch(B, workers, counts, n_train)  # helper-23/24: one the run's worker counts split too
+    if found is None:
+        return None, counts
     nb, keep = found
     flag = f" --workers {','.join(map(str, keep))}" if keep != counts else ""
-    return (f"the target's {workers} workers cannot split the run's global batch of {B} samples "
-            "(each worker needs 1 or more): run again with a global batch of at least "
-            f"{workers}: distbench run {rd}/config.json --batch-size {nb}{flag} --out NEW_RUN_DIR")
+    return f"distbench run {rd}/config.json --batch-size {nb}{flag} --out NEW_RUN_DIR", counts
 
 
 def one_host_batch(batch: int, workers: int, counts: Sequence[int], n_train: int) -> tuple[int, list[int]] | None:
@@ -558,11 +601,15 @@ def _calibrated_run(rd: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]
     recs = [r for r in read_records(rd)] if (Path(rd) / "results.jsonl").exists() else []
     singles = [r for r in recs if r.get("strategy") == "single" and r.get("status") == "ok"]
     if not singles:
-        raise ValueError(no_single(rd, recs, "the model needs single's step"))
+        raise ValueError(no_single(rd, recs, "the model needs single's step", with_rest=True))
     if only_cluster_rows(recs):  # user test (helper-18): it calibrated for 20 s, then predicted single alone
         raise ValueError(f"{rd} was made on a cluster: the model calibrates each strategy from one-host rows, and it "
                          "has none; predict from a one-host run of this workload and check it against this one: "
                          f"distbench predict ONE_HOST_RUN --target \"{run_target(rd)}\" --against {rd}")
+    if not any(r.get("status") == "ok" and r.get("strategy") != "single" and not r.get("bandwidth") for r in recs):
+        # user test (helper-25): it calibrated for 20 s, then ranked single alone and exited 0
+        raise ValueError(f"{rd} has no distributed row to calibrate the model from (no strategy but single ended ok "
+                         f"on one host): distbench run --resume --out {rd} --strategies all measures them into it")
     cal = read_calibration(rd)
     if cal is None:
         raise ValueError(f"{rd} has no compute calibration: distbench calibrate {rd} measures it" if
@@ -628,7 +675,7 @@ def _single(m: Measured, cal: dict[str, Any], B: int, steps: int, cores: int, sp
     it exactly), split into the calibrated compute and the rest."""
     step = m.step_s * speed
     comp = min(step, compute_s(cal, B, m.threads) * speed)
-    fw = step - comp
+    fw = step - comp if step - comp > 1e-9 * step else 0.0  # not 2.7e-19 s of rounding (helper-25)
     e = steps * step
     return StrategyPrediction("single", 1, e, m.warmup_s + m.epochs_to_target * e if m.epochs_to_target else None,
                               m.epochs_to_target, {"compute": steps * comp, "framework": steps * fw, "link": 0.0},
@@ -739,6 +786,16 @@ def table_rows(preds: Sequence[StrategyPrediction], target_accuracy: float) -> l
     return rows
 
 
+def nothing_distributed(preds: Sequence[StrategyPrediction], inputs: dict[str, Any]) -> str | None:
+    """The sentence for a prediction that ranks no distributed strategy (only ``single``:
+    nothing to compare with it; user tests, helper-17 and -25), naming why; ``None`` otherwise."""
+    if any(p.strategy != "single" and p.rank for p in preds):
+        return None
+    why = not_predicted_text(inputs) or "it has no multi-worker row of a strategy with a cluster form."
+    return (f"No distributed strategy can be predicted from {inputs['run_dir']}, so nothing to rank against single: "
+            f"{why}")
+
+
 def not_predicted_text(inputs: dict[str, Any]) -> str:
     """The sentences naming the run's strategies the model does not predict on a cluster
     (``inputs["not_predicted"]`` of :func:`predict_strategies`) and those it cannot calibrate
@@ -772,13 +829,15 @@ def describe(text: str, c: Cluster, inputs: dict[str, Any]) -> str:
 
 
 def measured_on(run_dir: str | Path, workers: int) -> dict[str, dict[str, list[float]]]:
-    """A run on a (real or emulated) cluster: per strategy at ``workers`` workers, the steady
-    seconds per epoch and the times to target of its ok records without a slowed worker."""
+    """A run on a (real or emulated) cluster: per strategy at ``workers`` workers (``single``
+    at its one), the steady seconds per epoch and the times to target of its ok records
+    without a slowed worker. ``single``'s row shows how fast the machine ran for each run
+    (user test, helper-25: an emulated run's ``single`` took 2.3x as long per step)."""
     from distbench.results.records import straggler_text
 
     out: dict[str, dict[str, list[float]]] = {}
     for r in read_records(run_dir):
-        if (r.get("status") != "ok" or int(r.get("workers") or 0) != workers
+        if (r.get("status") != "ok" or int(r.get("workers") or 0) != (1 if r.get("strategy") == "single" else workers)
                 or straggler_text(r.get("scenario")) not in ("", "1x")):
             continue
         m = out.setdefault(r["strategy"], {"epoch_s": [], "ttt_s": []})
@@ -834,7 +893,30 @@ def against_mismatch(run_dir: str | Path, against: str | Path, c: Cluster | None
     if c is not None and c.gpus and not c.emulated and not any((r.get("provenance") or {}).get("gpus")
                                                               for r in theirs):
         out.append("it ran on CPUs, the target's workers are GPUs")
-    return f"{against} does not check this prediction: {'; '.join(out)}" if out else ""
+    drift = _single_drift(mine, theirs, against) if c is None or c.emulated or c.nodes == 1 else ""
+    return "; ".join(x for x in (f"{against} does not check this prediction: {'; '.join(out)}" if out else "",
+                                 drift) if x)
+
+
+SINGLE_DRIFT = 0.2
+"""``single``'s steady epoch in a cluster run of this machine and in the one-host run may differ
+by this share before ``--against`` says the machine ran at another speed."""
+
+
+def _single_drift(mine: list[dict[str, Any]], theirs: list[dict[str, Any]], against: str | Path) -> str:
+    """The sentence for a run of this machine (emulated, or one node) whose ``single`` ran at
+    another speed than the one-host run's by over :data:`SINGLE_DRIFT` (its load differed; the
+    prediction keeps the one-host run's): every ratio holds that difference. '' otherwise."""
+    def single_epoch(rs: list[dict[str, Any]]) -> float | None:
+        es = [e for r in rs if r.get("strategy") == "single" and (e := epoch_s(r))]
+        return statistics.median(es) if es else None
+
+    here, there = single_epoch(mine), single_epoch(theirs)
+    if not here or not there or abs(there / here - 1) <= SINGLE_DRIFT:
+        return ""
+    return (f"{against}'s single took {there / here:.2f}x as long per epoch as in the run predicted from "
+            f"({seconds_text(there)} against {seconds_text(here)}): this machine ran at another speed for the two runs "
+            "(its load), and every ratio holds that")
 
 
 def _emulated_layout(run_dir: str | Path) -> tuple[int, int] | None:

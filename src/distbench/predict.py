@@ -106,13 +106,15 @@ class Prediction:
 
 
 
-def no_single(run_dir: str | Path, records: list[dict[str, Any]], needs: str) -> str:
+def no_single(run_dir: str | Path, records: list[dict[str, Any]], needs: str, with_rest: bool = False) -> str:
     """The message for a run without an ok ``single`` record: the command that measures one.
 
     A ``--resume`` keeps recorded configurations as they are, so it measures ``single`` only
     when ``single`` was never recorded; a ``single`` recorded ``unavailable`` or ``failed``
     (e.g. on a GPU machine without CUDA's libraries) is named with its reason and measured
-    into a new run directory once that is fixed.
+    into a new run directory once that is fixed: ``single`` alone, or with ``with_rest`` (the
+    per-strategy model, which needs ``single`` and the distributed rows in one directory;
+    user test, helper-25) the whole sweep again.
     """
     rd = str(run_dir)
     bad = [r for r in records if r.get("strategy") == "single" and r.get("status") != "ok"]
@@ -120,9 +122,11 @@ def no_single(run_dir: str | Path, records: list[dict[str, Any]], needs: str) ->
         return (f"{rd} has no ok 'single' record: {needs}; distbench run --strategies single --out {rd} --resume "
                 "measures it")
     why = (bad[-1].get("reason") or "").split("; ")[0]
-    return (f"{rd} has no ok 'single' record ({bad[-1].get('status')}: {why}): {needs}; once that is fixed, "
-            f"distbench run {rd}/config.json --strategies single --out {rd}-single measures it (a --resume keeps "
-            "recorded configurations as they are)")
+    fix = (f"distbench run {rd}/config.json --out {rd}-again measures it with the rest of the sweep, which the model "
+           "needs in one run directory" if with_rest else
+           f"distbench run {rd}/config.json --strategies single --out {rd}-single measures it")
+    return (f"{rd} has no ok 'single' record ({bad[-1].get('status')}: {why}): {needs}; once that is fixed, {fix} "
+            "(a --resume keeps recorded configurations as they are)")
 
 
 def ring_allreduce_s(workers: int, model_bytes: float, bandwidth_Bps: float, latency_s: float) -> float:

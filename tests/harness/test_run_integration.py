@@ -71,6 +71,9 @@ def test_timeout_record_and_no_process_left(tmp_path):
     assert cp.returncode == 1, cp.stderr[-2000:]  # nothing ended ok: no answer, which CI must see
     assert (f"distbench: no configuration of this sweep ended ok (1 timeout): each one's reason is under 'Not run "
             f"or failed' in {out / 'report.md'}") in cp.stderr
+    cp = distbench("run", "--out", str(out), "--resume", env=PLUGIN_ENV)  # a CI retry step: still no answer
+    assert cp.returncode == 1 and (f"no configuration of {out} ended ok (1 timeout), and --resume runs only what is "
+                                   "not recorded (a new --out runs them again)") in cp.stderr, cp.stderr[-2000:]
     (rec,) = read_records(out)
     assert rec["status"] == "timeout" and "timed out after 20 s" in rec["reason"]
     assert rec["reason"].endswith("; it was starting when stopped"), rec["reason"]  # the hang never trained

@@ -182,6 +182,7 @@ def _predict_target(run_dir: str, target_text: str | None, node_step: float | No
     from distbench import costmodel
     from distbench.calibrate import ensure as ensure_calibration
     from distbench.results.advice import parse_target
+    from distbench.text import accuracy_hint
 
     def named(flags: list[str], verb: str) -> str:  # "--a needs", "--a and --b need", "--a, --b and --c need"
         many = len(flags) > 1
@@ -205,14 +206,17 @@ def _predict_target(run_dir: str, target_text: str | None, node_step: float | No
         raise ConfigError(f"predict: --node-step {node_step}: expected seconds > 0 (single's step at the run's "
                           "global batch, measured on one target node)")
     if target_accuracy is not None and not 0 < target_accuracy <= 1:
-        raise ConfigError(f"predict: --target-accuracy {target_accuracy}: expected a test accuracy in (0, 1], "
-                          "e.g. 0.95")
+        raise ConfigError(f"predict: --target-accuracy {target_accuracy:g}: expected a test accuracy in (0, 1]"
+                          f"{accuracy_hint(target_accuracy)}")
     require_results(run_dir)
     ensure_calibration(run_dir)
     try:
         preds, inputs = costmodel.predict_strategies(run_dir, tgt.cluster(node_step), target_accuracy)
     except ValueError as e:
         raise ConfigError(f"predict: {e}") from None
+    nothing = costmodel.nothing_distributed(preds, inputs)  # user test (helper-25): single alone, exit 0
+    if nothing:
+        raise ConfigError(f"predict: {nothing}")
     if against is not None:
         require_results(against)
     measured = costmodel.measured_on(against, tgt.workers) if against is not None else None

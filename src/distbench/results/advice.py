@@ -895,10 +895,9 @@ def _target_sentences(target: Target, run_dir: str | None, records: list[dict[st
     ranked = [p for p in preds if p.rank]
     reached = [p for p in ranked if p.time_to_target_s is not None]
     data = {"target": target.data(), "inputs": inputs, "strategies": [dict(p.__dict__) for p in preds]}
-    if not any(p.strategy != "single" for p in ranked):  # user test (helper-17): "fastest: single", alone
-        why = costmodel.not_predicted_text(inputs) or "it has no multi-worker row of a strategy with a cluster form."
-        return [head, f"No distributed strategy can be predicted from {run_dir}, so nothing to rank against "
-                      f"single: {why}"], [], data
+    nothing = costmodel.nothing_distributed(preds, inputs)  # user test (helper-17): "fastest: single", alone
+    if nothing:
+        return [head, nothing], [], data
     out = [head]
     best = reached[0] if reached else None
     if best is not None:

@@ -247,7 +247,10 @@ def retarget(records: list[dict[str, Any]], target: float) -> list[dict[str, Any
         ValueError: ``target`` outside (0, 1].
     """
     if not 0.0 < target <= 1.0:
-        raise ValueError(f"--target-accuracy {target}: expected a test accuracy in (0, 1], e.g. 0.85")
+        from distbench.text import accuracy_hint
+
+        raise ValueError(f"--target-accuracy {target}: expected a test accuracy in (0, 1]"
+                         f"{accuracy_hint(target, '0.85')}")
     out = []
     for r in records:
         r = {**r, "target_accuracy": target}

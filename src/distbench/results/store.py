@@ -191,14 +191,14 @@ def append_record(run_dir: str | Path, record: dict[str, Any]) -> None:
         os.fsync(f.fileno())
 
 
-def no_answer(ran: list[dict[str, Any]]) -> str | None:
-    """Why a sweep whose new records are ``ran`` gave no answer: none ended ``ok`` (its exit
-    status is then 1, for CI and schedulers), counted by status, e.g. "no configuration of
-    this sweep ended ok (2 failed, 1 timeout)"; ``None`` when one did, or when it ran nothing
-    (a finished run resumed)."""
+def no_answer(ran: list[dict[str, Any]], what: str = "this sweep") -> str | None:
+    """Why ``ran`` (a sweep's new records, or a run's) gave no answer: none ended ``ok`` (the
+    exit status of ``run`` is then 1, for CI and schedulers), counted by status, e.g. "no
+    configuration of this sweep ended ok (2 failed, 1 timeout)"; ``None`` when one did, or
+    when there are none."""
     from collections import Counter
 
     if not ran or any(r.get("status") == "ok" for r in ran):
         return None
     counts = ", ".join(f"{n} {s}" for s, n in sorted(Counter(str(r.get("status")) for r in ran).items()))
-    return f"no configuration of this sweep ended ok ({counts})"
+    return f"no configuration of {what} ended ok ({counts})"
