@@ -275,7 +275,10 @@ def test_parse_target():
                         ("2 nodes x 4 cores, 10gbit", "'cores' is neither .*; count workers \\(processes\\), not "
                                                       "cores: e.g. \"2 nodes x 4 workers\""),
                         # user test (helper-23): "5 ns" was told it needs a unit
-                        ("4 nodes, 10gbit, 5 ns", "'5 ns' is neither .*; a latency is in us, ms or s")]:
+                        ("4 nodes, 10gbit, 5 ns", "'5 ns' is neither .*; a latency is in us, ms or s"),
+                        # user test (helper-25): "emulate" got the generic reply
+                        ("4 nodes x 2, 10gbit, emulate", "'emulate' is neither .*; for this machine's emulated "
+                                                         "cluster write the word 'emulated'")]:
         with pytest.raises(ConfigError, match=needle):
             parse_target(bad)
 

@@ -279,6 +279,8 @@ _LEFTOVER_HINTS = (  # (a word left unread, what to write instead), first match 
     (r"ns|nsec|nanoseconds", "; a latency is in us, ms or s (1 us = 1000 ns)"),  # "5 ns" was told it had no unit
     (r"[\d.e+-]+", "; a rate or a latency needs its unit (10 Gbit/s, 50 us)"),
     (r"cores?|threads?|v?cpu-?cores?", "; count workers (processes), not cores: e.g. \"2 nodes x 4 workers\""),
+    (r"emulat\w*|simulat\w*", "; for this machine's emulated cluster write the word 'emulated': \"4 nodes x 2, 10gbit, "
+                              "emulated\""),  # helper-25: "emulate" got the generic reply
 )
 
 
