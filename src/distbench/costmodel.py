@@ -454,8 +454,10 @@ def predict_strategies(run_dir: str | Path, c: Cluster, target_accuracy: float |
         lists of words).
 
     Raises:
-        ValueError: no results, no ok ``single`` record, no calibration (each naming the
-            command that makes it), a run made on a cluster (no one-host distributed row), the
+        ValueError: no results, no ok ``single`` record, no one-host distributed row, no
+            calibration, one of another run (:func:`distbench.calibrate.mismatch`) or one far
+            from ``single``'s own step (:func:`_anchored`) (each naming the command that
+            makes what is needed), a run made on a cluster (no one-host distributed row), the
             cluster splits the global batch to nothing, or a node step on an emulated cluster
             (:data:`EMULATED_NODE_STEP`).
     """
