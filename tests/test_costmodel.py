@@ -260,7 +260,11 @@ def test_missing_inputs_name_the_command_that_measures_them(run_dir, tmp_path_fa
                         'point 0 is {"threads": 1, "batch": 8, "step_s": "1"}, expected numbers'),
                        ('{"cores": 2, "points": [{"threads": 1, "batch": 8, "step_s": 0}]}', 'point 0 is {"threads": 1, "batch": 8, "step_s": 0}: step_s must be > 0'),
                        ('{"points": [{"threads": 1, "batch": 8, "step_s": 1}]}', "'cores' is None"),
-                       ("{", "not readable JSON")):
+                       ("{", "not readable JSON"),
+                       # user test (helper-26): a traceback, and "Cannot specify ',' with 's'."
+                       (json.dumps({**CAL, "workload": "abc"}), "'workload' is \"abc\", expected"),
+                       (json.dumps({**CAL, "workload": {"num_parameters": "4810"}}), "'workload' is {\"num_par"),
+                       (json.dumps({**CAL, "global_batch": "120"}), "'global_batch' is '120'")):
         (run_dir / K.CALIBRATION_FILE).write_text(text)
         with pytest.raises(ValueError) as e:
             CM.predict_strategies(run_dir, parse_target("4 nodes, 10gbit").cluster())
@@ -424,6 +428,16 @@ def test_against_says_when_singles_own_epoch_differs_and_shows_its_row(run_dir, 
                          "holds that")
     assert CM.against_mismatch(run_dir, other, parse_target("2 nodes x 1, 1gbit").cluster()).count("single took") == 0
     assert set(CM.measured_on(other, 2)) == {"single", "horovod"}  # single's own row, at its one worker
+    # helper-26: a bigger model's single is slower for its own reason, not the machine's load
+    bigger = tmp_path_factory.mktemp("bigger")
+    (bigger / "results.jsonl").write_text("".join(json.dumps({**rec(n, w, e, threads=t), "workload": {
+        **WORKLOAD, "num_parameters": 4000}}) + "\n" for n, w, e, t in (("single", 1, 0.25, 2), ("horovod", 2, 0.2, 1))))
+    text = CM.against_mismatch(run_dir, bigger, parse_target("2 nodes x 1, 1gbit, emulated").cluster())
+    assert "ran another workload" in text and "single took" not in text
+    # helper-26: single's row (1 worker) hid that the run has none at the target's count
+    res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "3 nodes x 1, 1gbit, emulated",
+                                    "--against", str(other)])
+    assert f"{other} has no ok row at 3 workers of a predicted strategy (it has 1, 2)" in " ".join(res.output.split())
     assert CM.against_mismatch(run_dir, run_dir) == ""
 
 

@@ -274,6 +274,14 @@ def _calibration_problem(doc: Any) -> str:
             return f"point {i} is {json.dumps(q)[:80]}: step_s must be > 0, batch and threads >= 1"
     if not number(doc.get("cores")) or doc["cores"] < 1:
         return f"'cores' is {doc.get('cores')!r}, expected the machine's core count"
+    if doc.get("global_batch") is not None and not number(doc["global_batch"]):
+        return f"'global_batch' is {doc['global_batch']!r}, expected the run's global batch"
+    wl = doc.get("workload")  # user test (helper-26): "abc" crashed mismatch, "4810" leaked a format error
+    if wl is not None and not (isinstance(wl, dict) and (wl.get("num_parameters") is None or number(
+            wl["num_parameters"])) and all(isinstance(wl.get(k), (str, type(None)))
+                                           for k in ("data_sha256", "initial_weights_sha256"))):
+        return (f"'workload' is {json.dumps(wl)[:80]}, expected {{data_sha256, initial_weights_sha256: text, "
+                "num_parameters: a number}")
     return ""
 
 

@@ -122,10 +122,11 @@ def no_single(run_dir: str | Path, records: list[dict[str, Any]], needs: str, wi
         return (f"{rd} has no ok 'single' record: {needs}; distbench run --strategies single --out {rd} --resume "
                 "measures it")
     why = (bad[-1].get("reason") or "").split("; ")[0]
+    why = f": {why}" if why else ""  # (helper-26: "(failed: )")
     fix = (f"distbench run {rd}/config.json --out {rd}-again measures it with the rest of the sweep, which the model "
            "needs in one run directory" if with_rest else
            f"distbench run {rd}/config.json --strategies single --out {rd}-single measures it")
-    return (f"{rd} has no ok 'single' record ({bad[-1].get('status')}: {why}): {needs}; once that is fixed, {fix} "
+    return (f"{rd} has no ok 'single' record ({bad[-1].get('status')}{why}): {needs}; once that is fixed, {fix} "
             "(a --resume keeps recorded configurations as they are)")
 
 

@@ -221,7 +221,8 @@ def _predict_target(run_dir: str, target_text: str | None, node_step: float | No
         require_results(against)
     measured = costmodel.measured_on(against, tgt.workers) if against is not None else None
     warn = costmodel.against_mismatch(run_dir, against, tgt.cluster(node_step)) if against is not None else ""
-    if against is not None and not any(p.strategy in (measured or {}) for p in preds if p.epoch_s is not None):
+    if against is not None and not any(p.strategy in (measured or {}) for p in preds  # single's own row, at 1
+                                       if p.epoch_s is not None and p.strategy != "single"):  # worker: not one (h-26)
         warn = "; ".join(w for w in (warn, f"{against} has no ok row at {tgt.workers} workers of a predicted strategy "
                                      f"(it has {', '.join(map(str, costmodel.measured_counts(against))) or 'none'})")
                          if w)
