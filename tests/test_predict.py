@@ -345,3 +345,12 @@ def test_a_cluster_run_names_the_target_it_ran_on(run_dir):
     (run_dir / "config.json").write_text(json.dumps({"cluster": {"emulate": {"hosts": 3, "bandwidth": "1gbit"}}}))
     out = " ".join(CliRunner().invoke(main, ["predict", str(run_dir), "--max-workers", "2"]).output.split())
     assert f'--target "3 nodes x 1, 1gbit, emulated" --against {run_dir}' in out
+
+
+def test_first_order_on_a_run_without_distributed_rows_names_what_measures_them(run_dir):
+    # user test (helper-26): it pointed to --target, which refuses such a run
+    only = [ln for ln in (run_dir / "results.jsonl").read_text().splitlines() if '"single"' in ln]
+    (run_dir / "results.jsonl").write_text("\n".join(only) + "\n")
+    out = " ".join(CliRunner().invoke(main, ["predict", str(run_dir), "--max-workers", "2"]).output.split())
+    assert (f"The per-strategy model (--target) calibrates from the distributed rows, which this run has none of: "
+            f"distbench run --resume --out {run_dir} --strategies all measures them") in out and "--target \"4" not in out

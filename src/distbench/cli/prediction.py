@@ -157,12 +157,18 @@ FIRST_ORDER_CAVEAT = ("first-order model: no contention, stragglers, compute/com
 def first_order_caveat(run_dir: str) -> str:
     """:data:`FIRST_ORDER_CAVEAT` for ``run_dir``; a run made on a cluster (every distributed row
     over shaped links) cannot calibrate ``--target`` (user test, helper-16: it was told to), so it
-    names a one-host run instead and ``--against`` for this one."""
+    names a one-host run instead and ``--against`` for this one; a run with no distributed row
+    names the command that measures them."""
     from distbench.calibrate import only_cluster_rows
     from distbench.costmodel import run_target
     from distbench.results.store import read_records
 
-    if not only_cluster_rows(read_records(run_dir)):
+    recs = read_records(run_dir)
+    if not any(r.get("status") == "ok" and r.get("strategy") != "single" for r in recs):  # helper-26: --target refuses
+        return (FIRST_ORDER_CAVEAT.split(" For a cluster")[0] + " The per-strategy model (--target) calibrates from "
+                "the distributed rows, which this run has none of: distbench run --resume --out "
+                f"{shlex.quote(str(run_dir))} --strategies all measures them (docs/predict.md)")
+    if not only_cluster_rows(recs):
         return FIRST_ORDER_CAVEAT.format(run_dir=shlex.quote(str(run_dir)))
     return (FIRST_ORDER_CAVEAT.split(" For a cluster")[0] + " This run was made on a cluster, which cannot "
             "calibrate the per-strategy model: predict from a one-host run of the same workload and check it "
