@@ -64,7 +64,8 @@ def _run_one(tmp_path, toml: str, strategies: str) -> tuple[list[dict], float]:
     out = tmp_path / "run"
     t0 = time.monotonic()
     cp = distbench("run", str(cfg), "--strategies", strategies, "--workers", "2", "--out", str(out))
-    assert cp.returncode == 0, cp.stderr[-2000:]
+    # every configuration of these fails: exit status 1, which CI reads
+    assert cp.returncode == 1 and "no configuration of this sweep ended ok (" in cp.stderr, cp.stderr[-2000:]
     return read_records(out), time.monotonic() - t0
 
 
