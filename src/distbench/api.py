@@ -781,7 +781,7 @@ def _check_accuracy(target_accuracy: Any) -> None:
     if target_accuracy is None or (isinstance(target_accuracy, (int, float)) and not isinstance(target_accuracy, bool)
                                    and 0 < target_accuracy <= 1):
         return
-    from distbench.text import accuracy_hint
+    from distbench.results.records import accuracy_hint
 
     raise ConfigError(f"target_accuracy={target_accuracy!r}: expected a test accuracy in (0, 1]"
                       f"{accuracy_hint(target_accuracy)}")

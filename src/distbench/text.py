@@ -54,14 +54,6 @@ def join_and(names: "list[str] | tuple[str, ...]") -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
-def accuracy_hint(value: float, example: str = "0.95") -> str:
-    """What follows "expected a test accuracy in (0, 1]" for ``value``: the fraction a
-    percentage meant (`` (a fraction: for 95% write 0.95)``), else an example."""
-    if isinstance(value, (int, float)) and 1 < value <= 100:
-        return f" (a fraction: for {value:g}% write {value / 100:g})"
-    return f", e.g. {example}"
-
-
 def rate_text(bits_per_s: float) -> str:
     """A link rate in the unit people read it in: ``10 Gbit/s``, ``100 Mbit/s``, ``10 kbit/s``
     (``bits_per_s``: bit/s; Gbit/s from 1 Gbit/s up, so 25 Gbit/s and 1 Tbit/s stay in Gbit/s)."""

@@ -188,7 +188,7 @@ def _predict_target(run_dir: str, target_text: str | None, node_step: float | No
     from distbench import costmodel
     from distbench.calibrate import ensure as ensure_calibration
     from distbench.results.advice import parse_target
-    from distbench.text import accuracy_hint
+    from distbench.results.records import accuracy_hint
 
     def named(flags: list[str], verb: str) -> str:  # "--a needs", "--a and --b need", "--a, --b and --c need"
         many = len(flags) > 1
