@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -179,22 +180,39 @@ def _env_of(pid: int) -> dict[str, str]:
     return dict(kv.decode(errors="replace").split("=", 1) for kv in raw if b"=" in kv)
 
 
+def _training_started(tmp_path: Path, strategy: str, log_name: str | None, timeout_s: int) -> tuple[Path, Any]:
+    """Start a 2-worker sweep of ``strategy`` (200 epochs) and return ``(run dir, process)``
+    once its first epoch is logged. TensorFlow's ClusterCoordinator has crashed with SIGSEGV
+    before tf_ps's first epoch in full ``make test`` runs under load (the record says so, as
+    it should; docs/architecture.md, "tf_ps chief, SIGSEGV"): then the configuration is
+    started once more. Any other early end fails, naming the output and the records' reasons."""
+    for attempt in range(2):
+        out = tmp_path / f"run{attempt}"
+        proc = subprocess.Popen([sys.executable, "-m", "distbench", "run", "--strategies", strategy, "--workers", "2",
+                                 "--epochs", "200", "--timeout", str(timeout_s), "--out", str(out)],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        key = f"{strategy}_w2_r0"
+        log = out / "logs" / key / log_name if log_name else out / "logs" / f"{key}.log"
+        t0 = time.monotonic()
+        while not (log.exists() and "epoch 1/" in log.read_text(errors="replace")) and proc.poll() is None:
+            assert time.monotonic() - t0 < 180, "training never started"
+            time.sleep(0.5)
+        if proc.poll() is None:
+            return out, proc
+        output = proc.communicate()[0].decode(errors="replace")
+        reasons = [r.get("reason") or "" for r in read_records(out)] if (out / "results.jsonl").exists() else []
+        assert attempt == 0 and any("SIGSEGV" in r for r in reasons), \
+            f"training never started: {reasons}\n{output[-3000:]}"
+    raise AssertionError("unreachable")
+
+
 @pytest.mark.integration
 @pytest.mark.parametrize("strategy,log_name,victim", [
     ("multi_worker_mirrored", "worker0.log", "worker 1"),
     ("tf_ps", None, "worker 1"),
 ])
 def test_killed_worker_gives_failed_record_and_no_leftovers(tmp_path, strategy, log_name, victim):
-    out = tmp_path / "run"
-    key = f"{strategy}_w2_r0"
-    proc = subprocess.Popen([sys.executable, "-m", "distbench", "run", "--strategies", strategy, "--workers", "2",
-                             "--epochs", "200", "--timeout", "300", "--out", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    log = out / "logs" / key / log_name if log_name else out / "logs" / f"{key}.log"
-    t0 = time.monotonic()
-    while not (log.exists() and "epoch 1/" in log.read_text(errors="replace")):
-        assert time.monotonic() - t0 < 180 and proc.poll() is None, "training never started"
-        time.sleep(0.5)
+    out, proc = _training_started(tmp_path, strategy, log_name, 300)
     job, index = victim.split()
     pids = [p for p in pids_with(str(out)) if json.loads(_env_of(p).get("TF_CONFIG", "{}") or "{}").get("task")
             == {"type": job, "index": int(index)}]
@@ -239,23 +257,8 @@ def test_user_run_tf_config_workers_write_the_record(tmp_path):
 def test_stopped_tf_ps_worker_fails_the_configuration_naming_it(tmp_path):
     """A task that is alive but never answers (SIGSTOP) would hold the coordinator until the
     configuration's timeout; the stall bound ends it soon after the stall floor (15 s for a
-    150 s configuration), naming the task. TensorFlow's ClusterCoordinator has crashed with
-    SIGSEGV in its closure thread before the first epoch, twice in full ``make test`` runs
-    under load (the record says so, as it should): then the configuration is started once more."""
-    for attempt in range(2):
-        out = tmp_path / f"run{attempt}"
-        proc = subprocess.Popen([sys.executable, "-m", "distbench", "run", "--strategies", "tf_ps", "--workers",
-                                 "2", "--epochs", "200", "--timeout", "150", "--out", str(out)],
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        log = out / "logs" / "tf_ps_w2_r0.log"
-        t0 = time.monotonic()
-        while not (log.exists() and "epoch 1/" in log.read_text(errors="replace")) and proc.poll() is None:
-            assert time.monotonic() - t0 < 180, "training never started"
-            time.sleep(0.5)
-        if proc.poll() is None:
-            break
-        reasons = [r.get("reason") or "" for r in read_records(out)] if (out / "results.jsonl").exists() else []
-        assert attempt == 0 and any("SIGSEGV" in r for r in reasons), f"training never started: {reasons}"
+    150 s configuration), naming the task."""
+    out, proc = _training_started(tmp_path, "tf_ps", None, 150)
     (pid,) = [p for p in pids_with(str(out)) if json.loads(_env_of(p).get("TF_CONFIG", "{}") or "{}").get("task")
               == {"type": "worker", "index": 1}]
     stopped_at = time.monotonic()

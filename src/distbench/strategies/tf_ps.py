@@ -201,6 +201,26 @@ def shard_orders(rows: int, epochs: int, seed: int, batch: int, workers: int, st
                      for i in range(workers)]).astype(np.int32)
 
 
+def _wait_for_workers(per_worker: Any) -> None:
+    """Wait until the coordinator's closure threads have built every worker's iterator of
+    ``per_worker`` (what ``iter(create_per_worker_dataset(...))`` returned at once), so that
+    building them (the training split travels to each worker) is not timed as training.
+
+    ``ClusterCoordinator.join`` does not wait for these per-worker resource closures, and
+    TensorFlow has no public call that does: this uses the ``RemoteValue``s'
+    ``_wait_and_maybe_error`` (TensorFlow 2.21), and does nothing where a TensorFlow
+    version lacks it (the building then falls in the first epoch, as the first
+    ``schedule`` waits behind it).
+
+    Raises:
+        tf.errors.OpError: a worker failed to build its dataset.
+    """
+    for value in getattr(per_worker, "_values", ()):
+        wait = getattr(value, "_wait_and_maybe_error", None)
+        if wait is not None:
+            wait()
+
+
 @register
 class TFParameterServer(Strategy):
     """ParameterServerStrategy: N worker and P ps server processes, coordinator in this process."""
@@ -305,7 +325,6 @@ class TFParameterServer(Strategy):
             strategy.run(replica_fn, args=(x, y))
             return tf.distribute.coordinator.experimental_get_current_worker_index()
 
-        per_worker = iter(coordinator.create_per_worker_dataset(dataset_fn))
         steps_per_epoch = n * wl.steps_per_epoch()
         handles: list[Any] = []
         loop = TrainLoop(cfg.training.epochs, model.get_weights, label="",
@@ -313,10 +332,16 @@ class TFParameterServer(Strategy):
         # Trace the step before the clock, as every strategy does: the coordinator traces a
         # scheduled function against each worker iterator's IteratorSpec, so tracing it
         # against the same spec here fills the cache the first schedule() looks up.
+        # The trace comes before create_per_worker_dataset: that call returns at once while
+        # the coordinator's closure threads build each worker's dataset remotely, and a
+        # trace on this thread at the same time ended in SIGSEGV in a closure thread (see
+        # docs/architecture.md, "tf_ps chief, SIGSEGV").
         spec = tf.data.IteratorSpec((tf.TensorSpec((B, *x_train.shape[1:]), tf.as_dtype(x_train.dtype)),
                                      tf.TensorSpec((B,), tf.as_dtype(y_train.dtype))))
         with strategy.scope():  # schedule() traces inside the strategy's scope too
             loop.trace(lambda: step.get_concrete_function(spec))
+        per_worker = iter(coordinator.create_per_worker_dataset(dataset_fn))
+        _wait_for_workers(per_worker)  # each worker's dataset is built before the clock starts
 
         def run_epoch(epoch: int) -> tuple[int, None]:
             if epoch == 0:
