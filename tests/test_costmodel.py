@@ -221,7 +221,8 @@ def test_parameter_server_windows_and_server_link(run_dir):
 
 
 def test_missing_inputs_name_the_command_that_measures_them(run_dir, tmp_path_factory):
-    with pytest.raises(ValueError, match=f"at least 128: distbench run {run_dir}/config.json --batch-size 128 "):
+    with pytest.raises(ValueError, match=("global batch of 128, which the target.s 128 and the run.s 2, 4 workers "
+                                          f"split: distbench run {run_dir}/config.json --batch-size 128 ")):
         CM.predict_strategies(run_dir, parse_target("128 nodes, 10gbit").cluster())
     # helper-12: a batch bigger than the data cannot be the fix
     with pytest.raises(ValueError, match="the data's 1280 training samples cap a target at 1280 workers"):
@@ -252,6 +253,12 @@ def test_missing_inputs_name_the_command_that_measures_them(run_dir, tmp_path_fa
     from distbench.predict import no_single
 
     assert f"--strategies single --out {empty}-single" in no_single(empty, read_records(empty), "predict needs it")
+    # user test (helper-26): a single that timed out was offered the same command again
+    (empty / "config.json").write_text(json.dumps({"run": {"timeout_s": 30}}))
+    timed_out = [new_record("run", "single", 1, 0, "timeout", reason="timed out after 30 s; it was training")]
+    said = no_single(empty, timed_out, "predict needs it", with_rest=True)
+    assert f"(timeout: timed out after 30 s): predict needs it; distbench run {empty}/config.json --timeout 120 " \
+           f"--out {empty}-again measures it" in said and "once that is fixed" not in said
     # user test (helper-25): the reasons were Python's ("('points')", "'>' not supported between ...")
     for text, said in (("{}", "no 'points': expected a non-empty list of {threads, batch, step_s}"),
                        ("[]", "a JSON list, expected an object with 'cores' and 'points'"),
@@ -326,6 +333,11 @@ def test_an_unlikely_target_is_used_but_warned_about(run_dir):
     assert parse_target("1 node x 2, emulated").warnings() == [  # user test (helper-24): dropped silently
         "one emulated host is this machine itself: 'emulated' changes nothing for one node"]
     assert parse_target("2 nodes x 4 TPUs, 10gbit").warnings()[0].startswith("TPUs are predicted as GPUs")  # h-21
+    four = parse_target("4x2@10gbit")  # user test (helper-25): the --emulate form, read as a real cluster silently
+    assert (four.nodes, four.per_node, four.emulated) == (4, 2, False) and four.warnings() == [
+        "'4x2@10gbit' is the form of --emulate; read as a real cluster of dedicated nodes: to predict this machine's "
+        "emulated cluster write \"4x2@10gbit, emulated\""]
+    assert parse_target("4x2@10gbit, emulated").warnings() == [] == parse_target("4 x 2, 10gbit").warnings()
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "2 nodes, 10 kbit/s"])
     assert res.exit_code == 0 and "distbench: warning: --target: a link of 10 kbit/s" in res.output
     res = CliRunner().invoke(main, ["advise", str(run_dir), "--target", "2 nodes, 10 kbit/s"])
@@ -346,6 +358,10 @@ def test_the_error_band_says_when_a_target_lies_outside_the_validated_cells(run_
     # user test (helper-18): GPUs went unsaid
     gpus = CM.predict_strategies(run_dir, parse_target("4 nodes x 2 GPUs, 10gbit").cluster())[1]["validated"]
     assert "8 workers, 2 workers per node, GPUs, dedicated nodes lie outside" in gpus
+    # user test (helper-26): one node (this machine's own kind) was "dedicated nodes"
+    one = CM.predict_strategies(run_dir, parse_target("1 node x 2").cluster())[1]["validated"]
+    assert one.endswith("this target's 1 node, 2 workers per node lie outside those cells, which the band does not "
+                        "cover")
 
 
 def test_advise_target_names_the_predicted_leader(run_dir):
@@ -869,6 +885,12 @@ def test_advise_target_needs_a_distributed_strategy_and_a_batch_the_target_split
     assert adv.target_recommended is None and not (adv.next_command or "").count("--emulate")
     assert any(t.startswith(f"No prediction: {run_dir} was made on a cluster: the model calibrates each strategy "
                             "from one-host rows, and it has none") for t in adv.target)
+    assert adv.target_refused.startswith(f"{run_dir} was made on a cluster")
+    assert adv.to_dict()["target_refused"] == adv.target_refused and adv.to_dict()["target_predictions"] is None
+    # user test (helper-26): advise --target exited 0 with the prediction refused (predict exits 2)
+    res = CliRunner().invoke(main, ["advise", str(run_dir), "--target", "4 nodes x 2, 10gbit"])
+    assert res.exit_code == 2 and "distbench: advise: no prediction for --target:" in res.output
+    assert res.output.startswith(adv.headline[:40])  # the advice itself is printed first
     # one-host rows of strategies with no cluster form only (mirrored): nothing distributed to rank either
     mirrored = [r for r in recs if r["strategy"] == "single"] + [{**rec("mirrored", 2, 0.15, threads=2), "repeat": i}
                                                                  for i in range(3)]
@@ -877,13 +899,15 @@ def test_advise_target_needs_a_distributed_strategy_and_a_batch_the_target_split
     assert adv.target_recommended is None and any(t.startswith(
         f"No distributed strategy can be predicted from {run_dir}, so nothing to rank against single: Not predicted "
         "(one process on one machine's devices") for t in adv.target)
+    assert adv.target_refused.startswith("No distributed strategy can be predicted")
     assert "distbench advise ONE_HOST_RUN --target" in " ".join(advise(shaped, str(run_dir)).reasons)
     # user test (helper-17): 64 samples over 3 workers was predicted silently, and Run next measured it (refused)
     (run_dir / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
     adv = advise(recs, str(run_dir), parse_target("3 nodes, 1gbit"))
     assert "the run's global batch of 64 split over 3 workers (21.3 samples each), which a run cannot do: " \
            "a run on the target itself needs a global batch its 3 workers split (66); a one-host run to predict " \
-           f"from at such a batch: distbench run {run_dir}/config.json --batch-size 72 --out NEW_RUN_DIR" in " ".join(
+           "from at a global batch of 72, which the target's 3 and the run's 2, 4 workers split: " \
+           f"distbench run {run_dir}/config.json --batch-size 72 --out NEW_RUN_DIR" in " ".join(
                adv.target)  # helper-24: read as the one-host run's batch, which its 4 workers could not split
     assert "--emulate" not in (adv.next_command or "")
 

@@ -206,11 +206,13 @@ def no_workload(run_dir: str | Path) -> str:
             f"run and use it: distbench run {run_dir}/config.json --out NEW_RUN_DIR")
 
 
-def only_cluster_rows(records: list[dict[str, Any]]) -> bool:
-    """Every ok distributed record ran over an emulated cluster's links (none on one host):
-    such a run cannot calibrate the cost model, which calibrates from one-host rows."""
+def distributed_rows(records: list[dict[str, Any]]) -> str:
+    """Where ``records``' ok distributed rows (any strategy but ``single``) ran: ``"none"``
+    (there are none), ``"cluster"`` (every one over an emulated cluster's shaped links) or
+    ``"one-host"`` (at least one on this host). The cost model calibrates from one-host rows
+    only: a ``"none"`` or ``"cluster"`` run cannot calibrate it."""
     multi = [r for r in records if r.get("status") == "ok" and r.get("strategy") != "single"]
-    return bool(multi) and all(r.get("bandwidth") for r in multi)
+    return "none" if not multi else "cluster" if all(r.get("bandwidth") for r in multi) else "one-host"
 
 
 def ensure(run_dir: str | Path) -> None:
@@ -226,8 +228,7 @@ def ensure(run_dir: str | Path) -> None:
         return
     recs = read_records(rd)
     ok = [r for r in recs if r.get("status") == "ok"]
-    if (not any(r.get("strategy") == "single" for r in ok) or only_cluster_rows(recs)
-            or not any(r.get("strategy") != "single" and not r.get("bandwidth") for r in ok)):
+    if not any(r.get("strategy") == "single" for r in ok) or distributed_rows(recs) != "one-host":
         return  # the cost model refuses such a run (naming the command): nothing to calibrate for (helper-25)
     print(f"measuring this machine's compute per step for the cost model (once: {rd / CALIBRATION_FILE}) ...",
           file=sys.stderr, flush=True)

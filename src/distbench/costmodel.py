@@ -85,7 +85,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from distbench.calibrate import CALIBRATION_FILE, compute_s, mismatch, no_workload, only_cluster_rows, read_calibration
+from distbench.calibrate import CALIBRATION_FILE, compute_s, distributed_rows, mismatch, no_workload, read_calibration
 from distbench.cluster.emulated import EMULATED_VETH_BPS, tbf_burst_bytes
 from distbench.predict import epoch_s, no_single
 from distbench.text import duration_text, link_text, rate_text, seconds_text
@@ -482,7 +482,7 @@ def predict_strategies(run_dir: str | Path, c: Cluster, target_accuracy: float |
         assumed.append(f"the run's global batch of {B} split over {c.workers} workers ({B / c.workers:.3g} samples "
                        f"each), which a run cannot do: a run on the target itself needs a global batch its "
                        f"{c.workers} workers split ({-(-B // c.workers) * c.workers})"
-                       + (f"; a one-host run to predict from at such a batch: {command}" if command else ""))
+                       + (f"; a one-host run to predict from at a global batch of {command}" if command else ""))
     out = [_single(single, cal, B, steps, cores, speed)]
     gpu_threads = single.threads if c.gpus and not c.emulated else None
     names = sorted({s for s, _ in rows if s != "single" and (s in RING or s == "tf_ps" or s.startswith(PS_FAMILIES)
@@ -559,20 +559,24 @@ def _unsplit(rd: str, recs: Sequence[dict[str, Any]], B: int, n_train: int, work
                 f"over a worker count of the run ({', '.join(map(str, counts))}): ask about a worker "
                 "count the run's counts divide, or measure with more data")
     return (f"the target's {workers} workers cannot split the run's global batch of {B} samples "
-            f"(each worker needs 1 or more): run again with a global batch of at least {workers}: {command}")
+            f"(each worker needs 1 or more): run again with a global batch of {command}")
 
 
 def _rebatch_command(rd: str, recs: Sequence[dict[str, Any]], B: int, n_train: int, workers: int
                      ) -> tuple[str | None, list[int]]:
     """The one-host run at a global batch that ``workers`` and the run's own worker counts
-    split (:func:`one_host_batch`; ``None`` when none fits the data), and those counts."""
+    split (:func:`one_host_batch`; ``None`` when none fits the data), as "``BATCH``, which
+    ... split: ``COMMAND``", and those counts."""
     counts = sorted({int(r["workers"]) for r in recs if int(r.get("workers") or 1) > 1 and not r.get("bandwidth")})
     found = one_host_batch(B, workers, counts, n_train)  # helper-23/24: one the run's worker counts split too
     if found is None:
         return None, counts
     nb, keep = found
     flag = f" --workers {','.join(map(str, keep))}" if keep != counts else ""
-    return f"distbench run {rd}/config.json --batch-size {nb}{flag} --out NEW_RUN_DIR", counts
+    split = f"the target's {workers} and the run's {', '.join(map(str, keep))} workers" if keep else \
+        f"the target's {workers} workers"  # user test (helper-26): 600 for 200 nodes went unexplained
+    return f"{nb}, which {split} split: distbench run {rd}/config.json --batch-size {nb}{flag} --out NEW_RUN_DIR", \
+        counts
 
 
 def one_host_batch(batch: int, workers: int, counts: Sequence[int], n_train: int) -> tuple[int, list[int]] | None:
@@ -604,12 +608,12 @@ def _calibrated_run(rd: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]
     singles = [r for r in recs if r.get("strategy") == "single" and r.get("status") == "ok"]
     if not singles:
         raise ValueError(no_single(rd, recs, "the model needs single's step", with_rest=True))
-    if only_cluster_rows(recs):  # user test (helper-18): it calibrated for 20 s, then predicted single alone
+    rows = distributed_rows(recs)
+    if rows == "cluster":  # user test (helper-18): it calibrated for 20 s, then predicted single alone
         raise ValueError(f"{rd} was made on a cluster: the model calibrates each strategy from one-host rows, and it "
                          "has none; predict from a one-host run of this workload and check it against this one: "
                          f"distbench predict ONE_HOST_RUN --target \"{run_target(rd)}\" --against {rd}")
-    if not any(r.get("status") == "ok" and r.get("strategy") != "single" and not r.get("bandwidth") for r in recs):
-        # user test (helper-25): it calibrated for 20 s, then ranked single alone and exited 0
+    if rows == "none":  # user test (helper-25): it calibrated for 20 s, then ranked single alone and exited 0
         raise ValueError(f"{rd} has no distributed row to calibrate the model from (no strategy but single ended ok "
                          f"on one host): distbench run --resume --out {rd} --strategies all measures them into it")
     cal = read_calibration(rd)
@@ -668,7 +672,7 @@ def _beyond_validation(c: Cluster) -> str:
                             (f"{c.per_node} workers per node", c.per_node != 1),
                             ("GPUs", c.gpus and not c.emulated),
                             (rate_text(c.bandwidth_Bps * 8), c.nodes > 1 and not 1e8 <= c.bandwidth_Bps * 8 <= 1e10),
-                            ("dedicated nodes", not c.emulated)) if off]
+                            ("dedicated nodes", not c.emulated and c.nodes > 1)) if off]  # helper-26: one node
     return f"; this target's {', '.join(out)} lie outside those cells, which the band does not cover" if out else ""
 
 

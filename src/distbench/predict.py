@@ -123,11 +123,25 @@ def no_single(run_dir: str | Path, records: list[dict[str, Any]], needs: str, wi
                 "measures it")
     why = (bad[-1].get("reason") or "").split("; ")[0]
     why = f": {why}" if why else ""  # (helper-26: "(failed: )")
-    fix = (f"distbench run {rd}/config.json --out {rd}-again measures it with the rest of the sweep, which the model "
-           "needs in one run directory" if with_rest else
-           f"distbench run {rd}/config.json --strategies single --out {rd}-single measures it")
-    return (f"{rd} has no ok 'single' record ({bad[-1].get('status')}{why}): {needs}; once that is fixed, {fix} "
-            "(a --resume keeps recorded configurations as they are)")
+    timeout = _longer_timeout(rd) if bad[-1].get("status") == "timeout" else ""  # helper-26: the same command again
+    fix = (f"distbench run {rd}/config.json{timeout} --out {rd}-again measures it with the rest of the sweep, which "
+           "the model needs in one run directory" if with_rest else
+           f"distbench run {rd}/config.json --strategies single{timeout} --out {rd}-single measures it")
+    return (f"{rd} has no ok 'single' record ({bad[-1].get('status')}{why}): {needs}; "
+            + ("" if timeout else "once that is fixed, ") + f"{fix} (a --resume keeps recorded configurations as "
+            "they are)")
+
+
+def _longer_timeout(run_dir: str) -> str:
+    """`` --timeout S`` with 4x the run's per-configuration limit (its config.json's
+    ``run.timeout_s``; 4x 900 s where that is unreadable), for a ``single`` that timed out."""
+    import json
+
+    try:
+        limit = float(json.loads((Path(run_dir) / "config.json").read_text())["run"]["timeout_s"])
+    except (OSError, ValueError, KeyError, TypeError):
+        limit = 900.0
+    return f" --timeout {4 * limit:g}"
 
 
 def ring_allreduce_s(workers: int, model_bytes: float, bandwidth_Bps: float, latency_s: float) -> float:

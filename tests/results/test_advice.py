@@ -504,3 +504,16 @@ def test_a_lead_made_of_the_runner_ups_warm_up_is_no_advice():
     for r in records:  # even warm-ups: the lead stands
         r["curve"][0]["elapsed_s"] = r["curve"][1]["elapsed_s"] / 2
     assert advise(records, "runs/x").verdict != "warmup"
+
+
+def test_a_baseline_that_failed_is_said():
+    # user test (helper-26): advise on a run whose single failed said nothing of it
+    records = runs("horovod", 2, [1.0, 1.1, 1.2]) + runs("mpi_ps:adag", 2, [1.9, 2.0, 2.1])
+    failed = records + [rec("single", 1, 0, None, status="failed", reason="exit code 1 (ValueError: boom); log")]
+    said = [r for r in advise(failed, "runs/x").reasons if "baseline" in r]
+    assert said == ["The baseline single did not end ok here (failed: exit code 1 (ValueError: boom)): no speed-up "
+                    "or scaling efficiency is computed, and --target cannot predict; see report.md's \"Not run or "
+                    "failed\"."]
+    assert not any("baseline" in r for r in advise(records, "runs/x").reasons)  # not run at all: nothing to say
+    ok = failed + runs("single", 1, [2.0])  # a later repeat ended ok
+    assert not any("baseline" in r for r in advise(ok, "runs/x").reasons)

@@ -159,16 +159,16 @@ def first_order_caveat(run_dir: str) -> str:
     over shaped links) cannot calibrate ``--target`` (user test, helper-16: it was told to), so it
     names a one-host run instead and ``--against`` for this one; a run with no distributed row
     names the command that measures them."""
-    from distbench.calibrate import only_cluster_rows
+    from distbench.calibrate import distributed_rows
     from distbench.costmodel import run_target
     from distbench.results.store import read_records
 
-    recs = read_records(run_dir)
-    if not any(r.get("status") == "ok" and r.get("strategy") != "single" for r in recs):  # helper-26: --target refuses
+    rows = distributed_rows(read_records(run_dir))
+    if rows == "none":  # helper-26: --target refuses it
         return (FIRST_ORDER_CAVEAT.split(" For a cluster")[0] + " The per-strategy model (--target) calibrates from "
                 "the distributed rows, which this run has none of: distbench run --resume --out "
                 f"{shlex.quote(str(run_dir))} --strategies all measures them (docs/predict.md)")
-    if not only_cluster_rows(recs):
+    if rows == "one-host":
         return FIRST_ORDER_CAVEAT.format(run_dir=shlex.quote(str(run_dir)))
     return (FIRST_ORDER_CAVEAT.split(" For a cluster")[0] + " This run was made on a cluster, which cannot "
             "calibrate the per-strategy model: predict from a one-host run of the same workload and check it "

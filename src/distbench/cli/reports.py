@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -137,3 +138,6 @@ def advise(run_dir: str, target: str | None, target_accuracy: float | None, node
         from distbench.results.terminal import output_width, wrap_text
 
         click.echo(wrap_text(adv.to_text(), output_width()))
+    if adv.target_refused:  # user test (helper-26): exit 0 though the prediction asked for was refused
+        click.echo(f"distbench: advise: no prediction for --target: {adv.target_refused}", err=True)
+        sys.exit(2)

@@ -84,7 +84,8 @@ class Target:
     def warnings(self) -> list[str]:
         """Sentences about parts of the target that are legal but unlikely to be meant: a rate
         under 1 Mbit/s or over 1 Tbit/s, a latency over 100 ms, a latency on an emulated
-        cluster (which shapes the rate only), one emulated node. Empty when none applies."""
+        cluster (which shapes the rate only), one emulated node, the ``--emulate`` form
+        (``4x2@10gbit``) without ``emulated``. Empty when none applies."""
         bits, out = self.bandwidth_Bps * 8, []
         if self.gpus and self.devices == "TPUs":  # user test (helper-21)
             out.append("TPUs are predicted as GPUs: a device per worker, computing its share of the batch as "
@@ -105,6 +106,9 @@ class Target:
         elif bits > 1e12:
             out.append(f"a link of {bits / 1e12:g} Tbit/s is faster than today's NICs (up to 0.8 Tbit/s): did you "
                        "mean Gbit/s?")
+        if not self.emulated and re.fullmatch(r"\s*\d+\s*x\s*\d+\s*@\s*\S+\s*", self.text, re.IGNORECASE):
+            out.append(f"{self.text.strip()!r} is the form of --emulate; read as a real cluster of dedicated nodes: "
+                       f"to predict this machine's emulated cluster write \"{self.text.strip()}, emulated\"")
         if self.latency_s > 0.1:
             out.append(f"a latency of {self.latency_s:g} s per message is over 1000x a datacentre's (tens of "
                        "microseconds): check its unit (us, ms or s)")
@@ -351,6 +355,10 @@ class Advice:
             band) and ``tied`` (the two leaders, where their predicted times to target are within
             :data:`PREDICTED_TIE` of each other; absent otherwise); empty without a prediction
             (serialised as ``null`` when a target was given, absent without one).
+        target_refused: why the ``--target`` prediction was refused (the run has no
+            distributed row, no ok ``single``, a calibration of another run, ...), else
+            ``None``; ``distbench advise --target`` then exits 2 after printing the advice
+            (serialised when a target was given).
         costs: ``(strategy, what it needs installed and running)`` for each candidate.
         unavailable: ``(strategy, reason)`` for each strategy that never ran here.
         next_command: the ``distbench run`` command that would measure what is missing.
@@ -374,6 +382,7 @@ class Advice:
     scope: str = ""
     target_recommended: str | None = None
     target_predictions: dict[str, Any] = field(default_factory=dict)
+    target_refused: str | None = None
     compared: list[ConfigSummary] = field(default_factory=list, repr=False)
     short: list[ConfigSummary] = field(default_factory=list, repr=False)
 
@@ -384,7 +393,8 @@ class Advice:
                 "costs": dict(self.costs), "unavailable": dict(self.unavailable), "next_command": self.next_command,
                 "scope": self.scope, "target_recommended": self.target_recommended,
                 "compared": [{"strategy": c.strategy, "workers": c.workers} for c in self.compared],
-                **({"target_predictions": self.target_predictions or None} if self.target else {})}
+                **({"target_predictions": self.target_predictions or None, "target_refused": self.target_refused}
+                   if self.target else {})}
 
     def lines(self) -> list[tuple[str, list[str]]]:
         """``(heading, items)`` blocks in reading order (empty blocks left out)."""
@@ -531,9 +541,25 @@ def advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, tar
     every strategy on ``target`` whatever the verdict (:func:`_advise` gives the verdict).
     Arguments, return value: as :func:`_advise`."""
     adv = _advise(records, run_dir, target, min_repeats)
+    baseline = _baseline_missing(records)
+    if baseline and "single" not in dict(adv.unavailable):  # user test (helper-26): a failed single went unsaid
+        adv.reasons.append(baseline)
     if target is not None and not adv.target:  # a verdict that returned early (no target reached, ...)
         _add_target(adv, target, None if run_dir is None else str(run_dir), records)
     return adv
+
+
+def _baseline_missing(records: list[dict[str, Any]]) -> str:
+    """A sentence when ``single`` was run but never ended ok (its last status and reason):
+    no speed-up or scaling efficiency can be computed, and ``--target`` cannot predict;
+    ``""`` otherwise."""
+    singles = [r for r in records if r.get("strategy") == "single"]
+    if not singles or any(r.get("status") == "ok" for r in singles):
+        return ""
+    last = singles[-1]
+    why = (last.get("reason") or "").split("; ")[0]
+    return (f"The baseline single did not end ok here ({last.get('status')}{': ' + why if why else ''}): no speed-up "
+            "or scaling efficiency is computed, and --target cannot predict; see report.md's \"Not run or failed\".")
 
 
 def _advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, target: Target | None = None,
@@ -741,10 +767,11 @@ def _verdict(adv: Advice, ranked: list[ConfigSummary], single: ConfigSummary | N
             wl = next((r.get("workload") or {} for r in lead.records), {})
             adv.headline = (f"Recommended: single. No distributed strategy beats one device on this workload here; "
                             f"the runner-up is {second.label if second else 'none'}.")
-            from distbench.calibrate import only_cluster_rows
+            from distbench.calibrate import distributed_rows
 
-            one_host = "ONE_HOST_RUN" if only_cluster_rows(lead.records + (second.records if second else [])) \
-                else shlex.quote(rd or "RUN_DIR")  # user test (helper-17): a cluster run cannot calibrate it
+            rows = distributed_rows(lead.records + (second.records if second else []))
+            one_host = "ONE_HOST_RUN" if rows == "cluster" else shlex.quote(rd or "RUN_DIR")  # helper-17: a cluster
+            # run cannot calibrate it
             predict = ("see Target" if has_target else  # the Target block exists only with --target
                        f"distbench advise {one_host} --target '8 nodes x 4 GPUs, 25 Gbit/s' predicts one"
                        + (" from a one-host run of this workload" if one_host == "ONE_HOST_RUN" else ""))
@@ -887,19 +914,19 @@ def _target_sentences(target: Target, run_dir: str | None, records: list[dict[st
             f"{link_text(target.bandwidth_Bps if target.nodes > 1 else math.inf, target.latency_s)}"
             + (", emulated on this machine." if target.emulated else "."))
     if run_dir is None:
-        return [head, "No prediction: the run directory is unknown."], [], {}
+        return [head, "No prediction: the run directory is unknown."], [], {"refused": "the run directory is unknown"}
     try:
         acc = next((r.get("target_accuracy") for r in records if r.get("target_accuracy")), None)
         preds, inputs = costmodel.predict_strategies(run_dir, target.cluster(), acc)  # as the records are scored
     except ValueError as e:
-        return [head, f"No prediction: {e}."], [], {}
+        return [head, f"No prediction: {e}."], [], {"refused": str(e)}
     acc = inputs["target_accuracy"]
     ranked = [p for p in preds if p.rank]
     reached = [p for p in ranked if p.time_to_target_s is not None]
     data = {"target": target.data(), "inputs": inputs, "strategies": [dict(p.__dict__) for p in preds]}
     nothing = costmodel.nothing_distributed(preds, inputs)  # user test (helper-17): "fastest: single", alone
     if nothing:
-        return [head, nothing], [], data
+        return [head, nothing], [], {**data, "refused": nothing}
     out = [head]
     best = reached[0] if reached else None
     if best is not None:
@@ -956,6 +983,7 @@ def _add_target(adv: Advice, target: Target, rd: str | None, records: list[dict[
     ``target_predictions["run_next"]`` says it as data (``command``, ``predicted_train_s``,
     ``why``; ``command`` null with the reason where there is none)."""
     adv.target, leaders, adv.target_predictions = _target_sentences(target, rd, records)
+    adv.target_refused = adv.target_predictions.pop("refused", None)
     adv.target_recommended = leaders[0] if leaders else None
     for name in leaders[:2]:  # user test (helper-16): the costs named this host's runner-up, not the target's
         if name not in dict(adv.costs):
