@@ -57,7 +57,10 @@ def test_a_one_host_batch_splits_over_the_target_and_the_runs_worker_counts():
     assert CM.one_host_batch(120, 7, [2, 3, 4], 1437) == (168, [2, 3, 4])
     assert CM.one_host_batch(120, 512, [2, 3, 4], 1437) == (512, [2, 4])  # 1,536 is past the data: --workers 2,4
     assert CM.one_host_batch(120, 1293, [2, 3, 4], 1437) == (1293, [3])  # 1293 = 3 x 431
-    assert CM.one_host_batch(120, 1291, [2, 3, 4], 1437) is None  # a prime: no count of the run divides it
+    assert CM.one_host_batch(120, 1291, [2, 3, 4], 1437) is None  # a prime: 2 x 1291 is past the data
+    # user test (helper-27): a prime target found none (no count divides it) though 2 x 121 fits, and 4 x 121
+    assert CM.one_host_batch(120, 121, [2, 3, 4], 1293) == (484, [2, 4])
+    assert CM.one_host_batch(120, 250, [2, 3, 4], 1293) == (500, [2, 4])  # was 250 with 2 alone
 
 
 def test_a_target_no_one_host_batch_fits_says_so(run_dir):
@@ -338,6 +341,13 @@ def test_an_unlikely_target_is_used_but_warned_about(run_dir):
         "'4x2@10gbit' is the form of --emulate; read as a real cluster of dedicated nodes: to predict this machine's "
         "emulated cluster write \"4x2@10gbit, emulated\""]
     assert parse_target("4x2@10gbit, emulated").warnings() == [] == parse_target("4 x 2, 10gbit").warnings()
+    assert "is the form of --emulate" in parse_target("4x2@10gbit, 50us").warnings()[0]  # helper-27
+    # user test (helper-27): Results.advise said nothing of them, advise --json had no field for them
+    from distbench.api import Results
+
+    with pytest.warns(UserWarning, match="is the form of --emulate"):
+        adv = Results(run_dir).advise(target="4x2@10gbit")
+    assert adv.to_dict()["target_warnings"] == four.warnings()
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "2 nodes, 10 kbit/s"])
     assert res.exit_code == 0 and "distbench: warning: --target: a link of 10 kbit/s" in res.output
     res = CliRunner().invoke(main, ["advise", str(run_dir), "--target", "2 nodes, 10 kbit/s"])
@@ -501,6 +511,12 @@ def test_strategies_without_a_cluster_form_are_named_not_dropped(run_dir):
     assert "mirrored" not in by_name(preds) and inputs["not_predicted"] == ["mirrored"]
     assert "Not predicted (one process on one machine's devices, no form on a cluster of nodes): mirrored." in \
         CM.describe("4 nodes x 2, 10gbit", c, inputs)
+    # user test (helper-27): a strategy from a plugin was "one machine's devices", on one node too
+    text = CM.not_predicted_text({"not_predicted": ["mirrored", "my_plugin:foo"], "run_dir": "r"})
+    assert text == ("Not predicted (one process on one machine's devices, no form on a cluster of nodes): mirrored. "
+                    "Not predicted (no cost model for it: the model knows ring allreduce (multi_worker_mirrored, "
+                    "horovod, horovod_mpi, keras_jax:multi_process), tf_ps and the parameter servers (spark_ps:*, "
+                    "mpi_ps:*)): my_plugin:foo.")
     # user test (helper-12): on one node (a machine's devices) it is a candidate, at its measured step
     preds, inputs = CM.predict_strategies(run_dir, parse_target("2 GPUs, 10gbit").cluster())
     m = by_name(preds)["mirrored"]
@@ -897,8 +913,11 @@ def test_advise_target_needs_a_distributed_strategy_and_a_batch_the_target_split
     (run_dir / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in mirrored))
     adv = advise(mirrored, str(run_dir), parse_target("4 nodes x 2, 10gbit"))
     assert adv.target_recommended is None and any(t.startswith(
-        f"No distributed strategy can be predicted from {run_dir}, so nothing to rank against single: Not predicted "
+        f"No distributed strategy can be predicted from {run_dir}, so nothing to rank against single. Not predicted "
         "(one process on one machine's devices") for t in adv.target)
+    # user test (helper-27): it named no command
+    assert f"distbench run --resume --out {run_dir} --strategies horovod,multi_worker_mirrored,mpi_ps:adag measures " \
+        "strategies the model predicts on a cluster" in adv.target_refused
     assert adv.target_refused.startswith("No distributed strategy can be predicted")
     assert "distbench advise ONE_HOST_RUN --target" in " ".join(advise(shaped, str(run_dir)).reasons)
     # user test (helper-17): 64 samples over 3 workers was predicted silently, and Run next measured it (refused)
@@ -1019,11 +1038,15 @@ def test_a_calibration_of_another_workload_or_machine_is_refused_with_the_comman
     target = parse_target("4 nodes, 1gbit").cluster()
     fix = f"remove {run_dir / K.CALIBRATION_FILE} and run 'distbench calibrate {run_dir}'"
     for doc, said in (({**CAL, "workload": {**own, "num_parameters": 4810}},
-                       "another workload (4,810 parameters against the run's 1,000)"),
-                      ({**CAL, "workload": {**own, "data_sha256": "d2"}}, "another workload (data_sha256 differ)"),
-                      ({**CAL, "global_batch": 120}, "a global batch of 120, the run's is 64"),
+                       "another run (4,810 parameters against the run's 1,000)"),
+                      ({**CAL, "workload": {**own, "data_sha256": "d2"}}, "another run (data_sha256 differs)"),
+                      ({**CAL, "global_batch": 120}, "another run (a global batch of 120 against the run's 64)"),
                       ({**CAL, "cpu": "Intel Xeon", "workload": own},
-                       "another machine (2 x Intel Xeon) than its runs (2 x AMD EPYC)")):
+                       "another run (another machine (2 x Intel Xeon) than its runs' (2 x AMD EPYC))"),
+                      # user test (helper-27): only the first difference was named
+                      ({**CAL, "global_batch": 120, "workload": {**own, "num_parameters": 4810, "data_sha256": "d2"}},
+                       "another run (4,810 parameters against the run's 1,000; data_sha256 differs; a global batch "
+                       "of 120 against the run's 64)")):
         (run_dir / K.CALIBRATION_FILE).write_text(json.dumps(doc))
         with pytest.raises(ValueError) as e:
             CM.predict_strategies(run_dir, target)
@@ -1067,5 +1090,11 @@ def test_predict_of_a_run_with_no_distributed_row_is_refused_before_calibrating(
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "4 nodes x 2, 10gbit"])
     assert res.exit_code == 2 and not (run_dir / K.CALIBRATION_FILE).exists(), res.output
     assert (f"distbench: error: predict: {run_dir} has no distributed row to calibrate the model from (no strategy but "
-            f"single ended ok on one host): distbench run --resume --out {run_dir} --strategies all measures them "
-            "into it") in " ".join(res.output.split()), res.output
+            f"single ran): distbench run --resume --out {run_dir} --strategies horovod,multi_worker_mirrored,"
+            "mpi_ps:adag measures some into it") in " ".join(res.output.split()), res.output
+    # user test (helper-27): a distributed row that failed went unsaid, and --resume keeps it
+    failed = new_record("run", "horovod", 2, 0, "failed", reason="horovodrun exited 1; log tail")
+    said = CM.no_distributed(run_dir, [failed])
+    assert said == (f"{run_dir} has no distributed row to calibrate the model from: horovod failed (horovodrun exited "
+                    f"1); once that is fixed, distbench run {run_dir}/config.json --out {run_dir}-again measures them "
+                    "with single (a --resume keeps recorded configurations as they are)")

@@ -352,5 +352,7 @@ def test_first_order_on_a_run_without_distributed_rows_names_what_measures_them(
     only = [ln for ln in (run_dir / "results.jsonl").read_text().splitlines() if '"single"' in ln]
     (run_dir / "results.jsonl").write_text("\n".join(only) + "\n")
     out = " ".join(CliRunner().invoke(main, ["predict", str(run_dir), "--max-workers", "2"]).output.split())
-    assert (f"The per-strategy model (--target) calibrates from the distributed rows, which this run has none of: "
-            f"distbench run --resume --out {run_dir} --strategies all measures them") in out and "--target \"4" not in out
+    assert (f"The per-strategy model (--target) calibrates from the distributed rows: {run_dir} has no distributed row "
+            f"to calibrate the model from (no strategy but single ran): distbench run --resume --out {run_dir} "
+            "--strategies horovod,multi_worker_mirrored,mpi_ps:adag measures some into it") in out \
+        and "--target \"4" not in out

@@ -667,6 +667,8 @@ class Results:
         if target is not None:
             ensure(self.run_dir)
         tgt = parse_target(target, "target=") if target is not None else None
+        for line in tgt.warnings() if tgt is not None else []:  # user test (helper-27): said by predict only
+            warnings.warn(f"target={target!r}: {line}", stacklevel=2)
         if node_step is not None:
             if tgt is None:
                 raise ConfigError("node_step= needs target= (the cluster whose node it was measured on)")

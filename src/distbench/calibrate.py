@@ -182,21 +182,22 @@ def mismatch(doc: dict[str, Any], single: dict[str, Any], run_dir: str | Path) -
     theirs = {"data_sha256": wl.get("data_sha256"), "initial_weights_sha256": single.get("initial_weights_sha256"),
               "num_parameters": wl.get("num_parameters")}
     differ = [k for k, v in mine.items() if v is not None and theirs.get(k) is not None and v != theirs[k]]
-    if differ:
-        what = (f"{mine['num_parameters']:,} parameters against the run's {theirs['num_parameters']:,}"
-                if "num_parameters" in differ else ", ".join(differ) + " differ")
-        return f"{run_dir}'s calibration was measured on another workload ({what}): {fix}"
+    said = []  # every difference, not the first only (user test, helper-27)
+    if "num_parameters" in differ:
+        said.append(f"{mine['num_parameters']:,} parameters against the run's {theirs['num_parameters']:,}")
+    said += [f"{k} differs" for k in differ if k != "num_parameters"]
     if doc.get("global_batch") not in (None, single.get("global_batch_size")):
-        return (f"{run_dir}'s calibration was measured for a global batch of {doc['global_batch']}, the run's is "
-                f"{single.get('global_batch_size')}: {fix}")
+        said.append(f"a global batch of {doc['global_batch']} against the run's {single.get('global_batch_size')}")
     prov = single.get("provenance") or {}
     here = (doc.get("cpu"), doc.get("cores"))
     there = (prov.get("cpu_model"), prov.get("cpu_count"))
-    if None not in here and None not in there and here != there:
-        return (f"{run_dir}'s calibration was measured on another machine ({here[1]} x {here[0]}) than its runs "
-                f"({there[1]} x {there[0]}): the cost model subtracts it from the runs' steps; {fix} on the "
-                "machine that made the run")
-    return None
+    machine = None not in here and None not in there and here != there
+    if machine:
+        said.append(f"another machine ({here[1]} x {here[0]}) than its runs' ({there[1]} x {there[0]})")
+    if not said:
+        return None
+    return (f"{run_dir}'s calibration was measured for another run ({'; '.join(said)}): the cost model subtracts it "
+            f"from the runs' steps; {fix}" + (" on the machine that made the run" if machine else ""))
 
 
 def no_workload(run_dir: str | Path) -> str:

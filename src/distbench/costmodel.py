@@ -78,6 +78,7 @@ starts every configuration's processes anew.
 
 from __future__ import annotations
 
+import itertools
 import math
 import shlex
 import statistics
@@ -95,6 +96,8 @@ RING = ("multi_worker_mirrored", "horovod", "horovod_mpi", "keras_jax:multi_proc
 ONE_MACHINE = ("mirrored", "keras_jax:data_parallel")
 """One process driving one machine's devices: predicted for a one-node target only (no link;
 its framework cost from its own rows as any strategy's), named as not predicted otherwise."""
+CLUSTER_EXAMPLES = ("horovod", "multi_worker_mirrored", "mpi_ps:adag")
+"""Strategies a run without any the model predicts on a cluster is told to measure."""
 PS_FAMILIES = ("spark_ps:", "mpi_ps:")
 SYNC_PS = ("easgd", "averaging")
 
@@ -584,21 +587,40 @@ def one_host_batch(batch: int, workers: int, counts: Sequence[int], n_train: int
     run's ``batch`` does not split over them: the smallest multiple of the least common
     multiple of ``workers`` and every worker count in ``counts`` (the run's own, which
     ``distbench run`` requires to split it too) that is at least ``batch``; where that
-    exceeds ``n_train`` training samples (0: unknown, no limit), the same over only the
-    counts that divide ``workers``.
+    exceeds ``n_train`` training samples (0: unknown, no limit), the same over as many of
+    the counts as fit (the smallest such batch among equally many; user test, helper-27:
+    121 workers over counts 2, 3, 4 found none where 484 keeps 2 and 4).
 
     Returns:
-        ``(global batch, the counts kept)``, or ``None`` when none fits within ``n_train``
-        (or no count of the run divides ``workers`` where they all do not fit).
+        ``(global batch, the counts kept)``, or ``None`` when not even one count fits
+        within ``n_train`` (a run without multi-worker rows predicts nothing).
     """
-    for attempt in (list(counts), [w for w in counts if workers % w == 0]):
-        if not attempt and counts:  # none divides: a run without multi-worker rows predicts nothing
-            break
-        step = math.lcm(workers, *attempt)
-        nb = -(-max(batch, 1) // step) * step
-        if not n_train or nb <= n_train:
-            return nb, list(attempt)
+    for size in range(len(counts), 0 if counts else -1, -1):
+        fits = []
+        for kept in itertools.combinations(sorted(counts), size):
+            step = math.lcm(workers, *kept)
+            nb = -(-max(batch, 1) // step) * step
+            if not n_train or nb <= n_train:
+                fits.append((nb, list(kept)))
+        if fits:
+            return min(fits)
     return None
+
+
+def no_distributed(rd: str | Path, recs: Sequence[dict[str, Any]]) -> str:
+    """The message for a run whose only ok rows are ``single``'s: the distributed rows that
+    did not end ok, if any (a ``--resume`` keeps them: the sweep again into a new directory
+    once fixed; user test, helper-27), else the command that measures some the model
+    predicts (:data:`CLUSTER_EXAMPLES`)."""
+    q = shlex.quote(str(rd))
+    bad = {f"{r.get('strategy')} {r.get('status')}" + (f" ({r['reason'].split('; ')[0]})" if r.get("reason") else "")
+           for r in recs if r.get("strategy") != "single" and r.get("status") != "ok"}
+    if bad:
+        return (f"{rd} has no distributed row to calibrate the model from: {'; '.join(sorted(bad))}; once that is "
+                f"fixed, distbench run {q}/config.json --out {q}-again measures them with single (a --resume keeps "
+                "recorded configurations as they are)")
+    return (f"{rd} has no distributed row to calibrate the model from (no strategy but single ran): distbench run "
+            f"--resume --out {q} --strategies {','.join(CLUSTER_EXAMPLES)} measures some into it")
 
 
 def _calibrated_run(rd: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
@@ -614,8 +636,7 @@ def _calibrated_run(rd: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]
                          "has none; predict from a one-host run of this workload and check it against this one: "
                          f"distbench predict ONE_HOST_RUN --target \"{run_target(rd)}\" --against {rd}")
     if rows == "none":  # user test (helper-25): it calibrated for 20 s, then ranked single alone and exited 0
-        raise ValueError(f"{rd} has no distributed row to calibrate the model from (no strategy but single ended ok "
-                         f"on one host): distbench run --resume --out {rd} --strategies all measures them into it")
+        raise ValueError(no_distributed(rd, recs))
     cal = read_calibration(rd)
     if cal is None:
         raise ValueError(f"{rd} has no compute calibration: distbench calibrate {rd} measures it" if
@@ -797,9 +818,11 @@ def nothing_distributed(preds: Sequence[StrategyPrediction], inputs: dict[str, A
     nothing to compare with it; user tests, helper-17 and -25), naming why; ``None`` otherwise."""
     if any(p.strategy != "single" and p.rank for p in preds):
         return None
-    why = not_predicted_text(inputs) or "it has no multi-worker row of a strategy with a cluster form."
-    return (f"No distributed strategy can be predicted from {inputs['run_dir']}, so nothing to rank against single: "
-            f"{why}")
+    why = not_predicted_text(inputs) or "It has no multi-worker row of a strategy with a cluster form."
+    rd = shlex.quote(str(inputs.get("run_dir") or "RUN_DIR"))
+    return (f"No distributed strategy can be predicted from {inputs['run_dir']}, so nothing to rank against single. "
+            f"{why} distbench run --resume --out {rd} --strategies {','.join(CLUSTER_EXAMPLES)} measures strategies "
+            "the model predicts on a cluster")  # user test (helper-27): it named no command
 
 
 def not_predicted_text(inputs: dict[str, Any]) -> str:
@@ -809,13 +832,18 @@ def not_predicted_text(inputs: dict[str, Any]) -> str:
     links), and ``mirrored`` where a one-node target's run lacks it (``inputs["not_measured"]``),
     or ``""`` when there are none."""
     names, shaped = inputs.get("not_predicted") or [], inputs.get("not_predicted_links") or []
+    one = [n for n in names if n in ONE_MACHINE or n == "tpu"]
+    other = [n for n in names if n not in one]  # user test (helper-27): a plugin was "one machine's devices"
     rd = shlex.quote(str(inputs.get("run_dir") or "RUN_DIR"))
     return " ".join(  # mirrored on a one-node target (user test, helper-18: absent without a word)
         [f"Not measured in this run: mirrored, tf.distribute's strategy for one machine's devices; distbench run "
          f"{rd}/config.json --out {rd} --resume --strategies mirrored measures it."] * bool(inputs.get("not_measured"))
         +
-        ([f"Not predicted (one process on one machine's devices, no form on a cluster of nodes): {', '.join(names)}."]
-         if names else [])
+        ([f"Not predicted (one process on one machine's devices, no form on a cluster of nodes): {', '.join(one)}."]
+         if one else [])
+        + ([f"Not predicted (no cost model for it: the model knows ring allreduce ({', '.join(RING)}), tf_ps and "
+            f"the parameter servers ({', '.join(f + '*' for f in PS_FAMILIES)})): {', '.join(other)}."]
+           if other else [])
         + ([f"Not predicted (measured only over the shaped links of an emulated cluster; the model calibrates "
             f"from one-host rows: predict from a one-host run of this workload): {', '.join(shaped)}."]
            if shaped else []))

@@ -123,7 +123,7 @@ def no_single(run_dir: str | Path, records: list[dict[str, Any]], needs: str, wi
                 "measures it")
     why = (bad[-1].get("reason") or "").split("; ")[0]
     why = f": {why}" if why else ""  # (helper-26: "(failed: )")
-    timeout = _longer_timeout(rd) if bad[-1].get("status") == "timeout" else ""  # helper-26: the same command again
+    timeout = longer_timeout(rd) if bad[-1].get("status") == "timeout" else ""  # helper-26: the same command again
     fix = (f"distbench run {rd}/config.json{timeout} --out {rd}-again measures it with the rest of the sweep, which "
            "the model needs in one run directory" if with_rest else
            f"distbench run {rd}/config.json --strategies single{timeout} --out {rd}-single measures it")
@@ -132,12 +132,15 @@ def no_single(run_dir: str | Path, records: list[dict[str, Any]], needs: str, wi
             "they are)")
 
 
-def _longer_timeout(run_dir: str) -> str:
+def longer_timeout(run_dir: str | Path | None) -> str:
     """`` --timeout S`` with 4x the run's per-configuration limit (its config.json's
-    ``run.timeout_s``; 4x 900 s where that is unreadable), for a ``single`` that timed out."""
+    ``run.timeout_s``; 4x 900 s where that is unknown or unreadable), for a ``single`` that
+    timed out."""
     import json
 
     try:
+        if run_dir is None:
+            raise ValueError("no run directory")
         limit = float(json.loads((Path(run_dir) / "config.json").read_text())["run"]["timeout_s"])
     except (OSError, ValueError, KeyError, TypeError):
         limit = 900.0

@@ -517,3 +517,16 @@ def test_a_baseline_that_failed_is_said():
     assert not any("baseline" in r for r in advise(records, "runs/x").reasons)  # not run at all: nothing to say
     ok = failed + runs("single", 1, [2.0])  # a later repeat ended ok
     assert not any("baseline" in r for r in advise(ok, "runs/x").reasons)
+
+
+def test_a_baseline_that_timed_out_is_given_longer(tmp_path):
+    # user test (helper-27): Run next ran single again at the timeout it had timed out at
+    (tmp_path / "config.json").write_text(json.dumps({"run": {"timeout_s": 900}}))
+    records = runs("horovod", 2, [1.0]) + runs("mpi_ps:adag", 2, [1.9]) + [
+        rec("single", 1, 0, None, status="timeout", reason="timed out after 900 s; it was training")]
+    adv = advise(records, str(tmp_path))
+    assert adv.next_command.startswith(f"distbench run {tmp_path}/config.json --timeout 3600 ")
+    assert adv.reasons[-1].endswith("give it longer: Run next does (--timeout 3600).")
+    assert "(timeout: timed out after 900 s)" in adv.reasons[-1]
+    failed = [r if r["strategy"] != "single" else {**r, "status": "failed"} for r in records]
+    assert "--timeout" not in advise(failed, str(tmp_path)).next_command  # a failure is not cured by time

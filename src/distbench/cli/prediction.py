@@ -163,11 +163,13 @@ def first_order_caveat(run_dir: str) -> str:
     from distbench.costmodel import run_target
     from distbench.results.store import read_records
 
-    rows = distributed_rows(read_records(run_dir))
+    recs = read_records(run_dir)
+    rows = distributed_rows(recs)
     if rows == "none":  # helper-26: --target refuses it
+        from distbench.costmodel import no_distributed
+
         return (FIRST_ORDER_CAVEAT.split(" For a cluster")[0] + " The per-strategy model (--target) calibrates from "
-                "the distributed rows, which this run has none of: distbench run --resume --out "
-                f"{shlex.quote(str(run_dir))} --strategies all measures them (docs/predict.md)")
+                f"the distributed rows: {no_distributed(run_dir, recs)} (docs/predict.md)")
     if rows == "one-host":
         return FIRST_ORDER_CAVEAT.format(run_dir=shlex.quote(str(run_dir)))
     return (FIRST_ORDER_CAVEAT.split(" For a cluster")[0] + " This run was made on a cluster, which cannot "

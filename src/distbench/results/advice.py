@@ -106,7 +106,7 @@ class Target:
         elif bits > 1e12:
             out.append(f"a link of {bits / 1e12:g} Tbit/s is faster than today's NICs (up to 0.8 Tbit/s): did you "
                        "mean Gbit/s?")
-        if not self.emulated and re.fullmatch(r"\s*\d+\s*x\s*\d+\s*@\s*\S+\s*", self.text, re.IGNORECASE):
+        if not self.emulated and re.match(r"\s*\d+\s*x\s*\d+\s*@\s*\d", self.text, re.IGNORECASE):
             out.append(f"{self.text.strip()!r} is the form of --emulate; read as a real cluster of dedicated nodes: "
                        f"to predict this machine's emulated cluster write \"{self.text.strip()}, emulated\"")
         if self.latency_s > 0.1:
@@ -359,6 +359,9 @@ class Advice:
             distributed row, no ok ``single``, a calibration of another run, ...), else
             ``None``; ``distbench advise --target`` then exits 2 after printing the advice
             (serialised when a target was given).
+        target_warnings: :meth:`Target.warnings` of the ``--target`` (parts of it legal but
+            unlikely to be meant), said on stderr by the CLI and as ``UserWarning`` by
+            :meth:`distbench.api.Results.advise` (serialised when a target was given).
         costs: ``(strategy, what it needs installed and running)`` for each candidate.
         unavailable: ``(strategy, reason)`` for each strategy that never ran here.
         next_command: the ``distbench run`` command that would measure what is missing.
@@ -383,6 +386,7 @@ class Advice:
     target_recommended: str | None = None
     target_predictions: dict[str, Any] = field(default_factory=dict)
     target_refused: str | None = None
+    target_warnings: list[str] = field(default_factory=list)
     compared: list[ConfigSummary] = field(default_factory=list, repr=False)
     short: list[ConfigSummary] = field(default_factory=list, repr=False)
 
@@ -393,8 +397,8 @@ class Advice:
                 "costs": dict(self.costs), "unavailable": dict(self.unavailable), "next_command": self.next_command,
                 "scope": self.scope, "target_recommended": self.target_recommended,
                 "compared": [{"strategy": c.strategy, "workers": c.workers} for c in self.compared],
-                **({"target_predictions": self.target_predictions or None, "target_refused": self.target_refused}
-                   if self.target else {})}
+                **({"target_predictions": self.target_predictions or None, "target_refused": self.target_refused,
+                    "target_warnings": self.target_warnings} if self.target else {})}
 
     def lines(self) -> list[tuple[str, list[str]]]:
         """``(heading, items)`` blocks in reading order (empty blocks left out)."""
@@ -544,6 +548,17 @@ def advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, tar
     baseline = _baseline_missing(records)
     if baseline and "single" not in dict(adv.unavailable):  # user test (helper-26): a failed single went unsaid
         adv.reasons.append(baseline)
+    if baseline.startswith("The baseline single did not end ok here (timeout"):
+        from distbench.predict import longer_timeout
+
+        longer = longer_timeout(run_dir)  # user test (helper-27): Run next gave it the same time again
+        if adv.next_command and "--timeout" not in adv.next_command:
+            adv.next_command = re.sub(r"(distbench run \S+)", lambda m: m[1] + longer, adv.next_command, count=1)
+        rd = shlex.quote(str(run_dir)) if run_dir is not None else "RUN_DIR"
+        adv.reasons[-1] = baseline[:-1] + "; give it longer: " + (
+            f"Run next does ({longer.strip()})." if adv.next_command and longer in adv.next_command else
+            f"distbench run {rd}/config.json --strategies single{longer} --out {rd}-single measures it.")
+    adv.target_warnings = target.warnings() if target is not None else []  # helper-27: not in --json
     if target is not None and not adv.target:  # a verdict that returned early (no target reached, ...)
         _add_target(adv, target, None if run_dir is None else str(run_dir), records)
     return adv
