@@ -1098,3 +1098,9 @@ def test_predict_of_a_run_with_no_distributed_row_is_refused_before_calibrating(
     assert said == (f"{run_dir} has no distributed row to calibrate the model from: horovod failed (horovodrun exited "
                     f"1); once that is fixed, distbench run {run_dir}/config.json --out {run_dir}-again measures them "
                     "with single (a --resume keeps recorded configurations as they are)")
+    # user test (helper-28): timed-out rows were told "once that is fixed", at the same limit
+    (run_dir / "config.json").write_text(json.dumps({"run": {"timeout_s": 1800}}))
+    timed = new_record("run", "tf_ps", 2, 0, "timeout", reason="killed at 1800 s")
+    assert CM.no_distributed(run_dir, [timed]).endswith(
+        f"tf_ps timeout (killed at 1800 s); distbench run {run_dir}/config.json --timeout 7200 --out {run_dir}-again "
+        "measures them with single (a --resume keeps recorded configurations as they are)")

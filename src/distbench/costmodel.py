@@ -88,7 +88,7 @@ from typing import Any, Sequence
 
 from distbench.calibrate import CALIBRATION_FILE, compute_s, distributed_rows, mismatch, no_workload, read_calibration
 from distbench.cluster.emulated import EMULATED_VETH_BPS, tbf_burst_bytes
-from distbench.predict import epoch_s, no_single
+from distbench.predict import epoch_s, longer_timeout, no_single
 from distbench.text import duration_text, link_text, rate_text, seconds_text
 from distbench.results.store import read_records
 
@@ -560,7 +560,7 @@ def _unsplit(rd: str, recs: Sequence[dict[str, Any]], B: int, n_train: int, work
         return (f"the target's {workers} workers cannot split the run's global batch of {B} samples, "
                 f"and no global batch within the data's {n_train} training samples splits over them and "
                 f"over a worker count of the run ({', '.join(map(str, counts))}): ask about a worker "
-                "count the run's counts divide, or measure with more data")
+                "count that is a multiple of one of them, or fewer workers, or measure with more data")
     return (f"the target's {workers} workers cannot split the run's global batch of {B} samples "
             f"(each worker needs 1 or more): run again with a global batch of {command}")
 
@@ -615,10 +615,13 @@ def no_distributed(rd: str | Path, recs: Sequence[dict[str, Any]]) -> str:
     q = shlex.quote(str(rd))
     bad = {f"{r.get('strategy')} {r.get('status')}" + (f" ({r['reason'].split('; ')[0]})" if r.get("reason") else "")
            for r in recs if r.get("strategy") != "single" and r.get("status") != "ok"}
+    timeout = longer_timeout(rd) if any(r.get("status") == "timeout" for r in recs
+                                        if r.get("strategy") != "single") else ""  # helper-28: the same limit again
     if bad:
-        return (f"{rd} has no distributed row to calibrate the model from: {'; '.join(sorted(bad))}; once that is "
-                f"fixed, distbench run {q}/config.json --out {q}-again measures them with single (a --resume keeps "
-                "recorded configurations as they are)")
+        return (f"{rd} has no distributed row to calibrate the model from: {'; '.join(sorted(bad))}; "
+                + ("" if timeout else "once that is fixed, ")
+                + f"distbench run {q}/config.json{timeout} --out {q}-again measures them with single (a --resume "
+                "keeps recorded configurations as they are)")
     return (f"{rd} has no distributed row to calibrate the model from (no strategy but single ran): distbench run "
             f"--resume --out {q} --strategies {','.join(CLUSTER_EXAMPLES)} measures some into it")
 

@@ -514,7 +514,10 @@ def test_a_baseline_that_failed_is_said():
     assert said == ["The baseline single did not end ok here (failed: exit code 1 (ValueError: boom)): no speed-up "
                     "or scaling efficiency is computed, and --target cannot predict; see report.md's \"Not run or "
                     "failed\"."]
-    assert not any("baseline" in r for r in advise(records, "runs/x").reasons)  # not run at all: nothing to say
+    # user test (helper-28): not run at all said nothing; a --resume measures a single never recorded
+    assert [r for r in advise(records, "runs/x").reasons if "baseline" in r] == [
+        "This run has no single, the baseline: no speed-up or scaling efficiency is computed, and --target cannot "
+        "predict; distbench run --resume --out runs/x --strategies single measures it."]
     ok = failed + runs("single", 1, [2.0])  # a later repeat ended ok
     assert not any("baseline" in r for r in advise(ok, "runs/x").reasons)
 
@@ -530,3 +533,43 @@ def test_a_baseline_that_timed_out_is_given_longer(tmp_path):
     assert "(timeout: timed out after 900 s)" in adv.reasons[-1]
     failed = [r if r["strategy"] != "single" else {**r, "status": "failed"} for r in records]
     assert "--timeout" not in advise(failed, str(tmp_path)).next_command  # a failure is not cured by time
+
+
+def test_run_next_counts_failed_repeats_and_never_swaps_the_sweep(tmp_path):
+    # user test (helper-28): single 'ok 1, failed 4' was told --resume --repeats 3, which ran nothing
+    single = runs("single", 1, [2.0]) + [rec("single", 1, i, None, status="failed") for i in range(1, 5)]
+    adv = advise(single + runs("horovod_mpi", 2, [1.0, 1.1, 1.2]), "runs/x")
+    assert adv.verdict == "too_few" and "--resume --repeats 7 " in adv.next_command
+    # helper-28: every row timed out: TF_ONLY at the same limit replaced the sweep, "no configuration ran"
+    (tmp_path / "config.json").write_text(json.dumps({"run": {"timeout_s": 900}}))
+    timed = [rec(s, w, 0, None, status="timeout", reason="timed out after 900 s")
+             for s, w in (("single", 1), ("horovod", 2), ("mpi_ps:adag", 2))]
+    adv = advise(timed, str(tmp_path))
+    assert adv.headline == "No advice: no configuration ended ok here (every row is timeout)."
+    assert adv.next_command == (f"distbench run {tmp_path}/config.json --out {tmp_path}-2 --strategies "
+                                "single,horovod,mpi_ps:adag --timeout 3600")
+    # helper-28: a timed-out single's --timeout went into a Run next that does not run single
+    single_to = [rec("single", 1, 0, None, status="timeout", reason="timed out after 900 s")]
+    adv = advise(single_to + runs("horovod_mpi", 2, [1.0]) + runs("spark_ps:adag", 2, [1.1]), str(tmp_path))
+    assert "--timeout 3600 " in adv.next_command and "single" in adv.next_command.split("--strategies")[1]
+    assert adv.reasons[-1].endswith("give it longer: Run next does (--timeout 3600).")
+    adv = advise(single_to + runs("horovod_mpi", 2, [1.0, 1.1, 1.2]) + runs("spark_ps:adag", 2, [1.05, 1.1, 1.15]),
+                 str(tmp_path))  # overlapping leaders: Run next measures them, not single
+    assert adv.verdict == "overlap" and "--timeout" not in adv.next_command and "single" not in adv.next_command
+    assert adv.reasons[-1].endswith(f"give it longer: distbench run {tmp_path}/config.json --strategies single "
+                                    f"--timeout 3600 --out {tmp_path}-single measures it.")
+
+
+def test_single_alone_ended_ok_is_not_called_a_measured_win(tmp_path):
+    # user test (helper-28): every distributed row crashed, and advise said the workload was too small for them
+    records = runs("single", 1, [2.0, 2.1, 2.2]) + [
+        rec("horovod", 2, i, None, status="failed", reason="horovodrun exited 1; log") for i in range(3)]
+    adv = advise(records, str(tmp_path))
+    assert adv.verdict == "single" and adv.headline == (
+        "Recommended: single, the only configuration that ended ok here: every distributed row failed, so no "
+        "distributed strategy was compared with it.")
+    assert not any("too small" in r for r in adv.reasons)
+    assert "Not compared: horovod (failed: horovodrun exited 1). Fix what the reasons name" in " ".join(adv.reasons)
+    assert adv.next_command == f"distbench run {tmp_path}/config.json --out {tmp_path}-2 --strategies single,horovod"
+    ok = records + runs("mpi_ps:adag", 2, [3.0, 3.1, 3.2])  # a distributed row ended ok, slower: single wins
+    assert advise(ok, str(tmp_path)).headline.startswith("Recommended: single. No distributed strategy beats")

@@ -546,22 +546,56 @@ def advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, tar
     Arguments, return value: as :func:`_advise`."""
     adv = _advise(records, run_dir, target, min_repeats)
     baseline = _baseline_missing(records)
+    if run_dir is not None:
+        baseline = baseline.replace("--out RUN_DIR", f"--out {shlex.quote(str(run_dir))}")
     if baseline and "single" not in dict(adv.unavailable):  # user test (helper-26): a failed single went unsaid
         adv.reasons.append(baseline)
-    if baseline.startswith("The baseline single did not end ok here (timeout"):
+    if baseline.startswith("The baseline single did not end ok here (timeout") and adv.verdict != "unavailable":
         from distbench.predict import longer_timeout
 
         longer = longer_timeout(run_dir)  # user test (helper-27): Run next gave it the same time again
-        if adv.next_command and "--timeout" not in adv.next_command:
+        runs_single = re.search(r"--strategies (?:\S+,)?single(?:,|\s|$)", adv.next_command or "")
+        if runs_single and "--timeout" not in adv.next_command:  # helper-28: not into a command without single
             adv.next_command = re.sub(r"(distbench run \S+)", lambda m: m[1] + longer, adv.next_command, count=1)
         rd = shlex.quote(str(run_dir)) if run_dir is not None else "RUN_DIR"
         adv.reasons[-1] = baseline[:-1] + "; give it longer: " + (
             f"Run next does ({longer.strip()})." if adv.next_command and longer in adv.next_command else
             f"distbench run {rd}/config.json --strategies single{longer} --out {rd}-single measures it.")
+    if adv.verdict == "single":
+        _only_single_ended_ok(adv, records, None if run_dir is None else str(run_dir))
     adv.target_warnings = target.warnings() if target is not None else []  # helper-27: not in --json
     if target is not None and not adv.target:  # a verdict that returned early (no target reached, ...)
         _add_target(adv, target, None if run_dir is None else str(run_dir), records)
     return adv
+
+
+def _only_single_ended_ok(adv: Advice, records: list[dict[str, Any]], rd: str | None) -> None:
+    """Where ``single`` leads because no distributed row ended ok (each failed or timed out),
+    say so instead of "no distributed strategy beats one device" (user test, helper-28: every
+    distributed row crashed, and the workload was called too small), and name the sweep of
+    those strategies again into a new directory (a ``--resume`` keeps them as recorded)."""
+    multi = [r for r in records if r.get("strategy") != "single"]
+    if not multi or any(r.get("status") == "ok" for r in multi):
+        return
+    bad = [r for r in multi if r.get("status") in ("failed", "timeout")]
+    if not bad:
+        return  # only unavailable ones: said under "Not available here"
+    kinds = "/".join(sorted({r["status"] for r in bad}))
+    adv.headline = ("Recommended: single, the only configuration that ended ok here: every distributed row "
+                    f"{'failed' if kinds == 'failed' else 'timed out' if kinds == 'timeout' else 'failed or timed out'}"
+                    ", so no distributed strategy was compared with it.")
+    adv.reasons = [r for r in adv.reasons if "too small for extra workers" not in r]
+    first = {}
+    for r in bad:
+        first.setdefault(r.get("strategy"), f"{r.get('status')}: {(r.get('reason') or '').split('; ')[0]}")
+    adv.reasons.append("Not compared: " + "; ".join(f"{s} ({why})" for s, why in first.items()) + ". Fix what the "
+                       "reasons name (`distbench env` shows what is found), then measure them again in a new run "
+                       "directory (Run next; a --resume keeps recorded configurations as they are).")
+    from distbench.predict import longer_timeout
+
+    timeout = longer_timeout(rd).split()[-1] if "timeout" in kinds else None
+    adv.next_command = run_command(rd, out=f"{rd or 'RUN_DIR'}-2", strategies=",".join(["single", *first]),
+                                   timeout=timeout)
 
 
 def _baseline_missing(records: list[dict[str, Any]]) -> str:
@@ -569,6 +603,9 @@ def _baseline_missing(records: list[dict[str, Any]]) -> str:
     no speed-up or scaling efficiency can be computed, and ``--target`` cannot predict;
     ``""`` otherwise."""
     singles = [r for r in records if r.get("strategy") == "single"]
+    if not singles and records:  # user test (helper-28): a run without single said nothing of it
+        return ("This run has no single, the baseline: no speed-up or scaling efficiency is computed, and --target "
+                "cannot predict; distbench run --resume --out RUN_DIR --strategies single measures it.")
     if not singles or any(r.get("status") == "ok" for r in singles):
         return ""
     last = singles[-1]
@@ -628,12 +665,24 @@ def _advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, ta
 def _nothing_ran(rows: list[ConfigSummary], unavailable: list[tuple[str, str]], scope: str,
                  rd: str | None) -> Advice:
     """The advice when no configuration ran ok: the reasons, and the strategies that need only TensorFlow."""
-    kinds = "/".join(sorted({st for s in rows for st in s.statuses}))
-    adv = Advice("unavailable", f"No advice: no configuration ran here (every row is {kinds}).",
+    statuses = {st for s in rows for st in s.statuses}
+    kinds = "/".join(sorted(statuses))
+    ran = "ran" if statuses == {"unavailable"} else "ended ok"  # user test (helper-28): they ran, and timed out
+    adv = Advice("unavailable", f"No advice: no configuration {ran} here (every row is {kinds}).",
                  unavailable=unavailable, scope=scope)
     failed = [s for s in rows if set(s.statuses) - {"unavailable"}]
     adv.reasons = [f"{s.label}: {', '.join(sorted(set(s.statuses)))}: {s.reasons[0] if s.reasons else ''}"
                    for s in failed]
+    swept = ",".join(dict.fromkeys(s.strategy for s in rows))
+    if statuses == {"timeout"}:  # user test (helper-28): the sweep was swapped for TF_ONLY, at the same limit
+        from distbench.predict import longer_timeout
+
+        adv.reasons.append("Every row ran past the run's per-configuration time limit: measure again with 4x the "
+                           "limit in a new run directory (Run next; a --resume keeps recorded configurations as "
+                           "they are), or with fewer --epochs.")
+        adv.next_command = run_command(rd, out=f"{rd or 'RUN_DIR'}-2", strategies=swept,
+                                       timeout=longer_timeout(rd).split()[-1])
+        return adv
     adv.costs = [(n, _needs(n)) for n in TF_ONLY.split(",")]
     if all("--device cpu" in r for s in rows for r in s.reasons):  # GPUs its frameworks cannot use
         adv.reasons.append("Every row was refused for GPUs its framework cannot use: install what the reason names, "
@@ -763,7 +812,10 @@ def _verdict(adv: Advice, ranked: list[ConfigSummary], single: ConfigSummary | N
         strategies = ",".join(dict.fromkeys([s.strategy for s in contenders] + names + ["single"]))
         workers = ",".join(str(w) for w in sorted({s.workers for s in contenders + [lead] + ([second] if second else [])
                                                    if s.workers > 1}))
-        adv.next_command = run_command(rd, resume=True, repeats=min_repeats, strategies=strategies,
+        # --repeats counts recorded repeats, failed ones too (a --resume keeps them): enough for min_repeats ok
+        # runs of each (user test, helper-28: 'ok 1, failed 4' was told --repeats 3, which ran nothing)
+        repeats = max(s.repeats + min_repeats - s.ok for s in few)
+        adv.next_command = run_command(rd, resume=True, repeats=repeats, strategies=strategies,
                                        workers=workers or None)
     elif second is not None and _overlap(lead, second):
         adv.verdict = "overlap"
@@ -773,7 +825,7 @@ def _verdict(adv: Advice, ranked: list[ConfigSummary], single: ConfigSummary | N
         adv.reasons.append("Choose between them on the other evidence below (accuracy, stragglers, what each needs), "
                            "or measure more runs.")
         also = ["single"] if single is not None and "single" not in names and _overlap(lead, single) else []
-        adv.next_command = run_command(rd, resume=True, repeats=max(5, max(lead.ok, second.ok) + 2),
+        adv.next_command = run_command(rd, resume=True, repeats=max(5, max(lead.repeats, second.repeats) + 2),
                                        strategies=",".join(names + also))  # single too when it is within noise
     else:
         adv.verdict = "single" if lead.strategy == "single" else "clear"
