@@ -788,6 +788,13 @@ def test_advise_target_says_why_there_is_no_run_next_and_how_long_one_takes(run_
         "counts (2, 4) split (this run's 64 does not split over 3), and its calibration; then distbench advise " \
         f"{run_dir}-batch-72 --target '3 nodes, 1gbit' predicts from it." in text
     assert "Run next measures these on an emulated cluster" not in text  # helper-23: it said both
+    # user test (helper-28): once that run exists, distbench run refuses its --out: advise from it instead
+    done = run_dir.parent / f"{run_dir.name}-batch-72"
+    done.mkdir()
+    (done / "results.jsonl").write_text("")
+    cmd, text = target_of("3 nodes, 1gbit")
+    assert cmd is None and (f"No Run next: {done} already holds its run (distbench run refuses a directory that holds "
+                            f"one): distbench advise {done} --target '3 nodes, 1gbit' predicts from it.") in text
     monkeypatch.setattr(netns, "available", lambda: (False, "not root"))
     cmd, text = target_of("2 nodes, 1gbit")
     assert cmd is None and "an emulated cluster needs root, ip and tc (not root)" in text

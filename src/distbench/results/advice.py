@@ -1062,6 +1062,14 @@ def _add_target(adv: Advice, target: Target, rd: str | None, records: list[dict[
                 f"no strategy is predicted to reach {adv.target_predictions['inputs']['target_accuracy']:g} there")}
         return
     adv.next_command, why = _emulated_next(target, rd, leaders[:3], records)
+    done = re.search(r"--out (\S+)", adv.next_command or "")
+    if done and (Path(shlex.split(done[1])[0]) / "results.jsonl").exists():  # user test (helper-28): refused there
+        out = done[1]
+        adv.next_command = None
+        why = (f"No Run next: {out} already holds its run (distbench run refuses a directory that holds one): "
+               + (f"distbench advise {out} --target {shlex.quote(target.text)} predicts from it." if "-batch-" in out
+                  else f"distbench advise {out} advises from it, and distbench predict {shlex.quote(rd)} --target "
+                       f"{shlex.quote(target.text)} --against {out} compares it with this prediction."))
     run_next: dict[str, Any] = {"command": adv.next_command, "predicted_train_s": None, "why": why or None}
     if why:
         adv.target.append(why)  # user test (helper-20/21): no Run next, and nothing said why
