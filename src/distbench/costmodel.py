@@ -778,6 +778,11 @@ def _one(name: str, rows: dict[tuple[str, int], Measured], cal: dict[str, Any], 
     if m.diverged and m.epochs_to_target is not None:
         p.notes.append(f"diverged in {m.diverged} of its runs at {near} workers (final test loss not finite or over "
                        f"{DIVERGED_LOSS:g}): its epochs to target may be a chance crossing")
+    elif m.diverged:  # user test (helper-28): "not reached" alone read as merely slow
+        p.notes.append(f"diverged in {m.diverged} of its runs at {near} workers (final test loss not finite or over "
+                       f"{DIVERGED_LOSS:g}): not reached for that reason, not for its speed")
+    if near != n and m.epochs_to_target is None:
+        p.notes.append(f"its curve at {near} workers is the nearest measured (the target is at {n})")
     if 0 < m.reached < m.runs:  # user test (helper-17): 2 of 3 counted as reached without a word
         p.notes.append(f"reached the target in {m.reached} of {m.runs} runs at {near} workers: "
                        + ("its epochs to target are theirs" if m.epochs_to_target is not None else

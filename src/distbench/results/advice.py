@@ -993,7 +993,7 @@ def _target_sentences(target: Target, run_dir: str | None, records: list[dict[st
     data = {"target": target.data(), "inputs": inputs, "strategies": [dict(p.__dict__) for p in preds]}
     nothing = costmodel.nothing_distributed(preds, inputs)  # user test (helper-17): "fastest: single", alone
     if nothing:
-        return [head, nothing], [], {**data, "refused": nothing}
+        return [head, nothing + "."], [], {**data, "refused": nothing}
     out = [head]
     best = reached[0] if reached else None
     if best is not None:
