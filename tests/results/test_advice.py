@@ -573,3 +573,28 @@ def test_single_alone_ended_ok_is_not_called_a_measured_win(tmp_path):
     assert adv.next_command == f"distbench run {tmp_path}/config.json --out {tmp_path}-2 --strategies single,horovod"
     ok = records + runs("mpi_ps:adag", 2, [3.0, 3.1, 3.2])  # a distributed row ended ok, slower: single wins
     assert advise(ok, str(tmp_path)).headline.startswith("Recommended: single. No distributed strategy beats")
+
+
+def test_no_win_is_claimed_over_nothing(tmp_path):
+    # user test (helper-29): without single, the only strategy was "Recommended ... runner-up: none" (clear)
+    adv = advise(runs("multi_worker_mirrored", 2, [1.0, 1.1, 1.2]), str(tmp_path))
+    assert adv.verdict == "too_few" and adv.recommended is None and adv.headline == (
+        "No advice yet: multi_worker_mirrored (2 workers) is the only configuration that reached the target here, and "
+        "there is no ok single to compare it with.")
+    assert adv.next_command == f"distbench run --resume --out {tmp_path} --strategies single"
+    # every distributed strategy unavailable: single ran alone, not "too small for their communication"
+    alone = runs("single", 1, [2.0, 2.1, 2.2]) + [rec("horovod", 2, 0, None, status="unavailable",
+                                                      reason="horovod not importable")]
+    adv = advise(alone, str(tmp_path))
+    assert adv.headline.startswith("Recommended: single, the only configuration that ran here: every distributed "
+                                   "strategy is unavailable") and not any("too small" in r for r in adv.reasons)
+    # distributed rows ran but stayed below the target: not a time comparison either
+    below = runs("single", 1, [2.0, 2.1, 2.2]) + runs("horovod", 2, [None, None, None], acc=0.85)
+    adv = advise(below, str(tmp_path))
+    assert adv.verdict == "single" and not any("too small" in r for r in adv.reasons)
+    assert "No distributed configuration reached 0.9 in the epochs run, so none was compared on time" in \
+        " ".join(adv.reasons)
+    # every row failed: the same strategies again, not a TF-only set (helper-29)
+    failed = [rec(s, w, 0, None, status="failed", reason="boom") for s, w in (("single", 1), ("horovod", 2))]
+    assert advise(failed, str(tmp_path)).next_command == (f"distbench run {tmp_path}/config.json --out {tmp_path}-2 "
+                                                          "--strategies single,horovod")

@@ -550,7 +550,7 @@ def advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, tar
         baseline = baseline.replace("--out RUN_DIR", f"--out {shlex.quote(str(run_dir))}")
     if baseline and "single" not in dict(adv.unavailable):  # user test (helper-26): a failed single went unsaid
         adv.reasons.append(baseline)
-    if baseline.startswith("The baseline single did not end ok here (timeout") and adv.verdict != "unavailable":
+    if baseline.startswith("The baseline single did not end ok here (timeout"):
         from distbench.predict import longer_timeout
 
         longer = longer_timeout(run_dir)  # user test (helper-27): Run next gave it the same time again
@@ -563,6 +563,15 @@ def advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, tar
             f"distbench run {rd}/config.json --strategies single{longer} --out {rd}-single measures it.")
     if adv.verdict == "single":
         _only_single_ended_ok(adv, records, None if run_dir is None else str(run_dir))
+    if adv.verdict == "clear" and adv.runner_up is None and not any(
+            r.get("strategy") == "single" and r.get("status") == "ok" for r in records):
+        lead = adv.recommended  # user test (helper-29): a "clear winner" compared with nothing (no single)
+        adv.verdict, adv.recommended = "too_few", None
+        adv.headline = (f"No advice yet: {lead} is the only configuration that reached the target here, and there is "
+                        "no ok single to compare it with.")
+        if not any(r.get("strategy") == "single" for r in records):
+            adv.next_command = (f"distbench run --resume --out {shlex.quote(str(run_dir or 'RUN_DIR'))} "
+                                "--strategies single")
     adv.target_warnings = target.warnings() if target is not None else []  # helper-27: not in --json
     if target is not None and not adv.target:  # a verdict that returned early (no target reached, ...)
         _add_target(adv, target, None if run_dir is None else str(run_dir), records)
@@ -578,13 +587,16 @@ def _only_single_ended_ok(adv: Advice, records: list[dict[str, Any]], rd: str | 
     if not multi or any(r.get("status") == "ok" for r in multi):
         return
     bad = [r for r in multi if r.get("status") in ("failed", "timeout")]
-    if not bad:
-        return  # only unavailable ones: said under "Not available here"
+    adv.reasons = [r for r in adv.reasons if "too small for extra workers" not in r
+                   and not r.startswith("No distributed configuration reached")]
+    if not bad:  # only unavailable ones (helper-29: "the workload is too small" though none ran)
+        adv.headline = ("Recommended: single, the only configuration that ran here: every distributed strategy is "
+                        "unavailable (Not available here), so none was compared with it.")
+        return
     kinds = "/".join(sorted({r["status"] for r in bad}))
     adv.headline = ("Recommended: single, the only configuration that ended ok here: every distributed row "
                     f"{'failed' if kinds == 'failed' else 'timed out' if kinds == 'timeout' else 'failed or timed out'}"
                     ", so no distributed strategy was compared with it.")
-    adv.reasons = [r for r in adv.reasons if "too small for extra workers" not in r]
     first = {}
     for r in bad:
         first.setdefault(r.get("strategy"), f"{r.get('status')}: {(r.get('reason') or '').split('; ')[0]}")
@@ -682,6 +694,16 @@ def _nothing_ran(rows: list[ConfigSummary], unavailable: list[tuple[str, str]], 
                            "they are), or with fewer --epochs.")
         adv.next_command = run_command(rd, out=f"{rd or 'RUN_DIR'}-2", strategies=swept,
                                        timeout=longer_timeout(rd).split()[-1])
+        return adv
+    if statuses & {"failed", "timeout"} and not all("--device cpu" in r for s in rows for r in s.reasons):
+        from distbench.predict import longer_timeout  # helper-29: what ran is measured again as swept, not TF-only
+
+        adv.reasons.append("Fix what the reasons name (`distbench env` shows what is found), then measure the same "
+                           "strategies again in a new run directory (Run next: a --resume keeps recorded "
+                           "configurations as they are" + ("; 4x the time limit for those that timed out)."
+                                                           if "timeout" in statuses else ")."))
+        adv.next_command = run_command(rd, out=f"{rd or 'RUN_DIR'}-2", strategies=swept,
+                                       timeout=longer_timeout(rd).split()[-1] if "timeout" in statuses else None)
         return adv
     adv.costs = [(n, _needs(n)) for n in TF_ONLY.split(",")]
     if all("--device cpu" in r for s in rows for r in s.reasons):  # GPUs its frameworks cannot use
@@ -845,7 +867,10 @@ def _verdict(adv: Advice, ranked: list[ConfigSummary], single: ConfigSummary | N
             adv.reasons.append(f"The workload ({wl.get('num_parameters', '?')} parameters, "
                                f"{(wl.get('sizes') or {}).get('train', '?')} training samples) is too small for "
                                "extra workers to pay for their communication on this hardware; a larger model, "
-                               f"more data or faster devices change that ({predict}).")
+                               f"more data or faster devices change that ({predict})." if second is not None else
+                               f"No distributed configuration reached {target_acc} in the epochs run, so none was "
+                               "compared on time; more epochs, or a lower --target-accuracy, compare them.")
+            # (user test, helper-29: below the target, they were called too small for their communication)
         else:
             adv.headline = f"Recommended: {lead.label}; runner-up: {second.label if second else 'none'}."
 
