@@ -775,18 +775,7 @@ def _one(name: str, rows: dict[tuple[str, int], Measured], cal: dict[str, Any], 
     near = min(mine, key=lambda w: (abs(w - n), -w))
     m = mine[near]
     p.epochs_to_target = m.epochs_to_target
-    if m.diverged and m.epochs_to_target is not None:
-        p.notes.append(f"diverged in {m.diverged} of its runs at {near} workers (final test loss not finite or over "
-                       f"{DIVERGED_LOSS:g}): its epochs to target may be a chance crossing")
-    elif m.diverged:  # user test (helper-28): "not reached" alone read as merely slow
-        p.notes.append(f"diverged in {m.diverged} of its runs at {near} workers (final test loss not finite or over "
-                       f"{DIVERGED_LOSS:g}): not reached for that reason, not for its speed")
-    if near != n and m.epochs_to_target is None:
-        p.notes.append(f"its curve at {near} workers is the nearest measured (the target is at {n})")
-    if 0 < m.reached < m.runs:  # user test (helper-17): 2 of 3 counted as reached without a word
-        p.notes.append(f"reached the target in {m.reached} of {m.runs} runs at {near} workers: "
-                       + ("its epochs to target are theirs" if m.epochs_to_target is not None else
-                          "counted as not reached (half or fewer)"))
+    p.notes += _curve_notes(m, near, n)
     if m.epochs_to_target is not None:
         # on dedicated nodes the warm-up of a row that oversubscribed the cores says little (helper-17: 0.28 s at
         # 4 workers against 0.11 s at 2): the nearest that did not, as for the framework cost
@@ -798,6 +787,25 @@ def _one(name: str, rows: dict[tuple[str, int], Measured], cal: dict[str, Any], 
         if near != n:
             p.notes.append(f"epochs to target from its curve at {near} workers (extrapolated to {n})")
     return p
+
+
+def _curve_notes(m: Measured, near: int, n: int) -> list[str]:
+    """Notes on the curve a prediction at ``n`` workers takes its epochs to target from
+    (``m``, measured at ``near`` workers): divergence, runs that did not reach the target,
+    and a curve from another worker count where the target is not reached."""
+    out = []
+    if m.diverged:  # user test (helper-28): "not reached" alone read as merely slow
+        out.append(f"diverged in {m.diverged} of its runs at {near} workers (final test loss not finite or over "
+                   f"{DIVERGED_LOSS:g}): " + ("its epochs to target may be a chance crossing"
+                                             if m.epochs_to_target is not None else
+                                             "not reached for that reason, not for its speed"))
+    if near != n and m.epochs_to_target is None:
+        out.append(f"its curve at {near} workers is the nearest measured (the target is at {n})")
+    if 0 < m.reached < m.runs:  # user test (helper-17): 2 of 3 counted as reached without a word
+        out.append(f"reached the target in {m.reached} of {m.runs} runs at {near} workers: "
+                   + ("its epochs to target are theirs" if m.epochs_to_target is not None else
+                      "counted as not reached (half or fewer)"))
+    return out
 
 
 TABLE_HEADERS = ("rank", "strategy", "workers", "s/epoch", "to target", "compute", "framework", "link", "notes")
