@@ -793,8 +793,7 @@ def test_advise_target_says_why_there_is_no_run_next_and_how_long_one_takes(run_
     assert "Run next measures these on an emulated cluster" not in text  # helper-23: it said both
     # user test (helper-28): once that run exists, distbench run refuses its --out: advise from it instead
     done = run_dir.parent / f"{run_dir.name}-batch-72"
-    done.mkdir()
-    (done / "results.jsonl").write_text("")
+    (done / "workload").mkdir(parents=True)  # what distbench run checks (helper-29: results.jsonl was)
     cmd, text = target_of("3 nodes, 1gbit")
     assert cmd is None and (f"No Run next: {done} already holds its run (distbench run refuses a directory that holds "
                             f"one): distbench advise {done} --target '3 nodes, 1gbit' predicts from it.") in text

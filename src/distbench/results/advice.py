@@ -1088,7 +1088,7 @@ def _add_target(adv: Advice, target: Target, rd: str | None, records: list[dict[
         return
     adv.next_command, why = _emulated_next(target, rd, leaders[:3], records)
     done = re.search(r"--out (\S+)", adv.next_command or "")
-    if done and (Path(shlex.split(done[1])[0]) / "results.jsonl").exists():  # user test (helper-28): refused there
+    if done and (Path(shlex.split(done[1])[0]) / "workload").exists():  # helper-28: refused there (as run checks)
         out = done[1]
         adv.next_command = None
         why = (f"No Run next: {out} already holds its run (distbench run refuses a directory that holds one): "
