@@ -65,10 +65,10 @@ def test_overlapping_spreads_give_no_winner_and_more_runs():
     # --json names the two it cannot separate as data (benchmarks/predict_validation.py reads them)
     assert adv.to_dict()["compared"] == [{"strategy": "horovod", "workers": 2}, {"strategy": "mpi_ps:adag", "workers": 2}]
     assert adv.next_command == ("distbench run runs/x/config.json --out runs/x --resume --repeats 5 "
-                                "--strategies horovod,mpi_ps:adag")
+                                "--strategies horovod,mpi_ps:adag --workers 2")  # helper-29: not every count
     # the user test: single's range overlapped the leader's too, and the rerun left it out
     adv = advise(records + runs("single", 1, [1.9, 2.1, 2.3]), "runs/x")
-    assert adv.next_command.endswith("--strategies horovod,mpi_ps:adag,single")
+    assert adv.next_command.endswith("--strategies horovod,mpi_ps:adag,single --workers 2")
     assert any("as fast as single (2.10 s [1.90-2.30]); their ranges overlap: within run-to-run noise" in r
                for r in adv.reasons), adv.reasons
 

@@ -847,8 +847,10 @@ def _verdict(adv: Advice, ranked: list[ConfigSummary], single: ConfigSummary | N
         adv.reasons.append("Choose between them on the other evidence below (accuracy, stragglers, what each needs), "
                            "or measure more runs.")
         also = ["single"] if single is not None and "single" not in names and _overlap(lead, single) else []
+        counts = ",".join(str(w) for w in sorted({s.workers for s in (lead, second) if s.workers > 1}))
         adv.next_command = run_command(rd, resume=True, repeats=max(5, max(lead.repeats, second.repeats) + 2),
-                                       strategies=",".join(names + also))  # single too when it is within noise
+                                       strategies=",".join(names + also),  # single too when it is within noise
+                                       workers=counts or None)  # helper-29: every recorded count ran again
     else:
         adv.verdict = "single" if lead.strategy == "single" else "clear"
         adv.recommended, adv.runner_up = lead.label, second.label if second else None
