@@ -60,7 +60,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from distbench.results.store import read_records
+from distbench.results.store import read_records, untaken
 
 #: 10 GbE: 1.25e9 bytes/s each way, ~50 microseconds per message (kernel TCP).
 DEFAULT_BANDWIDTH_BPS = 1.25e9
@@ -124,9 +124,10 @@ def no_single(run_dir: str | Path, records: list[dict[str, Any]], needs: str, wi
     why = (bad[-1].get("reason") or "").split("; ")[0]
     why = f": {why}" if why else ""  # (helper-26: "(failed: )")
     timeout = longer_timeout(rd) if bad[-1].get("status") == "timeout" else ""  # helper-26: the same command again
-    fix = (f"distbench run {rd}/config.json{timeout} --out {rd}-again measures it with the rest of the sweep, which "
+    again, alone = untaken(rd + "-again"), untaken(rd + "-single")  # followed once: a new one (helper-29)
+    fix = (f"distbench run {rd}/config.json{timeout} --out {again} measures it with the rest of the sweep, which "
            "the model needs in one run directory" if with_rest else
-           f"distbench run {rd}/config.json --strategies single{timeout} --out {rd}-single measures it")
+           f"distbench run {rd}/config.json --strategies single{timeout} --out {alone} measures it")
     return (f"{rd} has no ok 'single' record ({bad[-1].get('status')}{why}): {needs}; "
             + ("" if timeout else "once that is fixed, ") + f"{fix} (a --resume keeps recorded configurations as "
             "they are)")

@@ -296,8 +296,11 @@ def test_target_prediction_from_the_run_dir(tmp_path):
     assert "Predicted: 1. " in text and "horovod" in text and "mpi_ps:adag" in text
     assert "measured here on CPUs" in text and adv.target_recommended in ("single", "horovod", "mpi_ps:adag")
     assert "No prediction" in "\n".join(advise(records, None, parse_target("2 nodes, 1 Gbit/s")).target)
-    assert "cannot split the run's global batch of 64" in "\n".join(
-        advise(records, tmp_path, parse_target("128 nodes, 1 Gbit/s")).target)
+    wide = advise(records, tmp_path, parse_target("128 nodes, 1 Gbit/s"))
+    assert "cannot split the run's global batch of 64" in "\n".join(wide.target)
+    # user test (helper-27): the refusal named a command, and Run next had none
+    assert wide.next_command == (f"distbench run {tmp_path}/config.json --batch-size 128 --out {tmp_path}-batch-128 "
+                                 f"&& distbench calibrate {tmp_path}-batch-128"), (wide.next_command, wide.target)
     # issue 31: a 17 KB model on 4 nodes at 10 Gbit/s got 'predicted 4.0x' for every candidate and nothing
     # said the network did not matter
     small = "\n".join(advise(records, tmp_path, parse_target("4 nodes 10gbit")).target)
@@ -571,8 +574,11 @@ def test_single_alone_ended_ok_is_not_called_a_measured_win(tmp_path):
     assert not any("too small" in r for r in adv.reasons)
     assert "Not compared: horovod (failed: horovodrun exited 1). Fix what the reasons name" in " ".join(adv.reasons)
     assert adv.next_command == f"distbench run {tmp_path}/config.json --out {tmp_path}-2 --strategies single,horovod"
+    assert adv.runner_up is None  # --json: a single with no runner-up is no measured win (helper-29)
     ok = records + runs("mpi_ps:adag", 2, [3.0, 3.1, 3.2])  # a distributed row ended ok, slower: single wins
-    assert advise(ok, str(tmp_path)).headline.startswith("Recommended: single. No distributed strategy beats")
+    won = advise(ok, str(tmp_path))
+    assert won.headline.startswith("Recommended: single. No distributed strategy beats") and won.runner_up
+    assert won.to_dict()["verdict"] == "single" and won.to_dict()["runner_up"] == "mpi_ps:adag (2 workers)"
 
 
 def test_no_win_is_claimed_over_nothing(tmp_path):
@@ -598,3 +604,34 @@ def test_no_win_is_claimed_over_nothing(tmp_path):
     failed = [rec(s, w, 0, None, status="failed", reason="boom") for s, w in (("single", 1), ("horovod", 2))]
     assert advise(failed, str(tmp_path)).next_command == (f"distbench run {tmp_path}/config.json --out {tmp_path}-2 "
                                                           "--strategies single,horovod")
+
+
+def test_run_next_into_a_new_directory_skips_one_that_holds_a_run(tmp_path):
+    # user test (helper-29): the -2 Run next, once followed, was offered again, and distbench run refused it
+    rd = tmp_path / "run"
+    records = runs("single", 1, [2.0, 2.1, 2.2]) + [
+        rec("horovod", 2, i, None, status="failed", reason="horovodrun exited 1; log") for i in range(3)]
+    assert advise(records, str(rd)).next_command.endswith(f"--out {rd}-2 --strategies single,horovod")
+    (tmp_path / "run-2" / "workload").mkdir(parents=True)
+    adv = advise(records, str(rd))
+    assert adv.next_command == f"distbench run {rd}/config.json --out {rd}-3 --strategies single,horovod"
+    assert f"{rd}-2 already holds a run (a Run next followed earlier?): distbench advise {rd}-2 reads it; Run next " \
+           f"writes to {rd}-3." in adv.reasons
+    (tmp_path / "run-3" / "workload").mkdir(parents=True)
+    assert f"--out {rd}-4 " in advise(records, str(rd)).next_command
+    (tmp_path / "run-single" / "workload").mkdir(parents=True)  # a name without a number gets -2
+    from distbench.results.store import untaken
+
+    assert untaken(str(rd) + "-single") == f"{rd}-single-2" and untaken(str(rd) + "-e40") == f"{rd}-e40"
+
+
+def test_failed_repeats_of_a_candidate_are_named():
+    # user test (helper-29): 2 of 5 runs of the recommended strategy crashed, and advise did not say so
+    records = runs("single", 1, [2.0, 2.1, 2.2]) + runs("horovod", 2, [1.0, 1.1, 1.2]) + [
+        rec("horovod", 2, i, None, status="failed", reason="horovodrun exited 1; log tail") for i in (3, 4)]
+    adv = advise(records, "runs/x")
+    assert adv.recommended == "horovod (2 workers)"
+    assert ("Not every run ended ok: horovod (2 workers) 2 of 5 (failed: horovodrun exited 1) (report.md's \"Not "
+            "run or failed\" has each); the figures above are from the ok runs.") in adv.reasons
+    clean = advise(runs("single", 1, [2.0, 2.1, 2.2]) + runs("horovod", 2, [1.0, 1.1, 1.2]), "runs/x")
+    assert not any(r.startswith("Not every run ended ok") for r in clean.reasons)

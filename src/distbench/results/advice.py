@@ -14,9 +14,12 @@ The verdicts (:attr:`Advice.verdict`):
   strategy) each have :data:`MIN_REPEATS` ok runs and their min-max ranges of time to
   target do not overlap;
 - ``single``: as ``clear``, but the fastest is ``single``: the workload is too small for
-  any distributed strategy to beat one device here;
+  any distributed strategy to beat one device here; with ``runner_up`` ``None``, no
+  distributed row was compared with it on time (each was unavailable, failed, timed out or
+  stayed below the target), which is no measured win;
 - ``overlap``: their ranges overlap: the margin is within run-to-run noise;
-- ``too_few``: the leader or the runner-up has fewer than :data:`MIN_REPEATS` ok runs;
+- ``too_few``: the leader or the runner-up has fewer than :data:`MIN_REPEATS` ok runs, or
+  no ok ``single`` to compare the only strategy that reached the target with;
 - ``warmup``: the leader trains slower than the runner-up in steady state and leads only
   because the runner-up's first epoch carries a one-off warm-up (:data:`WARMUP_SHARE` or
   more of its training time): more runs would not change that, more epochs would;
@@ -552,6 +555,7 @@ def advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, tar
         adv.reasons.append(baseline)
     if baseline.startswith("The baseline single did not end ok here (timeout"):
         from distbench.predict import longer_timeout
+        from distbench.results.store import untaken
 
         longer = longer_timeout(run_dir)  # user test (helper-27): Run next gave it the same time again
         runs_single = re.search(r"--strategies (?:\S+,)?single(?:,|\s|$)", adv.next_command or "")
@@ -560,7 +564,8 @@ def advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, tar
         rd = shlex.quote(str(run_dir)) if run_dir is not None else "RUN_DIR"
         adv.reasons[-1] = baseline[:-1] + "; give it longer: " + (
             f"Run next does ({longer.strip()})." if adv.next_command and longer in adv.next_command else
-            f"distbench run {rd}/config.json --strategies single{longer} --out {rd}-single measures it.")
+            f"distbench run {rd}/config.json --strategies single{longer} --out {untaken(rd + '-single')} "
+            "measures it.")
     if adv.verdict == "single":
         _only_single_ended_ok(adv, records, None if run_dir is None else str(run_dir))
     if adv.verdict == "clear" and adv.runner_up is None and not any(
@@ -575,7 +580,27 @@ def advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, tar
     adv.target_warnings = target.warnings() if target is not None else []  # helper-27: not in --json
     if target is not None and not adv.target:  # a verdict that returned early (no target reached, ...)
         _add_target(adv, target, None if run_dir is None else str(run_dir), records)
+    _untaken_next(adv)
     return adv
+
+
+def _untaken_next(adv: Advice) -> None:
+    """Where Run next writes a new run directory that already holds a run (an earlier Run
+    next, followed; ``distbench run`` refuses it), write the next free one instead
+    (:func:`~distbench.results.store.untaken`) and say which directory holds a run and the
+    ``advise`` that reads it (user test, helper-29)."""
+    from distbench.results.store import untaken
+
+    argv = shlex.split(adv.next_command) if adv.next_command and "&&" not in adv.next_command else []
+    if "--out" not in argv or "--resume" in argv:
+        return
+    i = argv.index("--out") + 1
+    out = argv[i]
+    argv[i] = untaken(out)
+    if argv[i] != out:
+        adv.next_command = shlex.join(argv)
+        adv.reasons.append(f"{out} already holds a run (a Run next followed earlier?): distbench advise "
+                           f"{shlex.quote(out)} reads it; Run next writes to {shlex.quote(argv[i])}.")
 
 
 def _only_single_ended_ok(adv: Advice, records: list[dict[str, Any]], rd: str | None) -> None:
@@ -781,6 +806,14 @@ def _evidence(adv: Advice, ok: list[ConfigSummary], lead: ConfigSummary, second:
                         for r in c.records], run_dir=rd)
     if warm:  # the report's caveat, kept with the verdict it qualifies
         adv.reasons.append(warm)
+    shaky = [c for i, c in enumerate([lead, second, single]) if c is not None and c.ok < c.repeats
+             and all(c is not d for d in [lead, second][:i])]
+    if shaky:  # user test (helper-29): a candidate's failed repeats went unsaid (only counted by --repeats)
+        adv.reasons.append("Not every run ended ok: " + "; ".join(
+            f"{c.label} {c.repeats - c.ok} of {c.repeats} "
+            f"({'/'.join(sorted(set(c.statuses) - {'ok'}))}: {(c.reasons[0] if c.reasons else '').split('; ')[0]})"
+            for c in shaky) + " (report.md's \"Not run or failed\" has each); the figures above are from the ok "
+            "runs.")
     left_out = [s for s in ok if _baseline(s) and s.ttt.value is not None and {"collapsed", "diverged"} & set(s.flags)]
     if left_out:  # reached the target, but a run that diverged or collapsed is no candidate
         adv.reasons.append("Left out although they reached the target: " + "; ".join(
@@ -1082,7 +1115,9 @@ def _add_target(adv: Advice, target: Target, rd: str | None, records: list[dict[
     for name in leaders[:2]:  # user test (helper-16): the costs named this host's runner-up, not the target's
         if name not in dict(adv.costs):
             adv.costs.append((name, _needs(name)))
-    if not (leaders and rd and not adv.next_command):
+    batch = int(next((r.get("global_batch_size") for r in records if r.get("global_batch_size")), 0))
+    unsplit = bool(adv.target_refused and rd and not adv.next_command and batch and batch % target.workers)
+    if not (leaders and rd and not adv.next_command) and not unsplit:  # unsplit: the rebatched run (helper-27)
         if adv.target_predictions:  # user test (helper-23): the key was absent, a KeyError in the user's script
             adv.target_predictions["run_next"] = {"command": None, "predicted_train_s": None, "why": (
                 "next_command measures what this run lacks first" if adv.next_command else

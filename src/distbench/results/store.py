@@ -21,6 +21,23 @@ RECORD_KEYS = {f.name for f in FIELDS if f.minimal}
 log = logging.getLogger(__name__)
 
 
+def untaken(out: str) -> str:
+    """``out``, or where it holds a run the first of ``out-2``, ``out-3``, ... that does not
+    (``RD-2`` taken: ``RD-3``); a run directory holds a run once it has ``workload/``, which
+    ``distbench run`` refuses without ``--resume`` (a Run next followed once was offered again,
+    and refused; user test, helper-29)."""
+    def taken(d: str) -> bool:
+        return (Path(d) / "workload").exists()
+
+    if not taken(out):
+        return out
+    stem, _, n = out.rpartition("-")
+    stem, k = (stem + "-", int(n) + 1) if stem and n.isdigit() else (out + "-", 2)
+    while taken(f"{stem}{k}"):
+        k += 1
+    return f"{stem}{k}"
+
+
 def _short(v: Any) -> str:
     """``repr(v)``, cut to 60 characters (a hostile line's value may be megabytes)."""
     r = repr(v)
