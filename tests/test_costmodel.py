@@ -548,7 +548,7 @@ def test_a_diverged_run_is_said_next_to_its_time_to_target(run_dir):
     # not reached at all: no "chance crossing" (helper-16), but the divergence is why (helper-28: read as slow)
     p = by_name(CM.predict_strategies(run_dir, parse_target("4 nodes, 1gbit").cluster(), 0.99)[0])["mpi_ps:easgd"]
     assert p.epochs_to_target is None and not any("chance crossing" in n for n in p.notes)
-    assert "diverged in 1 of its runs at 2 workers (final test loss not finite or over 1e+06): not reached for that " \
+    assert "diverged in 1 of its runs at 2 workers (final test loss not finite or over 1e+06; advise and the report leave it out): not reached for that " \
         "reason, not for its speed" in p.notes and "its curve at 2 workers is the nearest measured (the target is " \
         "at 4)" in p.notes
     assert not any("diverged" in n for n in by_name(CM.predict_strategies(
@@ -690,6 +690,12 @@ def test_results_predict_is_a_dataframe_that_keeps_the_inputs_and_the_error_band
     assert res.exit_code == 0, res.output
     single = next(p for p in json.loads(res.stdout)["target_predictions"]["strategies"] if p["strategy"] == "single")
     assert single["epoch_s"] == pytest.approx(20 * 0.001)
+    assert json.loads(res.stdout)["target_warnings"] == []
+    # helper-28: a bare --node-step 250 was warned about on stderr only, not in --json's target_warnings
+    res = CliRunner().invoke(main, ["advise", str(run_dir), "--target", "4 nodes, 1gbit", "--node-step", "250",
+                                    "--json"])
+    assert res.exit_code == 0 and json.loads(res.stdout)["target_warnings"] == [
+        "--node-step 250: a bare number is seconds, so this is 250 seconds; did you mean a unit (e.g. 4ms or 0.004)?"]
     res = CliRunner().invoke(main, ["advise", str(run_dir), "--node-step", "1ms"])
     assert res.exit_code == 2 and "advise: --node-step needs --target" in res.output
     # user test (helper-16): a node step on an emulated target (this machine's nodes) changed every number silently

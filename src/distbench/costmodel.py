@@ -90,6 +90,7 @@ from distbench.calibrate import CALIBRATION_FILE, compute_s, distributed_rows, m
 from distbench.cluster.emulated import EMULATED_VETH_BPS, tbf_burst_bytes
 from distbench.predict import epoch_s, longer_timeout, no_single
 from distbench.text import duration_text, link_text, rate_text, seconds_text
+from distbench.results.records import DIVERGED_LOSS
 from distbench.results.store import read_records
 
 RING = ("multi_worker_mirrored", "horovod", "horovod_mpi", "keras_jax:multi_process")
@@ -228,9 +229,6 @@ EMULATED_NODE_STEP = ("--node-step does not apply to an emulated target: its nod
                       "run measured; leave out --node-step, or 'emulated' to predict real nodes")
 """The refusal of a node step on an emulated target (CLI, API and :func:`predict_strategies`)."""
 
-DIVERGED_LOSS = 1e6
-"""A final test loss above this (or not finite) marks a run as diverged: its curve may cross a
-low target accuracy by chance (user test: an EASGD run at 0.51, then 0.03, ending at loss 5e30)."""
 
 
 def _epochs_to(rec: dict[str, Any], target: float) -> float | None:
@@ -796,9 +794,9 @@ def _curve_notes(m: Measured, near: int, n: int) -> list[str]:
     out = []
     if m.diverged:  # user test (helper-28): "not reached" alone read as merely slow
         out.append(f"diverged in {m.diverged} of its runs at {near} workers (final test loss not finite or over "
-                   f"{DIVERGED_LOSS:g}): " + ("its epochs to target may be a chance crossing"
-                                             if m.epochs_to_target is not None else
-                                             "not reached for that reason, not for its speed"))
+                   f"{DIVERGED_LOSS:g}; advise and the report leave it out): "
+                   + ("its epochs to target may be a chance crossing" if m.epochs_to_target is not None else
+                      "not reached for that reason, not for its speed"))
     if near != n and m.epochs_to_target is None:
         out.append(f"its curve at {near} workers is the nearest measured (the target is at {n})")
     if 0 < m.reached < m.runs:  # user test (helper-17): 2 of 3 counted as reached without a word

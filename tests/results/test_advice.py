@@ -398,6 +398,13 @@ def test_rows_left_out_as_diverged_are_named_even_when_they_reached_the_target()
     assert adv.recommended == "single (1 worker)"
     assert ("Left out although they reached the target: mpi_ps:easgd (2 workers) (diverged, the report's Caution "
             "says why).") in adv.reasons
+    # a final test loss over 1e6 (finite) in one repeat: diverged here as in predict (user test, helper-29)
+    huge = runs("single", 1, [0.5, 0.55, 0.6]) + runs("horovod", 2, [1.0, 1.1, 1.2]) + \
+        runs("mpi_ps:easgd", 2, [0.3, 0.3, 0.3])
+    huge[-1]["curve"][-1]["test_loss"] = 5e30
+    assert "mpi_ps:easgd (2 workers) (diverged" in " ".join(advise(huge, "runs/x").reasons)
+    huge[-1]["curve"][-1]["test_loss"] = 9e5  # under the bound: a candidate
+    assert advise(huge, "runs/x").recommended == "mpi_ps:easgd (2 workers)"
 
 
 def test_the_report_states_the_warm_up_caveat_once_and_its_notes_as_a_list():

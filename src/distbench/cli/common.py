@@ -197,10 +197,13 @@ class _Quantity(click.ParamType):
 WARNINGS_KEY = "distbench.warnings"  # click context meta: warnings about parsed values, see print_warnings
 
 
-def print_warnings() -> None:
-    """Print the warnings the parameter types left in the current click context (stderr)."""
-    for w in click.get_current_context().meta.pop(WARNINGS_KEY, []):
+def print_warnings() -> list[str]:
+    """Print the warnings the parameter types left in the current click context (stderr);
+    returns them, for a ``--json`` that carries them too."""
+    warned = click.get_current_context().meta.pop(WARNINGS_KEY, [])
+    for w in warned:
         click.echo(w, err=True)
+    return warned
 
 
 def _rate(text: str) -> float | None:

@@ -118,7 +118,7 @@ def advise(run_dir: str, target: str | None, target_accuracy: float | None, node
             records = retarget(records, target_accuracy)
         except ValueError as e:
             raise ConfigError(str(e)) from None
-    print_warnings()  # a bare --node-step 250 (seconds): said once the command line parsed
+    warned = print_warnings()  # a bare --node-step 250 (seconds): said once the command line parsed
     if node_step is not None and target is None:
         raise ConfigError("advise: --node-step needs --target (the cluster whose node it was measured on)")
     tgt = parse_target(target) if target is not None else None
@@ -132,6 +132,7 @@ def advise(run_dir: str, target: str | None, target_accuracy: float | None, node
         click.echo(f"distbench: warning: --target: {line}", err=True)
     adv = make_advice(records, run_dir, tgt)
     keep_accuracy(adv, run_dir, target_accuracy, target)
+    adv.target_warnings += [w.removeprefix("distbench: warning: ") for w in warned if "--node-step" in w]  # helper-28
     if as_json:
         click.echo(json.dumps(adv.to_dict(), indent=2))
     else:

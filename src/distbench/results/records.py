@@ -124,6 +124,11 @@ FIELD = {f.name: f for f in FIELDS}
 REQUIRED_KEYS = tuple(f.name for f in FIELDS if f.always)
 """Keys every record made by :func:`new_record` has."""
 
+DIVERGED_LOSS = 1e6
+"""A final test loss above this (or not finite) marks a run as diverged, in the report and
+``advise`` (:func:`distbench.results.stats.flag_collapses`) as in ``predict``: its curve may
+cross a low target accuracy by chance (user test: an EASGD run at 0.51, then 0.03, ending at
+loss 5e30)."""
 CURVE_NUMBERS = ("elapsed_s", "epoch", "step", "test_accuracy", "test_loss", "train_loss")
 """Keys of a curve point that are a number or ``null``."""
 

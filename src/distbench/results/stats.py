@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from distbench.results.provenance import hardware_key
-from distbench.results.records import config_label, straggler_text
+from distbench.results.records import DIVERGED_LOSS, config_label, straggler_text
 
 Z95 = 1.96  # two-sided 95 % quantile of the standard normal distribution
 
@@ -475,7 +475,8 @@ def fits_training(s: ConfigSummary, classes: int) -> bool:
 
 def _diverged(s: ConfigSummary, target: float | None = None) -> bool:
     """True when an ok repeat ended with a non-finite test loss (stored as ``null`` in the last
-    curve point, as JSON has no NaN) or a parameter-server replica of it stopped on non-finite
+    curve point, as JSON has no NaN) or one over :data:`~distbench.results.records.DIVERGED_LOSS`,
+    or a parameter-server replica of it stopped on non-finite
     weights (``details.diverged``), or when the median accuracy is at most 1.5x chance
     (``1 / workload.num_classes``, when recorded) *and* the median final test loss is no better
     than a uniform guess's (``ln num_classes``, the cross-entropy of predicting every class with
@@ -490,7 +491,8 @@ def _diverged(s: ConfigSummary, target: float | None = None) -> bool:
     test split disagrees with the training data (another source, a shift), which a note
     says, but training did not diverge."""
     ok = [r for r in s.records if r.get("status") == "ok"]
-    if any(r.get("curve") and r["curve"][-1].get("test_loss") is None for r in ok):
+    if any(r.get("curve") and (r["curve"][-1].get("test_loss") is None or r["curve"][-1]["test_loss"] > DIVERGED_LOSS)
+           for r in ok):  # over DIVERGED_LOSS too, as predict counts it (user test, helper-29: they disagreed)
         return True
     if any((r.get("details") or {}).get("diverged") for r in ok):  # a parameter-server replica stopped on NaN/inf
         return True
