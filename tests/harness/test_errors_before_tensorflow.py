@@ -56,6 +56,29 @@ def test_a_bad_data_file_is_refused_before_tensorflow_is_imported(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+def test_a_resume_with_nothing_left_to_run_writes_the_report_without_tensorflow(tmp_path):
+    # a Run next followed twice, or a CI retry: it loaded the data and TensorFlow to train nothing (10 s on 2 cores)
+    from distbench.harness.matrix import expand
+    from distbench.results.records import new_record
+
+    run = _used_run_dir(tmp_path)
+    cfg = config.override(config.load(None), training__epochs=1, run__strategies=["single"], run__repeats=2)
+    (run / "config.json").write_text(json.dumps(cfg.to_dict()))
+    (run / "results.jsonl").write_text("".join(json.dumps(new_record("r", p.strategy, p.workers, p.repeat, "failed",
+                                                                     reason="boom")) + "\n" for p in expand(cfg)))
+    fake = tmp_path / "fake" / "tensorflow"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text(f"open({str(tmp_path / 'imported')!r}, 'w').close()\n")
+    path = os.pathsep.join([str(fake.parent), str(ROOT), os.environ.get("PYTHONPATH", "")])
+    cp = distbench("run", "--out", str(run), "--resume", env={"PYTHONPATH": path}, timeout=60)
+    assert "sweep: nothing to run (every configuration was already recorded)" in cp.stdout, cp.stderr[-2000:]
+    assert cp.returncode == 1 and f"no configuration of {run} ended ok (2 failed)" in cp.stderr  # (every one failed)
+    assert (run / "report.md").exists() and not (tmp_path / "imported").exists()
+    cp = distbench("run", "--out", str(run), "--resume", "--repeats", "3", env={"PYTHONPATH": path}, timeout=60)
+    # one more repeat to run: the workload is loaded to train it, as before (this fake one has none)
+    assert cp.returncode == 2 and "holds no readable workload" in cp.stderr and "nothing to run" not in cp.stdout
+
+
 class _Exited(Exception):
     pass
 
