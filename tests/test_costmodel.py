@@ -2,6 +2,7 @@
 figures worked by hand from synthetic records and a synthetic calibration; the CLI's
 one-line errors for what is missing."""
 
+import dataclasses
 import json
 import math
 import os
@@ -294,6 +295,7 @@ def test_cli_predict_target_table_json_and_errors(run_dir):
     from distbench.text import duration_text, seconds_text
 
     assert (seconds_text(1720.4), seconds_text(0.0123), duration_text(3 * 86400)) == ("28.7 min", "0.0123 s", "3 days")
+    assert (seconds_text(8.43e-5), seconds_text(0.0)) == ("84.3 us", "0 s")  # helper-30: 8.43e-05 s
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "4 nodes 10gbit", "--bandwidth", "1gbit"])
     assert res.exit_code == 2 and "--bandwidth belongs to the first-order table" in res.output
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "4 nodes 10gbit", "--max-workers", "2"])
@@ -985,9 +987,15 @@ def test_a_one_node_target_needs_no_link(run_dir, monkeypatch):
     only = [r for r in recs if r["strategy"] in ("single", "horovod")]
     (run_dir / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in only))
     adv = advise(only, str(run_dir), parse_target("1 node x 4"))
-    assert adv.next_command is None and (f"This run already measured horovod at 4 workers on this machine: distbench "
-                                         f"predict {run_dir} --target '1 node x 4' --against {run_dir} compares them "
-                                         "with the prediction.") in adv.target
+    assert adv.next_command is None and ("No Run next: this run already measured horovod at 4 workers on this "
+                                         "machine, and one node like this machine is predicted as those rows ran "
+                                         "(their measured times are the answer).") in adv.target
+    # helper-30: it offered predict --against the run itself, which compares the rows with themselves; with a node
+    # step (another machine's node) the prediction differs from the rows, and the check means something
+    stepped = dataclasses.replace(parse_target("1 node x 4"), node_step_s=0.002)
+    assert (f"This run already measured horovod at 4 workers on this machine: distbench predict {run_dir} --target "
+            f"'1 node x 4' --against {run_dir} compares them with the prediction.") in advise(
+        only, str(run_dir), stepped).target
 
 
 def test_a_calibration_slower_than_single_is_scaled_to_its_step(run_dir):

@@ -90,10 +90,13 @@ def duration_text(seconds: float) -> str:
 
 
 def seconds_text(seconds: float) -> str:
-    """Seconds with 3 significant digits (``0.0123 s``, ``41.2 s``), and from 1,000 s up in
-    minutes or hours (``28.7 min``, not ``1.72e+03 s``)."""
+    """Seconds with 3 significant digits (``0.0123 s``, ``41.2 s``), from 1,000 s up in
+    minutes or hours (``28.7 min``, not ``1.72e+03 s``), and under 1 ms in microseconds
+    (``84.3 us``, not ``8.43e-05 s``: user test, helper-30)."""
     if seconds >= 999.5:
         return duration_text(float(f"{seconds:.3g}"))
+    if 0 < seconds < 9.995e-4:
+        return f"{seconds * 1e6:.3g} us"
     return f"{seconds:.3g} s"
 
 

@@ -301,6 +301,13 @@ def test_target_prediction_from_the_run_dir(tmp_path):
     # user test (helper-27): the refusal named a command, and Run next had none
     assert wide.next_command == (f"distbench run {tmp_path}/config.json --batch-size 128 --out {tmp_path}-batch-128 "
                                  f"&& distbench calibrate {tmp_path}-batch-128"), (wide.next_command, wide.target)
+    # helper-30: 5 repeats of every configuration ran again (~30 min) without a word: 3 repeats, and how long
+    five = records + [rec(s, w, i, t, train_s=30.0) for s, w, t in (("single", 1, 2.0), ("horovod", 2, 1.0))
+                      for i in (3, 4)]
+    wide = advise(five, tmp_path, parse_target("128 nodes, 1 Gbit/s"))
+    assert " --batch-size 128 --repeats 3 --out " in wide.next_command
+    assert "It runs this run's configurations again (3 runs of each): about 2.02 min, as this run's took." in \
+        wide.target[-1], wide.target
     # issue 31: a 17 KB model on 4 nodes at 10 Gbit/s got 'predicted 4.0x' for every candidate and nothing
     # said the network did not matter
     small = "\n".join(advise(records, tmp_path, parse_target("4 nodes 10gbit")).target)
@@ -522,8 +529,10 @@ def test_a_baseline_that_failed_is_said():
     failed = records + [rec("single", 1, 0, None, status="failed", reason="exit code 1 (ValueError: boom); log")]
     said = [r for r in advise(failed, "runs/x").reasons if "baseline" in r]
     assert said == ["The baseline single did not end ok here (failed: exit code 1 (ValueError: boom)): no speed-up "
-                    "or scaling efficiency is computed, and --target cannot predict; see report.md's \"Not run or "
-                    "failed\"."]
+                    "or scaling efficiency is computed, and --target cannot predict (report.md's \"Not run or "
+                    "failed\" has each reason); once that is fixed, distbench run runs/x/config.json --out runs/x-again "
+                    "measures it with the rest of the sweep (advise compares the rows of one run directory, and a "
+                    "--resume keeps this single as recorded)."]
     # user test (helper-28): not run at all said nothing; a --resume measures a single never recorded
     assert [r for r in advise(records, "runs/x").reasons if "baseline" in r] == [
         "This run has no single, the baseline: no speed-up or scaling efficiency is computed, and --target cannot "
@@ -566,8 +575,9 @@ def test_run_next_counts_failed_repeats_and_never_swaps_the_sweep(tmp_path):
     adv = advise(single_to + runs("horovod_mpi", 2, [1.0, 1.1, 1.2]) + runs("spark_ps:adag", 2, [1.05, 1.1, 1.15]),
                  str(tmp_path))  # overlapping leaders: Run next measures them, not single
     assert adv.verdict == "overlap" and "--timeout" not in adv.next_command and "single" not in adv.next_command
-    assert adv.reasons[-1].endswith(f"give it longer: distbench run {tmp_path}/config.json --strategies single "
-                                    f"--timeout 3600 --out {tmp_path}-single measures it.")
+    assert adv.reasons[-1].endswith(f"give it longer: distbench run {tmp_path}/config.json --timeout 3600 --out "
+                                    f"{tmp_path}-again measures it with the rest of the sweep (advise compares the "
+                                    "rows of one run directory, and a --resume keeps this single as recorded).")
 
 
 def test_single_alone_ended_ok_is_not_called_a_measured_win(tmp_path):
@@ -595,12 +605,19 @@ def test_no_win_is_claimed_over_nothing(tmp_path):
         "No advice yet: multi_worker_mirrored (2 workers) is the only configuration that reached the target here, and "
         "there is no ok single to compare it with.")
     assert adv.next_command == f"distbench run --resume --out {tmp_path} --strategies single"
+    assert [n for n, _ in adv.costs] == ["multi_worker_mirrored"]  # helper-30: single's cost, in a run without it
     # every distributed strategy unavailable: single ran alone, not "too small for their communication"
     alone = runs("single", 1, [2.0, 2.1, 2.2]) + [rec("horovod", 2, 0, None, status="unavailable",
                                                       reason="horovod not importable")]
     adv = advise(alone, str(tmp_path))
     assert adv.headline.startswith("Recommended: single, the only configuration that ran here: every distributed "
                                    "strategy is unavailable") and not any("too small" in r for r in adv.reasons)
+    # no distributed row at all (helper-30): "none beats one device", "more epochs compare them", no Run next
+    adv = advise(runs("single", 1, [2.0, 2.1, 2.2]), str(tmp_path))
+    assert adv.headline == ("Recommended: single, the only strategy this run measured: no distributed strategy ran, "
+                            "so none was compared with it.") and not any("epochs" in r for r in adv.reasons)
+    assert adv.next_command == (f"distbench run {tmp_path}/config.json --out {tmp_path} --resume --strategies "
+                                "horovod,multi_worker_mirrored,mpi_ps:adag") and adv.runner_up is None
     # distributed rows ran but stayed below the target: not a time comparison either
     below = runs("single", 1, [2.0, 2.1, 2.2]) + runs("horovod", 2, [None, None, None], acc=0.85)
     adv = advise(below, str(tmp_path))
@@ -638,7 +655,7 @@ def test_failed_repeats_of_a_candidate_are_named():
         rec("horovod", 2, i, None, status="failed", reason="horovodrun exited 1; log tail") for i in (3, 4)]
     adv = advise(records, "runs/x")
     assert adv.recommended == "horovod (2 workers)"
-    assert ("Not every run ended ok: horovod (2 workers) 2 of 5 (failed: horovodrun exited 1) (report.md's \"Not "
-            "run or failed\" has each); the figures above are from the ok runs.") in adv.reasons
+    assert ("Not every run ended ok: horovod (2 workers): 2 of 5 runs failed (horovodrun exited 1) (report.md's "
+            "\"Not run or failed\" has each); the figures above are from the ok runs.") in adv.reasons
     clean = advise(runs("single", 1, [2.0, 2.1, 2.2]) + runs("horovod", 2, [1.0, 1.1, 1.2]), "runs/x")
     assert not any(r.startswith("Not every run ended ok") for r in clean.reasons)

@@ -553,19 +553,8 @@ def advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, tar
         baseline = baseline.replace("--out RUN_DIR", f"--out {shlex.quote(str(run_dir))}")
     if baseline and "single" not in dict(adv.unavailable):  # user test (helper-26): a failed single went unsaid
         adv.reasons.append(baseline)
-    if baseline.startswith("The baseline single did not end ok here (timeout"):
-        from distbench.predict import longer_timeout
-        from distbench.results.store import untaken
-
-        longer = longer_timeout(run_dir)  # user test (helper-27): Run next gave it the same time again
-        runs_single = re.search(r"--strategies (?:\S+,)?single(?:,|\s|$)", adv.next_command or "")
-        if runs_single and "--timeout" not in adv.next_command:  # helper-28: not into a command without single
-            adv.next_command = re.sub(r"(distbench run \S+)", lambda m: m[1] + longer, adv.next_command, count=1)
-        rd = shlex.quote(str(run_dir)) if run_dir is not None else "RUN_DIR"
-        adv.reasons[-1] = baseline[:-1] + "; give it longer: " + (
-            f"Run next does ({longer.strip()})." if adv.next_command and longer in adv.next_command else
-            f"distbench run {rd}/config.json --strategies single{longer} --out {untaken(rd + '-single')} "
-            "measures it.")
+    if baseline.startswith("The baseline single did not end ok here (") and "single" not in dict(adv.unavailable):
+        _name_the_baseline_run(adv, baseline, None if run_dir is None else str(run_dir))
     if adv.verdict == "single":
         _only_single_ended_ok(adv, records, None if run_dir is None else str(run_dir))
     if adv.verdict == "clear" and adv.runner_up is None and not any(
@@ -607,13 +596,22 @@ def _only_single_ended_ok(adv: Advice, records: list[dict[str, Any]], rd: str | 
     """Where ``single`` leads because no distributed row ended ok (each failed or timed out),
     say so instead of "no distributed strategy beats one device" (user test, helper-28: every
     distributed row crashed, and the workload was called too small), and name the sweep of
-    those strategies again into a new directory (a ``--resume`` keeps them as recorded)."""
+    those strategies again into a new directory (a ``--resume`` keeps them as recorded); where
+    the run has no distributed row at all, the ``--resume`` that adds some
+    (:data:`~distbench.costmodel.CLUSTER_EXAMPLES`)."""
     multi = [r for r in records if r.get("strategy") != "single"]
-    if not multi or any(r.get("status") == "ok" for r in multi):
+    if any(r.get("status") == "ok" for r in multi):
         return
     bad = [r for r in multi if r.get("status") in ("failed", "timeout")]
     adv.reasons = [r for r in adv.reasons if "too small for extra workers" not in r
                    and not r.startswith("No distributed configuration reached")]
+    if not multi:  # user test (helper-30): "no distributed strategy beats one device", and no Run next
+        from distbench.costmodel import CLUSTER_EXAMPLES
+
+        adv.headline = ("Recommended: single, the only strategy this run measured: no distributed strategy ran, so "
+                        "none was compared with it.")
+        adv.next_command = run_command(rd, resume=True, strategies=",".join(CLUSTER_EXAMPLES))
+        return
     if not bad:  # only unavailable ones (helper-29: "the workload is too small" though none ran)
         adv.headline = ("Recommended: single, the only configuration that ran here: every distributed strategy is "
                         "unavailable (Not available here), so none was compared with it.")
@@ -635,6 +633,28 @@ def _only_single_ended_ok(adv: Advice, records: list[dict[str, Any]], rd: str | 
                                    timeout=timeout)
 
 
+def _name_the_baseline_run(adv: Advice, baseline: str, run_dir: str | None) -> None:
+    """End the Why line of a ``single`` with no ok run (``baseline``, the last reason) with the
+    run that measures it: the sweep again into a new directory (``advise`` compares the rows of
+    one run directory, and a ``--resume`` keeps the failed ``single`` as recorded; helper-30:
+    it said only "see report.md"), with 4x the ``--timeout`` where it timed out (helper-27:
+    Run next gave it the same time again), or Run next itself where that runs ``single``."""
+    from distbench.predict import longer_timeout
+    from distbench.results.store import untaken
+
+    timed_out = baseline.startswith("The baseline single did not end ok here (timeout")
+    longer = longer_timeout(run_dir) if timed_out else ""
+    runs_single = re.search(r"--strategies (?:\S+,)?single(?:,|\s|$)", adv.next_command or "")
+    if longer and runs_single and "--timeout" not in adv.next_command:  # helper-28: not into a command without it
+        adv.next_command = re.sub(r"(distbench run \S+)", lambda m: m[1] + longer, adv.next_command, count=1)
+    rd = shlex.quote(run_dir) if run_dir is not None else "RUN_DIR"
+    again = shlex.quote(untaken(run_dir + "-again")) if run_dir is not None else "RUN_DIR-again"
+    adv.reasons[-1] = baseline[:-1] + ("; give it longer: " if timed_out else "; once that is fixed, ") + (
+        f"Run next does ({longer.strip()})." if longer and adv.next_command and longer in adv.next_command else
+        f"distbench run {rd}/config.json{longer} --out {again} measures it with the rest of the sweep (advise compares "
+        "the rows of one run directory, and a --resume keeps this single as recorded).")
+
+
 def _baseline_missing(records: list[dict[str, Any]]) -> str:
     """A sentence when ``single`` was run but never ended ok (its last status and reason):
     no speed-up or scaling efficiency can be computed, and ``--target`` cannot predict;
@@ -648,7 +668,8 @@ def _baseline_missing(records: list[dict[str, Any]]) -> str:
     last = singles[-1]
     why = (last.get("reason") or "").split("; ")[0]
     return (f"The baseline single did not end ok here ({last.get('status')}{': ' + why if why else ''}): no speed-up "
-            "or scaling efficiency is computed, and --target cannot predict; see report.md's \"Not run or failed\".")
+            "or scaling efficiency is computed, and --target cannot predict (report.md's \"Not run or failed\" has "
+            "each reason).")
 
 
 def _advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, target: Target | None = None,
@@ -693,7 +714,8 @@ def _advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, ta
     adv.compared = [lead, second] if second else [lead]
     _evidence(adv, ok, lead, second, single, target_acc, rd)
     _verdict(adv, ranked, single, target_acc, rd, min_repeats, target is not None)
-    adv.costs = [(n, _needs(n)) for n in dict.fromkeys(names + ["single"])]
+    baseline = ["single"] if any(s.strategy == "single" for s in rows) else []  # helper-30: a run without it
+    adv.costs = [(n, _needs(n)) for n in dict.fromkeys(names + baseline)]
     if target is not None:
         _add_target(adv, target, rd, records)  # adds the target's leaders to the costs
     return adv
@@ -810,8 +832,9 @@ def _evidence(adv: Advice, ok: list[ConfigSummary], lead: ConfigSummary, second:
              and all(c is not d for d in [lead, second][:i])]
     if shaky:  # user test (helper-29): a candidate's failed repeats went unsaid (only counted by --repeats)
         adv.reasons.append("Not every run ended ok: " + "; ".join(
-            f"{c.label} {c.repeats - c.ok} of {c.repeats} "
-            f"({'/'.join(sorted(set(c.statuses) - {'ok'}))}: {(c.reasons[0] if c.reasons else '').split('; ')[0]})"
+            f"{c.label}: {c.repeats - c.ok} of {c.repeats} runs "
+            f"{' or '.join(_ENDED.get(x, x) for x in sorted(set(c.statuses) - {'ok'}))}"
+            f" ({(c.reasons[0] if c.reasons else '').split('; ')[0]})"
             for c in shaky) + " (report.md's \"Not run or failed\" has each); the figures above are from the ok "
             "runs.")
     left_out = [s for s in ok if _baseline(s) and s.ttt.value is not None and {"collapsed", "diverged"} & set(s.flags)]
@@ -819,6 +842,10 @@ def _evidence(adv: Advice, ok: list[ConfigSummary], lead: ConfigSummary, second:
         adv.reasons.append("Left out although they reached the target: " + "; ".join(
             f"{s.label} ({'diverged' if 'diverged' in s.flags else 'collapsed'}, the report's Caution says why)"
             for s in left_out) + ".")
+
+
+_ENDED = {"failed": "failed", "timeout": "timed out", "unavailable": "were unavailable"}
+"""A non-ok status as the runs' verb (``3 of 5 runs failed``)."""
 
 
 def _steady_epoch(c: ConfigSummary) -> tuple[float, float] | None:
@@ -1238,12 +1265,19 @@ def _rebatched_next(target: Target, rd: str, batch: int, records: Sequence[dict[
     nb, keep = found
     new = shlex.quote(rd + f"-batch-{nb}")
     workers = f" --workers {','.join(map(str, keep))}" if keep != counts else ""
-    return (f"distbench run {shlex.quote(rd + '/config.json')} --batch-size {nb}{workers} --out {new} && distbench "
-            f"calibrate {new}"), (
+    # helper-30: it ran the whole sweep again, 5 repeats of 22 configurations (~30 min), without a word: 3 repeats
+    # are enough for the medians the model takes, and the line says how long this run's took
+    here = [r for r in records if not r.get("bandwidth")]
+    had = max((int(r.get("repeat") or 0) + 1 for r in here), default=1)
+    repeats = f" --repeats {MIN_REPEATS}" if had > MIN_REPEATS else ""
+    took = sum(float((r.get("timings") or {}).get("total_s") or 0.0) for r in here) * min(had, MIN_REPEATS) / had
+    return (f"distbench run {shlex.quote(rd + '/config.json')} --batch-size {nb}{workers}{repeats} --out {new} && "
+            f"distbench calibrate {new}"), (
         f"Run next is a one-host run at a global batch of {nb}, which the target's {target.workers} workers and the "
         f"run's worker counts ({', '.join(map(str, keep))}) split (this run's {batch} does not split over "
         f"{target.workers}), and its calibration; then distbench advise {new} --target {shlex.quote(target.text)} "
-        "predicts from it.")
+        "predicts from it." + (f" It runs this run's configurations again ({_runs(min(had, MIN_REPEATS))} of each): "
+                               f"about {duration_text(took)}, as this run's took." if took >= 60 else ""))
 
 
 RUN_NEXT_LONG_S = 600.0
@@ -1327,6 +1361,10 @@ def _one_node_not_next(target: Target, run_dir: str, names: Sequence[str], recor
         and r.get("status") == "ok" and not r.get("bandwidth")) >= 3]
     if have and len(have) == len([n for n in names if n != "single"]):
         q = shlex.quote(run_dir)
+        if not target.node_step_s:  # helper-30: --against itself compared the rows with themselves
+            return (f"No Run next: this run already measured {', '.join(have)} at {target.workers} workers on this "
+                    "machine, and one node like this machine is predicted as those rows ran (their measured times "
+                    "are the answer).")
         return (f"This run already measured {', '.join(have)} at {target.workers} workers on this machine: distbench "
                 f"predict {q} --target {shlex.quote(target.text)} --against {q} compares them with the prediction.")
     return ""
