@@ -230,7 +230,6 @@ EMULATED_NODE_STEP = ("--node-step does not apply to an emulated target: its nod
 """The refusal of a node step on an emulated target (CLI, API and :func:`predict_strategies`)."""
 
 
-
 def _epochs_to(rec: dict[str, Any], target: float) -> float | None:
     for p in rec.get("curve") or []:
         if p.get("test_accuracy") is not None and p["test_accuracy"] >= target and p.get("epoch"):
