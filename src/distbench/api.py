@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import json
 import logging
 import math
 import os
@@ -82,11 +81,9 @@ def run_config(cfg: ExperimentConfig, run_dir: Path, resume: bool = False, flags
     lock = lock_run_dir(run_dir) if run_dir.exists() else None
     finished = lock is not None and all_recorded(cfg, run_dir, resume)
     try:
-        if finished:  # nothing to train: neither the data nor TensorFlow is loaded (3.6 s, was 10.4 s on 2 cores)
-            from distbench.workload import CONFIG_FILE
-
-            (run_dir / CONFIG_FILE).write_text(json.dumps(cfg.to_dict(), indent=2))  # as prepare_run_dir does
-        else:  # bad data files are reported here, before TensorFlow is imported; then the model's errors
+        # nothing to train (finished): neither the data nor TensorFlow is loaded (3.6 s, was 10.4 s on 2 cores), and
+        # config.json stays as it is; else bad data files are reported here, before TensorFlow; then the model's
+        if not finished:
             workload = prepare_run_dir(cfg, run_dir, resume, flags, before_model=hide_accelerators)
     except BaseException:
         if lock is not None:

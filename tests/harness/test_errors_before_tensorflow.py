@@ -70,8 +70,10 @@ def test_a_resume_with_nothing_left_to_run_writes_the_report_without_tensorflow(
     fake.mkdir(parents=True)
     (fake / "__init__.py").write_text(f"open({str(tmp_path / 'imported')!r}, 'w').close()\n")
     path = os.pathsep.join([str(fake.parent), str(ROOT), os.environ.get("PYTHONPATH", "")])
-    cp = distbench("run", "--out", str(run), "--resume", env={"PYTHONPATH": path}, timeout=60)
+    before = (run / "config.json").read_text()
+    cp = distbench("run", "--out", str(run), "--resume", "--timeout", "100", env={"PYTHONPATH": path}, timeout=60)
     assert "sweep: nothing to run (every configuration was already recorded)" in cp.stdout, cp.stderr[-2000:]
+    assert (run / "config.json").read_text() == before  # nothing ran: the run's settings stay (helper-31)
     assert cp.returncode == 1 and f"no configuration of {run} ended ok (2 failed)" in cp.stderr  # (every one failed)
     assert (run / "report.md").exists() and not (tmp_path / "imported").exists()
     cp = distbench("run", "--out", str(run), "--resume", "--repeats", "3", env={"PYTHONPATH": path}, timeout=60)

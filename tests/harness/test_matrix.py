@@ -36,7 +36,7 @@ def test_resume_rules(tmp_path):
     with pytest.raises(ConfigError, match="pass --resume"):
         prepare_run_dir(cfg, tmp_path / "r", resume=False)
     w = prepare_run_dir(config.override(cfg, run__workers=[4]), tmp_path / "r", resume=True)
-    assert w.config.run.workers == [4]
+    assert w.config.run.workers == [2, 4]  # the run holds both: config.json records the union
     with pytest.raises(ConfigError, match=r"training.epochs recorded 1, given 2; give the recorded values in "
                                           r"CONFIG_FILE"):
         prepare_run_dir(config.override(cfg, training__epochs=2), tmp_path / "r", resume=True)
@@ -58,7 +58,14 @@ def test_resume_inherits_the_recorded_options(tmp_path):
     again = config.override(recorded_config(tmp_path / "r"), run__strategies=["single"])
     w = prepare_run_dir(again, tmp_path / "r", resume=True, flags={})
     assert (w.config.training.epochs, w.config.training.target_accuracy) == (2, 0.5)
-    assert w.config.run.strategies == ["single"]
+    # config.json keeps describing the whole run (helper-31: it was narrowed to single, and a plain --resume
+    # continued single alone); the larger repeats too
+    assert w.config.run.strategies == ["single", "mirrored"]
+    w = prepare_run_dir(config.override(recorded_config(tmp_path / "r"), run__strategies=["horovod"], run__repeats=3),
+                        tmp_path / "r", resume=True, flags={})
+    assert (w.config.run.strategies, w.config.run.repeats) == (["single", "mirrored", "horovod"], 3)
+    w = prepare_run_dir(config.override(recorded_config(tmp_path / "r"), run__repeats=1), tmp_path / "r", resume=True)
+    assert w.config.run.repeats == 3
     # an explicitly changed workload option is refused, naming the flag
     res = CliRunner().invoke(main, ["run", "--resume", "--epochs", "3", "--target-accuracy", "0.5",
                                     "--out", str(tmp_path / "r")])

@@ -8,7 +8,7 @@ import logging
 import json
 import shutil
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from distbench.config import ConfigError, ExperimentConfig, from_dict
 from distbench.workload import CONFIG_FILE, WORKLOAD_DIR, Workload, checked_dataset
@@ -119,5 +119,24 @@ def prepare_run_dir(cfg: ExperimentConfig, run_dir: Path, resume: bool,
             if created:  # leave nothing that looks like a run
                 shutil.rmtree(run_dir, ignore_errors=True)
             raise
-    (run_dir / CONFIG_FILE).write_text(json.dumps(cfg.to_dict(), indent=2))  # new sweep settings (run/ps/spark)
+    (run_dir / CONFIG_FILE).write_text(json.dumps(resumed_config(cfg, run_dir), indent=2))  # new sweep settings
     return Workload.load(run_dir)
+
+
+def resumed_config(cfg: ExperimentConfig, run_dir: Path) -> dict[str, Any]:
+    """The config a resumed sweep records in ``run_dir``: ``cfg``'s settings, with ``[run]``'s
+    strategies and worker counts the union of those recorded and those of this sweep, and
+    the larger repeats, so that the file still describes every configuration the run holds
+    (user test, helper-31: ``--resume --strategies single`` narrowed a run of 8 strategies to
+    one, which a later plain ``--resume`` then continued)."""
+    new = cfg.to_dict()
+    try:
+        old = json.loads((run_dir / CONFIG_FILE).read_text()).get("run") or {}
+    except (OSError, ValueError, AttributeError):
+        return new
+    run = new["run"]
+    run["strategies"] = list(dict.fromkeys([*(old.get("strategies") or []), *run["strategies"]]))
+    run["workers"] = sorted({*(w for w in old.get("workers") or [] if isinstance(w, int)), *run["workers"]})
+    if isinstance(old.get("repeats"), int) and isinstance(run["repeats"], int):
+        run["repeats"] = max(old["repeats"], run["repeats"])
+    return new
