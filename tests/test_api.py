@@ -218,3 +218,35 @@ def test_no_model_says_which_model_it_trains(tmp_path, caplog):
     x, y = _digits()
     api.compare(None, (x, y), strategies="single", epochs=1, out=tmp_path / "r")
     assert "compare(model=None): training the embedded default's model (mlp, hidden [512, 512])" in caplog.text
+
+
+def test_a_resume_with_other_data_or_another_model_is_refused_and_keeps_the_runs_inputs(tmp_path):
+    # user test (helper-31): compare(resume=True) overwrote inputs/data.npz and inputs/model.keras with other ones;
+    # the next configurations failed on a weight-shape mismatch, and the next --resume refused the data file
+    from distbench.workload import META_FILE, weights_sha256
+
+    x, y = _digits()
+    run = tmp_path / "run"
+    model = _model()
+    assert api._data_keys((x, y), run, None, "label")["data__path"] == str(run / "inputs" / "data.npz")
+    api._save_model(model, run)
+    (run / WORKLOAD_DIR).mkdir()
+    weights = [np.asarray(w, dtype=np.float32) for w in model.get_weights()]
+    (run / WORKLOAD_DIR / META_FILE).write_text(json.dumps({"initial_weights_sha256": weights_sha256(weights),
+                                                            "weight_shapes": [list(w.shape) for w in weights]}))
+    saved = {p.name: p.read_bytes() for p in (run / "inputs").iterdir()}
+    assert api._data_keys((x, y), run, None, "label")["data__name"] == "npz"  # the same: kept
+    assert api._model_keys(model, None, run)["model__path"] == str(run / "inputs" / "model.keras")
+    with pytest.raises(ConfigError, match=r"compare\(resume=True\): data= differ from the data this run was trained "
+                                          r"on \(x \(1797, 64\) float32, y \(1797,\) int64; given x \(500, 64\) "
+                                          r"float32, y \(500,\) int64\)"):
+        api._data_keys((x[:500], y[:500]), run, None, "label")
+    import keras
+
+    other = keras.Sequential([keras.Input((64,)), keras.layers.Dense(32, activation="relu"), keras.layers.Dense(10)])
+    with pytest.raises(ConfigError, match=r"model= is not the model this run was trained from \(weight shapes "
+                                          r"\[\[64, 32\], \[32\], \[32, 10\], \[10\]\] against the run's"):
+        api._model_keys(other, None, run)
+    with pytest.raises(ConfigError, match="the same shapes with other weights"):
+        api._model_keys(keras.models.clone_model(model), None, run)  # the architecture, new random weights
+    assert {p.name: p.read_bytes() for p in (run / "inputs").iterdir()} == saved  # nothing overwritten

@@ -109,6 +109,16 @@ def test_a_model_built_differently_in_another_process_names_the_rule(tmp_path):
                      a.data_sha256, tmp_path)  # as if the factory had drawn other layer sizes when they were saved
     with pytest.raises(ValueError, match="the model must have the same architecture every time it is built"):
         other.build_model()
+    # a .keras path replaced since the run began is named as such, not as a factory (user test, helper-31)
+    import dataclasses
+
+    keras = pytest.importorskip("keras")
+    path = tmp_path / "m.keras"
+    keras.Sequential([keras.Input((64,)), keras.layers.Dense(8), keras.layers.Dense(10)]).save(path)
+    moved = Workload(dataclasses.replace(a.config, model=dataclasses.replace(a.config.model, path=str(path))),
+                     a.dataset, a.initial_weights, a.initial_weights_sha256, a.data_sha256, tmp_path)
+    with pytest.raises(ValueError, match=f"{path} no longer holds the model this run started from"):
+        moved.build_model()
 
 
 @pytest.mark.parametrize("n,g,workers", [(432, 64, [2]), (432, 64, [2, 3]), (1293, 500, [2, 4]), (100, 64, [1]),

@@ -571,9 +571,36 @@ def _data_keys(data: Any, run_dir: Path, features: Any, label: str) -> dict[str,
     else:
         raise ConfigError(f"compare(data=...): got {type(data).__name__}; expected (x, y) NumPy arrays, a pandas "
                           "DataFrame, a Parquet or .npz path, or a dataset name such as 'digits'")
-    path = _inputs(run_dir) / "data.npz"
-    np.savez(path, **arrays)
+    path = run_dir / INPUTS_DIR / "data.npz"
+    if not _same_as_recorded(path, arrays):
+        np.savez(_inputs(run_dir) / "data.npz", **arrays)
     return {"data__name": "npz", "data__path": str(path)}
+
+
+def _same_as_recorded(path: Path, arrays: dict[str, Any]) -> bool:
+    """True when a resumed run's saved ``inputs/data.npz`` holds ``arrays`` (then it is not
+    written again); False when there is none (a new run).
+
+    Raises:
+        ConfigError: the run saved other arrays: a resume would overwrite the data its
+            records were trained on (user test, helper-31: it did, and the next ``--resume``
+            refused the run as 'the data file changed').
+    """
+    import numpy as np
+
+    if not (path.exists() and (path.parent.parent / "workload").exists()):
+        return False
+    with np.load(path, allow_pickle=False) as saved:
+        old = {k: saved[k] for k in saved.files}
+    if old.keys() == arrays.keys() and all(np.array_equal(old[k], arrays[k]) for k in old):
+        return True
+
+    def shapes(d: dict[str, Any]) -> str:
+        return ", ".join(f"{k} {tuple(v.shape)} {v.dtype}" for k, v in d.items())
+
+    raise ConfigError(f"compare(resume=True): data= differ from the data this run was trained on ({shapes(old)}; "
+                      f"given {shapes(arrays)}): a run compares strategies on one workload; pass the same data, or "
+                      "leave resume out and give a new out= to compare on these")
 
 
 def _model_keys(model: Any, data: Any, run_dir: Path) -> dict[str, Any]:
@@ -621,6 +648,9 @@ def _save_model(model: Any, run_dir: Path) -> str:
         raise ConfigError(f"compare(model=...): {', '.join(local)} is defined in __main__ (a notebook or script), "
                           "so the processes that train cannot import it to load the model; move the class to a "
                           "module on PYTHONPATH (registered with @keras.saving.register_keras_serializable())")
+    path = run_dir / INPUTS_DIR / "model.keras"
+    if _same_model_as_recorded(path, model):
+        return str(path)
     path = _inputs(run_dir) / "model.keras"
     try:
         model.save(path)
@@ -629,6 +659,37 @@ def _save_model(model: Any, run_dir: Path) -> str:
                           f"{' '.join(str(e).split())[:300]}); give its custom layers get_config() and "
                           "@keras.saving.register_keras_serializable(), or pass a factory 'module:function'") from None
     return str(path)
+
+
+def _same_model_as_recorded(path: Path, model: Any) -> bool:
+    """True when a resumed run saved ``inputs/model.keras`` and ``model``'s weights are the
+    run's initial weights (their SHA-256, ``workload/workload.json``): it is not saved again;
+    False for a new run.
+
+    Raises:
+        ConfigError: another model (other weights or shapes): a resume would overwrite the
+            model the run's records were trained from (user test, helper-31: its next
+            configurations failed on a weight-shape mismatch blamed on the user's factory).
+    """
+    import json
+
+    import numpy as np
+
+    from distbench.workload import META_FILE, WORKLOAD_DIR, weights_sha256
+
+    meta_file = path.parent.parent / WORKLOAD_DIR / META_FILE
+    if not (path.exists() and meta_file.exists()):
+        return False
+    meta = json.loads(meta_file.read_text())
+    weights = [np.asarray(w, dtype=np.float32) for w in model.get_weights()]
+    if weights_sha256(weights) == meta.get("initial_weights_sha256"):
+        return True
+    shapes = [list(w.shape) for w in weights]
+    what = ("weight shapes " + str(shapes) + " against the run's " + str(meta.get("weight_shapes"))
+            if shapes != meta.get("weight_shapes") else "the same shapes with other weights")
+    raise ConfigError(f"compare(resume=True): model= is not the model this run was trained from ({what}): a run "
+                      "compares strategies from one set of initial weights; pass the same model (or leave model "
+                      "out: the run's is used), or leave resume out and give a new out= to compare this one")
 
 
 class Results:

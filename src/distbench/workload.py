@@ -319,10 +319,12 @@ class Workload:
             model.set_weights(self.initial_weights)
         except ValueError as e:  # a factory whose architecture depends on the process or a random draw
             shapes = [tuple(w.shape) for w in self.initial_weights]
+            rule = (f"{self.config.model.path} no longer holds the model this run started from (the file was "
+                    "replaced since: restore it, or start a new run directory)" if self.config.model.path else
+                    "the model must have the same architecture every time it is built (a factory must not depend "
+                    "on randomness, the process or the host; README, 'Your own model')")  # helper-31: a path too
             raise ValueError(f"the model built in this process does not match the run's initial weights ({e}; saved "
-                             f"shapes {shapes[:6]}{'...' if len(shapes) > 6 else ''}): the model must have the same "
-                             "architecture every time it is built (a factory must not depend on randomness, the "
-                             "process or the host; README, 'Your own model')") from None
+                             f"shapes {shapes[:6]}{'...' if len(shapes) > 6 else ''}): {rule}") from None
         if self.loss is None:
             self.loss = check_model(model, self.config.model, ds.input_shape, ds.num_classes)
         return model
