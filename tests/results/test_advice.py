@@ -516,7 +516,12 @@ def test_a_lead_made_of_the_runner_ups_warm_up_is_no_advice():
     assert adv.headline.startswith("No advice yet: keras_jax:data_parallel (2 workers) reaches the target first "
                                    "only because the first epoch of single (1 worker) carries a one-off warm-up")
     assert "in steady state single (1 worker) trains an epoch in 0.007 s against 0.011 s" in adv.headline
-    assert adv.next_command == "distbench run runs/x/config.json --out runs/x-e8 --epochs 8"
+    # helper-31: the warm-up note said more epochs would not wash it out, and Run next trained 4x the epochs; now the
+    # crossover (0.226 - 0.044 s of warm-up over 0.011 - 0.007 s per epoch: 45.5 epochs) and 1.5x that
+    assert ("Counting each one's one-off warm-up, single (1 worker) finishes training first from about 46 epochs on (a "
+            "training that long, or a target reached after that many epochs); below that, keras_jax:data_parallel "
+            "(2 workers).") in adv.reasons and not any(r.startswith("Warm-up:") for r in adv.reasons)
+    assert adv.next_command == "distbench run runs/x/config.json --out runs/x-e69 --epochs 69"
     assert more_runs(records).rerun == []  # more repeats would not change it
     for r in records:  # even warm-ups: the lead stands
         r["curve"][0]["elapsed_s"] = r["curve"][1]["elapsed_s"] / 2

@@ -848,6 +848,27 @@ _ENDED = {"failed": "failed", "timeout": "timed out", "unavailable": "were unava
 """A non-ok status as the runs' verb (``3 of 5 runs failed``)."""
 
 
+MAX_RUN_NEXT_EPOCHS = 1000
+"""The most epochs the ``warmup`` verdict's Run next trains."""
+
+
+def _crossover(lead: ConfigSummary, second: ConfigSummary) -> float | None:
+    """Epochs of training from which ``second`` (faster per epoch in steady state) finishes
+    first although ``lead`` carries less first-epoch warm-up: ``(w2 - w1) / (e1 - e2)`` from
+    the medians of each one's warm-up ``w`` (first epoch minus a later one, seconds) and
+    later epoch ``e`` (seconds); ``None`` where ``second`` has no more warm-up."""
+    def medians(c: ConfigSummary) -> tuple[float, float] | None:
+        found = [w for r in c.records if r.get("status") == "ok" for w in [warmup_share(r)] if w is not None]
+        if not found:
+            return None
+        return statistics.median(max(0.0, w[1] - w[2]) for w in found), statistics.median(w[2] for w in found)
+
+    a, b = medians(lead), medians(second)
+    if a is None or b is None or not (b[0] > a[0] and a[1] > b[1]):
+        return None
+    return (b[0] - a[0]) / (a[1] - b[1])
+
+
 def _steady_epoch(c: ConfigSummary) -> tuple[float, float] | None:
     """``(median later-epoch seconds, median warm-up share)`` of a configuration's ok runs, or None."""
     found = [w for r in c.records if r.get("status") == "ok" for w in [warmup_share(r)] if w is not None]
@@ -882,7 +903,17 @@ def _verdict(adv: Advice, ranked: list[ConfigSummary], single: ConfigSummary | N
         adv.verdict, adv.short = "warmup", []
         adv.headline = warm
         epochs = next((r.get("epochs") for r in lead.records if r.get("epochs")), None)
-        more = 4 * epochs if epochs else None
+        cross = _crossover(lead, second)  # type: ignore[arg-type]
+        more = max(4 * epochs, math.ceil(1.5 * cross)) if epochs and cross else 4 * epochs if epochs else None
+        if cross:  # helper-31: the report's warm-up note said more epochs would not help, Run next ran 4x
+            adv.reasons = [r for r in adv.reasons if not r.startswith("Warm-up:")]
+            adv.reasons.append(f"Counting each one's one-off warm-up, {second.label} finishes training first from "  # type: ignore[union-attr]
+                               f"about {math.ceil(cross)} epochs on (a training that long, or a target reached after "
+                               f"that many epochs); below that, {lead.label}.")
+        if more and more > MAX_RUN_NEXT_EPOCHS:
+            adv.reasons.append(f"No Run next: measuring past that point takes over {MAX_RUN_NEXT_EPOCHS} epochs; the "
+                               "steady-state epochs above decide for a long training.")
+            more = None
         adv.next_command = run_command(rd, out=f"{rd or 'RUN_DIR'}-e{more}", epochs=more) if more else None
     elif few:
         adv.verdict = "too_few"
