@@ -176,6 +176,20 @@ def test_user_test_findings(tmp_path):
                     "recorded config, or use a new --out")
     assert str(api._as_given(e, tmp_path, None)).endswith(
         "given 'digits'; leave model, data and config= out to use the recorded ones, or use a new out=")
+    # helper-31: a model instance's error named the temporary .keras file made of it (removed with the refused run)
+    e = ConfigError(f"model 'path:{tmp_path / 'inputs' / 'model.keras'}' takes inputs of shape (None, 10), but the "
+                    "data's samples have shape (64,)")
+    assert str(api._as_given(e, tmp_path, None, _model())) == ("compare's model takes inputs of shape (None, 10), but "
+                                                              "the data's samples have shape (64,)")
+    # helper-31: a CSV path was "data.name = 'data.csv': expected one of ...", with no way to use it
+    with pytest.raises(ConfigError, match=r"compare\(data='data.csv'\): CSV files are not read directly; pass the "
+                                          r"DataFrame \(data=pd.read_csv\('data.csv'\), label="):
+        api._data_keys("data.csv", tmp_path, None, "label")
+    from distbench import config
+
+    with pytest.raises(ConfigError, match=r"data.name = 'csv': CSV files are not read directly; write yours as "
+                                          r"Parquet"):
+        config.override(config.load(None), data__name="csv")
     # a refused call leaves nothing behind
     with pytest.raises(DataError):
         api.compare(_model(), (x, y[:-1]), strategies="single", out=tmp_path / "bad")

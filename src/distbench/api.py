@@ -420,7 +420,7 @@ def compare(model: Any = None, data: Any = None, *, strategies: str | list[str] 
             import shutil
 
             shutil.rmtree(made[-1], ignore_errors=True)
-        raise _as_given(e, run_dir, data) from None
+        raise _as_given(e, run_dir, data, model) from None
     return Results(run_dir)
 
 
@@ -458,11 +458,18 @@ API_FLAGS = {"--resume": "resume=True", "--out": "out=", "--batch-size": "batch_
 """``distbench run``'s flags that errors name, by :func:`compare`'s keyword argument for each."""
 
 
-def _as_given(e: ConfigError, run_dir: Path, data: Any) -> ConfigError:
+def _as_given(e: ConfigError, run_dir: Path, data: Any, model: Any = None) -> ConfigError:
     """``e`` as a :func:`compare` caller gives its input: ``compare``'s keyword arguments
     where it named ``distbench run``'s flags (``resume=True``, not ``--resume``), and the
-    user's arrays where it named the ``.npz`` :func:`compare` made of them."""
+    user's arrays and model instance where it named the ``.npz`` and ``.keras`` files
+    :func:`compare` made of them (helper-31: a temporary path, removed with the refused run)."""
     saved = run_dir / INPUTS_DIR / "data.npz"
+    if hasattr(model, "get_weights"):
+        keras_file = run_dir / INPUTS_DIR / "model.keras"
+        for form in (f"model 'path:{keras_file.absolute()}'", f"model 'path:{keras_file}'",
+                     f"'path:{keras_file.absolute()}'", f"'path:{keras_file}'", str(keras_file.absolute()),
+                     str(keras_file)):
+            e = type(e)(str(e).replace(form, "compare's model"))
     text = re.sub(r"(--[a-z][a-z-]*)\b(?: (\d[\w.]*))?",  # '--batch-size 96' -> 'batch_size=96'
                   lambda m: (API_FLAGS[m[1]] + (m[2] or "") if m[1] in API_FLAGS else m[0]),
                   str(e).replace(str(saved.absolute()), str(saved)))
@@ -561,6 +568,9 @@ def _data_keys(data: Any, run_dir: Path, features: Any, label: str) -> dict[str,
         p = Path(data)
         if p.suffix == ".npz":
             return {"data__name": "npz", "data__path": str(p)}
+        if p.suffix.lower() in (".csv", ".tsv"):  # user test (helper-31): "data.name = 'data.csv'" and no way out
+            raise ConfigError(f"compare(data={str(data)!r}): CSV files are not read directly; pass the DataFrame "
+                              f"(data=pd.read_csv({str(data)!r}), label='your_label_column') or write it as Parquet")
         if p.suffix == ".parquet" or p.is_dir() or "://" in str(data):
             if features is None:
                 raise ConfigError(f"compare(data={str(data)!r}): Parquet data need features='column' (one list "

@@ -80,6 +80,19 @@ def test_resume_inherits_the_recorded_options(tmp_path):
     assert res.exit_code == 2 and "--resume needs the run directory to continue: pass --out DIR" in res.output
 
 
+def test_a_resume_refused_for_a_presets_setting_names_the_preset(tmp_path):
+    # user test (helper-31): it said "give the recorded values in CONFIG_FILE", and no CONFIG_FILE was given
+    from click.testing import CliRunner
+
+    from distbench.cli import main
+
+    prepare_run_dir(config.override(config.load(None), training__epochs=1, training__global_batch_size=120),
+                    tmp_path / "r", resume=False)
+    res = CliRunner().invoke(main, ["run", "--resume", "--preset", "local-validation", "--out", str(tmp_path / "r")])
+    assert res.exit_code == 2 and ("training.global_batch_size recorded 120, given 64 by --preset local-validation; "
+                                   "drop --preset local-validation (the recorded values are used)") in res.output
+
+
 def test_failure_reason_names_the_jvm_cause_of_a_py4j_error():
     from distbench.harness.child import failure_reason
 

@@ -67,6 +67,8 @@ def run(config_file: str | None, strategies: str | None, workers: str | None, ep
              "run__out": out, "run__device": device}
     # the flags given, by the config key each sets (named in errors instead of only the key)
     flags = {k.replace("__", "."): f for k, f in RUN_FLAGS.items() if given[k] is not None}
+    if preset:  # a resume's refusal names the preset that changed a setting (helper-31: it named CONFIG_FILE)
+        flags = {**{k.replace("__", "."): f"--preset {preset}" for k in config_mod.PRESETS.get(preset, {})}, **flags}
     try:
         cfg = config_mod.override(cfg, **given)
     except ConfigError as e:
