@@ -167,7 +167,8 @@ def check_label_range(y: np.ndarray, num_classes: int, where: str, first_row: in
     """Raise :class:`DataError` unless every class index in ``y`` is in ``[0, num_classes)``."""
     if len(y) and (y.min() < 0 or y.max() >= num_classes):
         r = int(np.flatnonzero((y < 0) | (y >= num_classes))[0])
-        fix = ("class indices start at 0: shift the labels (e.g. y - y.min())" if y[r] < 0 else
-               "set data.classes or fix the labels")
+        if y[r] < 0:  # (helper-31: "outside 0..1 (2 classes)" for labels -1, 0, 1: a count the data does not have)
+            raise DataError(f"{where}: label {int(y[r])} at row {first_row + r} is negative: class indices start at "
+                            "0: shift the labels (e.g. y - y.min())")
         raise DataError(f"{where}: label {int(y[r])} at row {first_row + r} is outside 0..{num_classes - 1} "
-                        f"({num_classes} class{'' if num_classes == 1 else 'es'}); {fix}")
+                        f"({num_classes} class{'' if num_classes == 1 else 'es'}); set data.classes or fix the labels")
