@@ -65,7 +65,9 @@ def test_overlapping_spreads_give_no_winner_and_more_runs():
     # --json names the two it cannot separate as data (benchmarks/predict_validation.py reads them)
     assert adv.to_dict()["compared"] == [{"strategy": "horovod", "workers": 2}, {"strategy": "mpi_ps:adag", "workers": 2}]
     assert adv.next_command == ("distbench run runs/x/config.json --out runs/x --resume --repeats 5 "
-                                "--strategies horovod,mpi_ps:adag --workers 2")  # helper-29: not every count
+                                "--strategies horovod,mpi_ps:adag,single --workers 2")  # helper-29: not every count
+    # (helper-32: single too, which the run lacks: the Why line asked for it, and Run next never measured it)
+    assert any(r.startswith("This run has no single") and r.endswith("; Run next measures it.") for r in adv.reasons)
     # the user test: single's range overlapped the leader's too, and the rerun left it out
     adv = advise(records + runs("single", 1, [1.9, 2.1, 2.3]), "runs/x")
     assert adv.next_command.endswith("--strategies horovod,mpi_ps:adag,single --workers 2")
@@ -664,3 +666,22 @@ def test_failed_repeats_of_a_candidate_are_named():
             "\"Not run or failed\" has each); the figures above are from the ok runs.") in adv.reasons
     clean = advise(runs("single", 1, [2.0, 2.1, 2.2]) + runs("horovod", 2, [1.0, 1.1, 1.2]), "runs/x")
     assert not any(r.startswith("Not every run ended ok") for r in clean.reasons)
+
+
+def test_overlapping_ranges_are_told_apart_by_rank_and_more_runs_are_not_asked_for_ever():
+    # user test (helper-32): min-max ranges only widen with runs, so "no clear winner" asked for 2 more repeats each
+    # round, for ever; with 5 or more runs each a Mann-Whitney U test can tell overlapping ranges apart
+    base = runs("single", 1, [9.0, 9.1, 9.2])
+    apart = runs("horovod", 2, [1.0, 1.1, 1.2, 1.3, 1.6]) + runs("mpi_ps:adag", 2, [1.5, 1.7, 1.8, 1.9, 2.0])
+    adv = advise(base + apart, "runs/x")
+    assert adv.verdict == "clear" and adv.recommended == "horovod (2 workers)"
+    assert ("Their ranges overlap, but over 5 runs and 5 runs the Mann-Whitney U test tells them apart (two-sided "
+            "p = 0.016).") in adv.reasons
+    alike = runs("horovod", 2, [1.0, 1.3, 1.6, 1.9, 2.2]) + runs("mpi_ps:adag", 2, [1.1, 1.4, 1.7, 2.0, 2.3])
+    adv = advise(base + alike, "runs/x")
+    assert adv.verdict == "overlap" and "--repeats 7" in adv.next_command
+    many = [1.0 + 0.07 * i for i in range(15)]
+    adv = advise(base + runs("horovod", 2, many) + runs("mpi_ps:adag", 2, [t + 0.01 for t in many]), "runs/x")
+    assert adv.verdict == "overlap" and adv.next_command is None
+    assert any(r.startswith("Over 15 or more runs each they are equally fast within run-to-run noise") for r in
+               adv.reasons)

@@ -41,7 +41,8 @@ from typing import Any, Sequence
 
 from distbench.results.headline import accuracy_sentence, fewer_passes_note, times_faster
 from distbench.results.notes import WARMUP_SHARE, warmup_note, warmup_share
-from distbench.results.stats import ConfigSummary, most_accurate, summarize
+from distbench.results.stats import (RANK_TEST_MIN_RUNS, RANK_TEST_P, ConfigSummary, most_accurate, rank_test_p,
+                                     separated, summarize)
 from distbench.results.stragglers import straggler_lines
 from distbench.text import duration_text, link_text, rate_text, seconds_text
 
@@ -463,8 +464,9 @@ def _runs(n: int) -> str:
 
 
 def _overlap(a: ConfigSummary, b: ConfigSummary) -> bool:
+    """``a`` and ``b`` cannot be told apart on time to target (:func:`~distbench.results.stats.separated`)."""
     x, y = a.time_to_target_s, b.time_to_target_s
-    return None not in (x.min, x.max, y.min, y.max) and x.min <= y.max and y.min <= x.max  # type: ignore[operator]
+    return None not in (x.min, x.max, y.min, y.max) and not separated(x, y)
 
 
 def _baseline(s: ConfigSummary) -> bool:
@@ -553,6 +555,13 @@ def advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, tar
         baseline = baseline.replace("--out RUN_DIR", f"--out {shlex.quote(str(run_dir))}")
     if baseline and "single" not in dict(adv.unavailable):  # user test (helper-26): a failed single went unsaid
         adv.reasons.append(baseline)
+    resumed = re.search(r"--resume .*--strategies (\S+)", adv.next_command or "")
+    if baseline.startswith("This run has no single") and resumed and "single" not in resumed[1].split(","):
+        # helper-32: the Why line asked for single, and Run next, followed, never measured it
+        old = f"--strategies {resumed[1]}"
+        adv.next_command = adv.next_command.replace(old, old + ",single", 1)
+        cut = adv.reasons[-1].index("; distbench run --resume")
+        adv.reasons[-1] = adv.reasons[-1][:cut] + "; Run next measures it."
     if baseline.startswith("The baseline single did not end ok here (") and "single" not in dict(adv.unavailable):
         _name_the_baseline_run(adv, baseline, None if run_dir is None else str(run_dir))
     if adv.verdict == "single":
@@ -813,6 +822,11 @@ def _evidence(adv: Advice, ok: list[ConfigSummary], lead: ConfigSummary, second:
         faster = times_faster(second.ttt.value / lead.ttt.value, second.label, f" to {target_acc}")  # type: ignore
         adv.reasons.append(f"{lead.label}: {faster} "
                            f"({_ranges(lead, second)}; {_runs(lead.ok)} and {_runs(second.ok)}).")
+        x, y = lead.time_to_target_s, second.time_to_target_s
+        p = rank_test_p(x, y) if x.min <= y.max and y.min <= x.max else None  # type: ignore[operator]
+        if p is not None and p < RANK_TEST_P:  # ranges that overlap, told apart by rank (helper-32)
+            adv.reasons.append(f"Their ranges overlap, but over {_runs(x.n)} and {_runs(y.n)} the Mann-Whitney U test "
+                               f"tells them apart (two-sided p = {p:.3f}).")
         acc_l, acc_s = lead.accuracy.median, second.accuracy.median
         if acc_l is not None and acc_s is not None:  # the difference of the figures shown (helper-16: 0.956
             acc_l, acc_s = round(acc_l, 3), round(acc_s, 3)  # against 0.958 was -0.3 points)
@@ -867,6 +881,11 @@ def _crossover(lead: ConfigSummary, second: ConfigSummary) -> float | None:
     if a is None or b is None or not (b[0] > a[0] and a[1] > b[1]):
         return None
     return (b[0] - a[0]) / (a[1] - b[1])
+
+
+OVERLAP_MAX_RUNS = 15
+"""Ok runs of each of two configurations that still cannot be told apart, after which advise
+asks for no more: they are equally fast within noise there."""
 
 
 def _steady_epoch(c: ConfigSummary) -> tuple[float, float] | None:
@@ -935,12 +954,18 @@ def _verdict(adv: Advice, ranked: list[ConfigSummary], single: ConfigSummary | N
         adv.runner_up = None
         adv.headline = (f"No clear winner: {lead.label} and {second.label} cannot be told apart; their times to "
                         f"{target_acc} overlap over {_runs(min(lead.ok, second.ok))} or more.")
+        if min(lead.ok, second.ok) >= OVERLAP_MAX_RUNS:  # helper-32: more runs were asked for, round after round
+            adv.reasons.append(f"Over {OVERLAP_MAX_RUNS} or more runs each they are equally fast within run-to-run "
+                               "noise on this workload here: choose between them on the other evidence below "
+                               "(accuracy, stragglers, what each needs); more runs will not decide it.")
+            return
         adv.reasons.append("Choose between them on the other evidence below (accuracy, stragglers, what each needs), "
-                           "or measure more runs.")
+                           f"or measure more runs (with {RANK_TEST_MIN_RUNS} or more each, a rank test can tell "
+                           "overlapping ranges apart).")
         also = ["single"] if single is not None and "single" not in names and _overlap(lead, single) else []
         counts = ",".join(str(w) for w in sorted({s.workers for s in (lead, second) if s.workers > 1}))
         adv.next_command = run_command(rd, resume=True, repeats=max(5, max(lead.repeats, second.repeats) + 2),
-                                       strategies=",".join(names + also),  # single too when it is within noise
+                                       strategies=",".join(names + also),
                                        workers=counts or None)  # helper-29: every recorded count ran again
     else:
         adv.verdict = "single" if lead.strategy == "single" else "clear"
