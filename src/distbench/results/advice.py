@@ -862,6 +862,27 @@ _ENDED = {"failed": "failed", "timeout": "timed out", "unavailable": "were unava
 """A non-ok status as the runs' verb (``3 of 5 runs failed``)."""
 
 
+def _warmup_next(adv: Advice, lead: ConfigSummary, second: ConfigSummary, rd: str | None) -> None:
+    """The ``warmup`` verdict's Why line and Run next: from how many epochs ``second`` finishes
+    training first counting each one's warm-up (:func:`_crossover`), and a run of 1.5 times
+    that (at least 4x the run's epochs, at most :data:`MAX_RUN_NEXT_EPOCHS`; user test,
+    helper-31: it ran 4x the epochs while the warm-up note beside it said more epochs would not
+    wash the warm-up out)."""
+    epochs = next((r.get("epochs") for r in lead.records if r.get("epochs")), None)
+    cross = _crossover(lead, second)
+    more = max(4 * epochs, math.ceil(1.5 * cross)) if epochs and cross else 4 * epochs if epochs else None
+    if cross:
+        adv.reasons = [r for r in adv.reasons if not r.startswith("Warm-up:")]
+        adv.reasons.append(f"Counting each one's one-off warm-up, {second.label} finishes training first from about "
+                           f"{math.ceil(cross)} epochs on (a training that long, or a target reached after that many "
+                           f"epochs); below that, {lead.label}.")
+    if more and more > MAX_RUN_NEXT_EPOCHS:
+        adv.reasons.append(f"No Run next: measuring past that point takes over {MAX_RUN_NEXT_EPOCHS} epochs; the "
+                           "steady-state epochs above decide for a long training.")
+        more = None
+    adv.next_command = run_command(rd, out=f"{rd or 'RUN_DIR'}-e{more}", epochs=more) if more else None
+
+
 MAX_RUN_NEXT_EPOCHS = 1000
 """The most epochs the ``warmup`` verdict's Run next trains."""
 
@@ -921,19 +942,7 @@ def _verdict(adv: Advice, ranked: list[ConfigSummary], single: ConfigSummary | N
     if warm:
         adv.verdict, adv.short = "warmup", []
         adv.headline = warm
-        epochs = next((r.get("epochs") for r in lead.records if r.get("epochs")), None)
-        cross = _crossover(lead, second)  # type: ignore[arg-type]
-        more = max(4 * epochs, math.ceil(1.5 * cross)) if epochs and cross else 4 * epochs if epochs else None
-        if cross:  # helper-31: the report's warm-up note said more epochs would not help, Run next ran 4x
-            adv.reasons = [r for r in adv.reasons if not r.startswith("Warm-up:")]
-            adv.reasons.append(f"Counting each one's one-off warm-up, {second.label} finishes training first from "  # type: ignore[union-attr]
-                               f"about {math.ceil(cross)} epochs on (a training that long, or a target reached after "
-                               f"that many epochs); below that, {lead.label}.")
-        if more and more > MAX_RUN_NEXT_EPOCHS:
-            adv.reasons.append(f"No Run next: measuring past that point takes over {MAX_RUN_NEXT_EPOCHS} epochs; the "
-                               "steady-state epochs above decide for a long training.")
-            more = None
-        adv.next_command = run_command(rd, out=f"{rd or 'RUN_DIR'}-e{more}", epochs=more) if more else None
+        _warmup_next(adv, lead, second, rd)  # type: ignore[arg-type]
     elif few:
         adv.verdict = "too_few"
         adv.headline = (f"No advice yet: {', '.join(f'{s.label} has {_runs(s.ok)}' for s in few)}; distbench "
