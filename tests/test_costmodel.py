@@ -15,7 +15,7 @@ from distbench import costmodel as CM
 from distbench.cli import main
 from distbench.cluster.emulated import EMULATED_VETH_BPS
 from distbench.config import ConfigError
-from distbench.results.advice import advise, parse_target
+from distbench.results.advice import advise, keep_accuracy, parse_target
 from distbench.results.records import new_record, time_to_target
 from distbench.results.store import read_records
 
@@ -815,6 +815,13 @@ def test_advise_target_says_why_there_is_no_run_next_and_how_long_one_takes(run_
     monkeypatch.chdir(run_dir)  # helper-22: "." made --out .-emulated-..., inside the run
     cmd = advise(records, ".", parse_target("2 nodes, 1gbit")).next_command
     assert f"--out {run_dir}-emulated-2x1-1gbit" in cmd
+    # helper-32: once followed, its compare command lost ', emulated' (predict then warned) and --target-accuracy
+    (run_dir.parent / f"{run_dir.name}-emulated-2x1-1gbit" / "workload").mkdir(parents=True)
+    adv = keep_accuracy(advise(records, str(run_dir), parse_target("2 nodes, 1gbit")), str(run_dir), 0.8)
+    assert (f"distbench predict {run_dir} --target '2 nodes x 1, 1 Gbit/s, emulated' --against {run_dir}-emulated-2x1-"
+            "1gbit --target-accuracy 0.8 compares it with this prediction.") in " ".join(adv.target), adv.target
+    assert f"distbench advise {run_dir}-emulated-2x1-1gbit --target-accuracy 0.8 advises from it" in " ".join(
+        adv.target)
     (run_dir / "config.json").write_text(json.dumps({"run": {"timeout_s": 1.0}}))
     cmd, text = target_of("4 nodes, 2 Mbit/s")  # 3 epochs of 0.6 s and more: past a 1 s limit
     assert " --timeout 60 --out " in cmd

@@ -499,7 +499,13 @@ def keep_accuracy(adv: Advice, run_dir: str, target_accuracy: float | None, clus
     that command) keeping ``target_accuracy`` (:func:`with_target`), as ``distbench advise
     --target-accuracy`` and ``Results.advise(target_accuracy=)`` both print it (user test,
     helper-24: the API's lacked it). Unchanged when ``target_accuracy`` is None."""
-    if target_accuracy is None or not adv.next_command:
+    if target_accuracy is None:
+        return adv
+    # the advise and predict commands the Target lines name read the run at that accuracy too (helper-32: without
+    # it, predict --against compared the emulated run at the recorded 0.97 and called it another workload)
+    adv.target = [re.sub(r"(distbench (?:advise|predict) \S+(?: --target (?:'[^']*'|\S+))?(?: --against \S+)?)",
+                         lambda m: f"{m[1]} --target-accuracy {target_accuracy:g}", line) for line in adv.target]
+    if not adv.next_command:
         return adv
     run_next = (adv.target_predictions or {}).get("run_next") or {}
     same = run_next.get("command") == adv.next_command and run_next.get("command") is not None
@@ -1220,10 +1226,11 @@ def _add_target(adv: Advice, target: Target, rd: str | None, records: list[dict[
     if done and (Path(shlex.split(done[1])[0]) / "workload").exists():  # helper-28: refused there (as run checks)
         out = done[1]
         adv.next_command = None
+        em = _emulated_text(target) if "-emulated-" in out else target.text  # helper-32: ', emulated' was dropped
         why = (f"No Run next: {out} already holds its run (distbench run refuses a directory that holds one): "
                + (f"distbench advise {out} --target {shlex.quote(target.text)} predicts from it." if "-batch-" in out
                   else f"distbench advise {out} advises from it, and distbench predict {shlex.quote(rd)} --target "
-                       f"{shlex.quote(target.text)} --against {out} compares it with this prediction."))
+                       f"{shlex.quote(em)} --against {out} compares it with this prediction."))
     run_next: dict[str, Any] = {"command": adv.next_command, "predicted_train_s": None, "why": why or None}
     if why:
         adv.target.append(why)  # user test (helper-20/21): no Run next, and nothing said why
@@ -1254,7 +1261,7 @@ def _emulated_caveat(target: Target, rd: str, command: str) -> str:
 
     lat = f" (not the {duration_text(target.latency_s)} of latency)" if target.latency_s > 0 else ""
     out_dir = command.rsplit("--out ", 1)[1]
-    em = f"{target.nodes} nodes x {target.per_node}, {rate_text(target.bandwidth_Bps * 8)}, emulated"
+    em = _emulated_text(target)
     checks = "the framework costs and the link rate at the target's size, not the target's compute"
     if target.bandwidth_Bps > EMULATED_VETH_BPS:
         lat += (f"; and the unshaped emulated bridge carried one TCP stream at about "
@@ -1264,6 +1271,12 @@ def _emulated_caveat(target: Target, rd: str, command: str) -> str:
     return (f"Run next measures these on an emulated cluster of this machine: its hosts share this machine's cores "
             f"and its links shape the rate only{lat}, so it checks {checks}; compare it "
             f"with distbench predict {shlex.quote(rd)} --target {shlex.quote(em)} --against {out_dir}.")
+
+
+def _emulated_text(target: Target) -> str:
+    """The ``--target`` of the emulated cluster an emulated Run next measures ``target`` on."""
+    return target.text if target.emulated else (
+        f"{target.nodes} nodes x {target.per_node}, {rate_text(target.bandwidth_Bps * 8)}, emulated")
 
 
 def _who(names: list[str], multi: Sequence[Any]) -> str:
