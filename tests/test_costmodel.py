@@ -995,8 +995,9 @@ def test_a_one_node_target_needs_no_link(run_dir, monkeypatch):
     (run_dir / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in only))
     adv = advise(only, str(run_dir), parse_target("1 node x 4"))
     assert adv.next_command is None and ("No Run next: this run already measured horovod at 4 workers on this "
-                                         "machine, and one node like this machine is predicted as those rows ran "
-                                         "(their measured times are the answer).") in adv.target
+                                         "machine, and one node like this machine is predicted from those rows (their "
+                                         "median epoch and epochs to target; distbench advise ranks their measured "
+                                         "times to target, MLPerf's score).") in adv.target
     # helper-30: it offered predict --against the run itself, which compares the rows with themselves; with a node
     # step (another machine's node) the prediction differs from the rows, and the check means something
     stepped = dataclasses.replace(parse_target("1 node x 4"), node_step_s=0.002)

@@ -625,6 +625,9 @@ def test_no_win_is_claimed_over_nothing(tmp_path):
                             "so none was compared with it.") and not any("epochs" in r for r in adv.reasons)
     assert adv.next_command == (f"distbench run {tmp_path}/config.json --out {tmp_path} --resume --strategies "
                                 "horovod,multi_worker_mirrored,mpi_ps:adag") and adv.runner_up is None
+    # helper-32: a run of 5 repeats gave its Run next 5 repeats of every configuration: 3 compare them
+    assert advise(runs("single", 1, [2.0, 2.1, 2.2, 2.0, 2.1]), str(tmp_path)).next_command.endswith(
+        "--strategies horovod,multi_worker_mirrored,mpi_ps:adag --repeats 3")
     # distributed rows ran but stayed below the target: not a time comparison either
     below = runs("single", 1, [2.0, 2.1, 2.2]) + runs("horovod", 2, [None, None, None], acc=0.85)
     adv = advise(below, str(tmp_path))
@@ -662,6 +665,7 @@ def test_failed_repeats_of_a_candidate_are_named():
         rec("horovod", 2, i, None, status="failed", reason="horovodrun exited 1; log tail") for i in (3, 4)]
     adv = advise(records, "runs/x")
     assert adv.recommended == "horovod (2 workers)"
+    assert adv.headline.endswith("(2 of its 5 runs did not end ok: see Why).")  # helper-32: in the headline too
     assert ("Not every run ended ok: horovod (2 workers): 2 of 5 runs failed (horovodrun exited 1) (report.md's "
             "\"Not run or failed\" has each); the figures above are from the ok runs.") in adv.reasons
     clean = advise(runs("single", 1, [2.0, 2.1, 2.2]) + runs("horovod", 2, [1.0, 1.1, 1.2]), "runs/x")

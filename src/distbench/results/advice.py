@@ -572,6 +572,10 @@ def advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, tar
         _name_the_baseline_run(adv, baseline, None if run_dir is None else str(run_dir))
     if adv.verdict == "single":
         _only_single_ended_ok(adv, records, None if run_dir is None else str(run_dir))
+    lead = adv.compared[0] if adv.compared and adv.verdict in ("clear", "single") else None
+    if lead is not None and lead.ok < lead.repeats:  # helper-32: 4 of 7 runs crashed, said only in a Why line
+        adv.headline = adv.headline.rstrip(".") + (f" ({lead.repeats - lead.ok} of its {lead.repeats} runs did not end "
+                                                   "ok: see Why).")
     if adv.verdict == "clear" and adv.runner_up is None and not any(
             r.get("strategy") == "single" and r.get("status") == "ok" for r in records):
         lead = adv.recommended  # user test (helper-29): a "clear winner" compared with nothing (no single)
@@ -625,7 +629,8 @@ def _only_single_ended_ok(adv: Advice, records: list[dict[str, Any]], rd: str | 
 
         adv.headline = ("Recommended: single, the only strategy this run measured: no distributed strategy ran, so "
                         "none was compared with it.")
-        adv.next_command = run_command(rd, resume=True, strategies=",".join(CLUSTER_EXAMPLES))
+        adv.next_command = run_command(rd, resume=True, strategies=",".join(CLUSTER_EXAMPLES),
+                                       repeats=_fewer_repeats(records))
         return
     if not bad:  # only unavailable ones (helper-29: "the workload is too small" though none ran)
         adv.headline = ("Recommended: single, the only configuration that ran here: every distributed strategy is "
@@ -645,7 +650,15 @@ def _only_single_ended_ok(adv: Advice, records: list[dict[str, Any]], rd: str | 
 
     timeout = longer_timeout(rd).split()[-1] if "timeout" in kinds else None
     adv.next_command = run_command(rd, out=f"{rd or 'RUN_DIR'}-2", strategies=",".join(["single", *first]),
-                                   timeout=timeout)
+                                   timeout=timeout, repeats=_fewer_repeats(records))
+
+
+def _fewer_repeats(records: list[dict[str, Any]]) -> int | None:
+    """:data:`MIN_REPEATS` where the run had more repeats (a Run next that measures strategies
+    for a first comparison needs no more: helper-32, 5 repeats of 21 configurations were
+    inherited), else ``None`` (the run's own)."""
+    had = max((int(r.get("repeat") or 0) + 1 for r in records), default=0)
+    return MIN_REPEATS if had > MIN_REPEATS else None
 
 
 def _name_the_baseline_run(adv: Advice, baseline: str, run_dir: str | None) -> None:
@@ -1441,8 +1454,8 @@ def _one_node_not_next(target: Target, run_dir: str, names: Sequence[str], recor
         q = shlex.quote(run_dir)
         if not target.node_step_s:  # helper-30: --against itself compared the rows with themselves
             return (f"No Run next: this run already measured {', '.join(have)} at {target.workers} workers on this "
-                    "machine, and one node like this machine is predicted as those rows ran (their measured times "
-                    "are the answer).")
+                    "machine, and one node like this machine is predicted from those rows (their median epoch and "
+                    "epochs to target; distbench advise ranks their measured times to target, MLPerf's score).")
         return (f"This run already measured {', '.join(have)} at {target.workers} workers on this machine: distbench "
                 f"predict {q} --target {shlex.quote(target.text)} --against {q} compares them with the prediction.")
     return ""
