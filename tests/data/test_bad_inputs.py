@@ -57,7 +57,7 @@ PARQUET_CASES = {  # name: (write the file, extra [data] keys, expected words)
     "labels out of range": (lambda p: _table(p, label=np.where(np.arange(40) == 35, 5, GOOD_Y)), {"classes": 3},
                             "{path} row group 3: label 5 at row 5 is outside 0..2 (3 classes)"),
     "negative labels": (lambda p: _table(p, label=np.where(np.arange(40) == 8, -1, GOOD_Y)), {},
-                        "{path} row group 0: label -1 at row 8 is outside 0..1"),
+                        "{path} row group 0: label -1 at row 8 is negative: class indices start at 0"),
     "not one-hot": (_not_one_hot, {}, "{path} row group 1: row 2 of the one-hot labels is [1, 1], not one-hot"),
     "fractional labels": (_fractional, {}, "label 0.5 at row 7 is not a whole number; not supported: distbench "
                                            "compares classifiers; labels must be class indices or one-hot"),
@@ -189,7 +189,7 @@ NPZ_CASES = {
     "missing y": (dict(x=GOOD_X), "expected arrays x and y"),
     "NaN": (dict(x=np.where(np.arange(40)[:, None] == 9, np.nan, GOOD_X), y=GOOD_Y), "x: row 9 holds NaN or Inf"),
     "out of range": (dict(x=GOOD_X, y=GOOD_Y, x_test=GOOD_X[:4], y_test=np.array([0, 1, 2, -1])),
-                     "y_test: label -1 at row 3 is outside 0..2"),
+                     "y_test: label -1 at row 3 is negative: class indices start at 0"),
     "fractional": (dict(x=GOOD_X, y=GOOD_Y + 0.25), "label 0.25 at row 0 is not a whole number; not supported"),
     "not one-hot": (dict(x=GOOD_X, y=np.full((40, 3), 1 / 3)), "row 0 of the one-hot labels is"),
     "string labels": (dict(x=GOOD_X, y=np.array(["a", "b"] * 20)), "labels are strings (dtype <U1)"),
