@@ -233,7 +233,8 @@ def run_with_progress(cfg: ExperimentConfig, run_dir: Path, resume: bool,
             progress.update(task, completed=i, counter=f"{i}/{n}",
                             **({"phase": "done", "eta": "00:00:00"} if i == n else {}))
             head = f"[{i}/{n}] {name}: {rec['status']} "
-            detail = _fit(prog.result_detail(rec), progress.console.width - len(head))
+            detail = prog.result_detail(rec)  # whole in a log or CI (helper-32: "train 1.…" in a file)
+            detail = _fit(detail, progress.console.width - len(head)) if progress.console.is_terminal else detail
             progress.console.print(f"[{i}/{n}] {escape(name)}: [bold]{rec['status']}[/] {escape(detail)}",
                                    soft_wrap=True)  # one line per configuration
 

@@ -74,7 +74,7 @@ def test_progress_lines_name_configurations_as_the_table_does(tmp_path, capsys):
     assert type(point)("horovod", 2, 0, scenario=Scenario(1, 4.0)).label == "horovod (2 workers, w1 4x)"
 
 
-def test_a_long_reason_is_cut_to_the_width_in_the_progress_line(tmp_path, capsys, monkeypatch):
+def test_a_long_reason_is_cut_to_a_terminals_width_and_whole_in_a_log(tmp_path, capsys, monkeypatch):
     from distbench import config
     from distbench.api import run_with_progress as _run_with_progress
     from distbench.harness.matrix import expand
@@ -90,10 +90,16 @@ def test_a_long_reason_is_cut_to_the_width_in_the_progress_line(tmp_path, capsys
         on_progress(point.key, 1, 1, new_record("run", "tpu", 2, 0, "unavailable", reason=why))
         return []
 
+    # a terminal: cut to its width (the whole reason is under the table)
+    from distbench.api import _fit
+
+    head = "[1/1] tpu (2 workers): unavailable "
+    cut = head + _fit(why, 80 - len(head))
+    assert cut.startswith(head + "no TPU found: TPUClusterResolver") and cut.endswith("…") and len(cut) <= 80
+    # a log file or CI (not a terminal): whole (helper-32: "train 1.…" in a file)
     _run_with_progress(cfg, tmp_path, False, fake_sweep)
     (line,) = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("[1/1]")]
-    assert line.startswith("[1/1] tpu (2 workers): unavailable no TPU found: TPUClusterResolver")
-    assert line.endswith("…") and len(line) <= 80, line  # the whole reason is under the table
+    assert line.rstrip() == head + why.rstrip(), line
 
 
 def test_eta_counts_a_shared_engine_s_start_once():
