@@ -129,9 +129,13 @@ def test_warmup_note_when_the_first_epoch_dominates():
                            "the extra 0.650 s is 84% of its training time; with 2 epochs")  # 0.65 / 0.77
     assert "about --epochs 98 would bring it under 10%" in note  # 0.65 s warm-up < 10% of 0.71 + 97 x 0.06 s
     near_zero = [_run("single", 1, 0.9, 0.74)]
-    near_zero[0]["curve"] = _curve(0.9, 0.73, 0.735, 0.74)  # later epochs ~5 ms: ~1,300 epochs would be needed
+    near_zero[0]["curve"] = _curve(0.9, 0.73, 0.735, 0.74)  # later epochs ~5 ms: ~1,300 epochs would be needed,
+    assert "about --epochs 1305 would bring it under 10%" in warmup_note(near_zero)  # 6.5 s (helper-32: refused)
+    near_zero[0]["curve"] = _curve(0.9, 100.0, 100.005, 100.01)  # 200,000 epochs of 5 ms: over 10 minutes
+    near_zero[0]["timings"]["train_s"] = 100.01
     note = warmup_note(near_zero)
-    assert "--epochs" not in note and "over 100" in note and "bigger workload" in note
+    assert "--epochs" not in note and "bigger workload" in note
+    assert "(under 10% would take about 179,991 epochs, 900 s of training)" in note, note
     assert note.endswith("(distbench predict RUN_DIR).")  # no directory known (a merged report)
     assert warmup_note(near_zero, run_dir="runs/my run").endswith("(distbench predict 'runs/my run').")
     steady = [_run("single", 1, 0.9, 2.0)]

@@ -17,11 +17,13 @@ from typing import Any, Sequence
 
 from distbench.contracts import PlacementKind
 from distbench.results.stats import ConfigSummary, _points, fits_training
-from distbench.text import join_and
+from distbench.text import join_and, seconds_text
 
 
 WARMUP_SHARE = 0.2  # share of the training time above which the first-epoch warm-up is reported
-MAX_SUGGESTED_EPOCHS = 100  # a warm-up note never suggests more epochs than this
+MAX_SUGGESTED_EPOCHS = 100  # a warm-up note suggests this many epochs whatever they take,
+MAX_SUGGESTED_TRAIN_S = 600.0  # and more where their training takes at most this (seconds; helper-32: 115 epochs
+# of 0.08 s, 9 s in all, were called too many)
 
 
 def warmup_share(record: dict[str, Any]) -> tuple[float, float, float] | None:
@@ -86,11 +88,12 @@ def warmup_note(records: Sequence[dict[str, Any]], epochs_share: float = 0.1,
             f"compare {'mostly' if share >= 0.5 else 'partly'} this one-off cost (graph tracing, first collective "
             "or server connection), not "
             f"steady-state training: ")
-    if need is not None and need <= MAX_SUGGESTED_EPOCHS:
+    if need is not None and (need <= MAX_SUGGESTED_EPOCHS or need * later <= MAX_SUGGESTED_TRAIN_S):
         return text + f"run more epochs (about --epochs {need} would bring it under {epochs_share:.0%})."
     where = shlex.quote(str(run_dir or "RUN_DIR"))
+    took = f"about {need:,} epochs, {seconds_text(need * later)} of training" if need else "more epochs than any"
     return text + (f"later epochs are too short for more epochs to wash it out (under {epochs_share:.0%} would take "
-                   f"over {MAX_SUGGESTED_EPOCHS}), so compare on a bigger workload (more data, a larger model or "
+                   f"{took}), so compare on a bigger workload (more data, a larger model or "
                    f"batch) or read the steady-state epoch times (distbench predict {where}).")
 
 
