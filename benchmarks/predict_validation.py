@@ -336,7 +336,8 @@ def table(args: argparse.Namespace, root: Path, dirs: dict[str, dict[str, Path]]
     """The BENCHMARKS.md section: one row per (model, cell, strategy), then the summary."""
     lines = ["## The per-strategy cost model against emulated clusters (predict_validation)", "",
              f"`{C.command_line('predict_validation.py', argv)}` on {C.utc_now()}; {C.machine_info()}; load "
-             f"{C.load_average()}; {wall:.0f} s this invocation. digits (1,437 training samples), global batch 120, "
+             f"{C.load_average()}; {wall:.0f} s this invocation. digits (1,293 training samples per epoch, "
+             "144 validation, 360 test), global batch 120, "
              f"{_shapes(dirs)}, PS window 2. Predicted: "
              "`distbench predict ONE_HOST_RUN --target 'H nodes x 1, RATE, emulated'` from the one-host run and its "
              "calibration only. Measured: the same sweep on an emulated cluster of H hosts (one worker each, "

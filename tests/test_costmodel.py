@@ -765,7 +765,11 @@ def test_advise_target_run_next_says_what_the_emulation_leaves_out(run_dir, monk
     assert "shape the rate only (not the 200 us of latency)" in line
     assert line.endswith(f"--target '2 nodes x 1, 1 Gbit/s, emulated' --against {run_dir}-emulated-2x1-1gbit.")
     adv = advise(records, str(run_dir), parse_target("2 nodes, 1gbit, emulated"))
-    assert not any(t.startswith("Run next measures these") for t in adv.target)
+    assert not any(t.startswith("Run next measures these on an emulated cluster of this machine") for t in adv.target)
+    # no caveat (the target is the emulated cluster), but the compare command (helper-33: none was named)
+    assert (f"Run next measures these on the emulated cluster the target names; distbench predict {run_dir} --target "
+            f"'2 nodes, 1gbit, emulated' --against {run_dir}-emulated-2x1-1gbit compares it with this prediction."
+            ) in adv.target
     adv = advise(records, str(run_dir), parse_target("2 nodes, 25gbit"))  # user test (helper-18): unreachable here
     assert "the unshaped emulated bridge carried one TCP stream at about 16 Gbit/s where it was measured " \
            "(docs/cluster.md), below the target's 25 Gbit/s" in " ".join(adv.target)

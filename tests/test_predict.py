@@ -108,14 +108,14 @@ def _record(strategy, elapsed, steps, train_s, **extra):
             "steps": steps[-1], "global_batch_size": 64,
             "timings": {"train_s": train_s},
             "curve": [{"epoch": i + 1, "step": s, "elapsed_s": e} for i, (s, e) in enumerate(zip(steps, elapsed))],
-            "workload": {"num_parameters": 1000, "sizes": {"train": 1280}}, **extra}
+            "workload": {"num_parameters": 1000, "sizes": {"train": 1280}}} | extra
 
 
 @pytest.fixture()
 def run_dir(tmp_path):
     recs = [
         _record("single", [1.0, 1.5, 2.0], [10, 20, 30], 2.0),   # steady (2.0-1.0)/20 = 0.05
-        _record("single", [1.2, 1.8, 2.4], [10, 20, 30], 2.4),   # steady 0.06
+        _record("single", [1.2, 1.8, 2.4], [10, 20, 30], 2.4, repeat=1),   # steady 0.06
         {"config_id": "single", "strategy": "single", "workers": 1, "repeat": 2, "status": "failed"},
         _record("spark_ps:adag", [1, 2], [5, 10], 2.0, details={"communication_window": 12}, workers=2),
         _record("horovod", [1.0, 1.5, 2.0], [10, 20, 30], 2.0, workers=2),

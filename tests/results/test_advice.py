@@ -665,7 +665,11 @@ def test_failed_repeats_of_a_candidate_are_named():
         rec("horovod", 2, i, None, status="failed", reason="horovodrun exited 1; log tail") for i in (3, 4)]
     adv = advise(records, "runs/x")
     assert adv.recommended == "horovod (2 workers)"
-    assert adv.headline.endswith("(2 of its 5 runs did not end ok: see Why).")  # helper-32: in the headline too
+    assert adv.headline.startswith("Recommended: horovod (2 workers) (2 of its 5 runs did not end ok: see Why); "
+                                   "runner-up: ")  # helper-32: in the headline too; helper-33: next to its name
+    single = advise(runs("single", 1, [1.0, 1.1, 1.2]) + [rec("single", 1, i, None, status="failed") for i in (3, 4)]
+                    + runs("horovod", 2, [2.0, 2.1, 2.2]), "runs/x")
+    assert single.headline.startswith("Recommended: single (2 of its 5 runs did not end ok: see Why). No distributed")
     assert ("Not every run ended ok: horovod (2 workers): 2 of 5 runs failed (horovodrun exited 1) (report.md's "
             "\"Not run or failed\" has each); the figures above are from the ok runs.") in adv.reasons
     clean = advise(runs("single", 1, [2.0, 2.1, 2.2]) + runs("horovod", 2, [1.0, 1.1, 1.2]), "runs/x")

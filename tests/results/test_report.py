@@ -138,6 +138,13 @@ def test_warmup_note_when_the_first_epoch_dominates():
     assert "(under 10% would take about 179,991 epochs, 900 s of training)" in note, note
     assert note.endswith("(distbench predict RUN_DIR).")  # no directory known (a merged report)
     assert warmup_note(near_zero, run_dir="runs/my run").endswith("(distbench predict 'runs/my run').")
+    # a configuration's median over its runs, not its slowest run (helper-33: 0.552 s of 0.552, 0.283, 0.234)
+    three = [_run("horovod", 2, 0.9, 1.0, repeat=i) for i in range(3)]
+    for r, first in zip(three, (0.552, 0.283, 0.234)):
+        r["curve"] = _curve(0.9, first, first + 0.05, first + 0.10)
+        r["timings"]["train_s"] = first + 0.10
+    assert warmup_note(three).startswith("Warm-up: the first epoch of horovod (2 workers) took 0.283 s against 0.050 "
+                                         "s for each later one: the extra 0.233 s is 61% of its training time")
     steady = [_run("single", 1, 0.9, 2.0)]
     steady[0]["curve"] = _curve(0.9, 0.55, 1.05, 1.55, 2.0)
     assert warmup_note(steady) is None

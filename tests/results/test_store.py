@@ -87,9 +87,13 @@ def test_foreign_json_line_is_skipped(tmp_path, caplog):
     ("reason", 3, "reason = 3 is not a string"),
     ("hosts", "h1", "hosts = 'h1' is not a list"),
     ("strategy", "", "strategy = '' is not a non-empty string"),
-    ("timings", {"train_s": "fast"}, "timings.train_s = 'fast' is not a number"),
-    ("timings", {"phases": {"exit_s": [1]}}, "timings.phases.exit_s = [1] is not a number"),
+    ("timings", {"train_s": "fast"}, "timings.train_s = 'fast' is not a number >= 0"),
+    ("timings", {"phases": {"exit_s": [1]}}, "timings.phases.exit_s = [1] is not a number >= 0"),
     ("curve", [{"elapsed_s": 1.0, "test_accuracy": "x"}], "curve[0].test_accuracy = 'x' is not a number"),
+    # helper-33: negative seconds passed, and a -5 s time to target read as "-0.09x faster"
+    ("time_to_target_s", -5.0, "time_to_target_s = -5.0 is not a number >= 0"),
+    ("timings", {"train_s": -1.0}, "timings.train_s = -1.0 is not a number >= 0"),
+    ("curve", [{"elapsed_s": -0.5, "test_accuracy": 0.5}], "curve[0].elapsed_s = -0.5 is not a number >= 0"),
     ("details", [], "details = [] is not an object"),
 ])
 def test_a_record_with_a_field_of_the_wrong_type_is_dropped_naming_line_and_field(tmp_path, caplog, field, value,
@@ -114,3 +118,13 @@ def test_every_record_has_the_keys_tools_may_rely_on_whatever_its_status():
         rec = new_record("run", "tpu", 2, 0, status)
         assert {"log", "steps", "samples", "details", "timings", "curve", "reason"} <= set(rec), status
         assert rec["log"] is None and rec["details"] == {} and rec["steps"] is None
+
+
+def test_a_second_record_of_one_configuration_and_repeat_is_dropped(tmp_path, caplog):
+    # user test (helper-33): five copied lines made 10 runs of a configuration swept with repeats = 5, silently
+    for i in range(2):
+        append_record(tmp_path, new_record("r", "horovod", 2, i, "ok", final_test_accuracy=0.9))
+    with open(tmp_path / RESULTS_FILE, "a") as f:
+        f.write(json.dumps(new_record("r", "horovod", 2, 0, "ok", final_test_accuracy=0.8)) + "\n")
+    assert [r["final_test_accuracy"] for r in read_records(tmp_path)] == [0.9, 0.9]
+    assert "(line 3: a second record of horovod_w2 repeat 0 (line 1 has it))" in caplog.text, caplog.text

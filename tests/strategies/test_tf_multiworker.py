@@ -70,7 +70,9 @@ def test_task_index_out_of_range_exits_2_before_tensorflow_starts(tmp_path, inde
     t0 = time.monotonic()
     p = _tf_worker(tmp_path, index, env={"PYTHONPATH": path})
     out, err = p.communicate(timeout=30)
-    assert time.monotonic() - t0 < 3
+    # no hang (the fake package's trace, below, is what shows TensorFlow was not imported); 3 s was exceeded with
+    # the suite and a fresh clone's suite sharing 2 cores
+    assert time.monotonic() - t0 < 20
     assert p.returncode == 2 and out == ""
     assert err == (f"distbench: error: TF_CONFIG task.index = {index}: expected 0..1 (cluster.worker lists 2 "
                    "addresses); set it to this host's position in cluster.worker\n")

@@ -574,8 +574,11 @@ def advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, tar
         _only_single_ended_ok(adv, records, None if run_dir is None else str(run_dir))
     lead = adv.compared[0] if adv.compared and adv.verdict in ("clear", "single") else None
     if lead is not None and lead.ok < lead.repeats:  # helper-32: 4 of 7 runs crashed, said only in a Why line
-        adv.headline = adv.headline.rstrip(".") + (f" ({lead.repeats - lead.ok} of its {lead.repeats} runs did not end "
-                                                   "ok: see Why).")
+        said = next((p for p in (f"Recommended: {lead.label}", f"Recommended: {lead.strategy}")
+                     if adv.headline.startswith(p)), None)  # helper-33: after the runner-up, it read as the runner-up's
+        if said:
+            adv.headline = (f"{said} ({lead.repeats - lead.ok} of its {lead.repeats} runs did not end ok: see Why)"
+                            + adv.headline[len(said):])
     if adv.verdict == "clear" and adv.runner_up is None and not any(
             r.get("strategy") == "single" and r.get("status") == "ok" for r in records):
         lead = adv.recommended  # user test (helper-29): a "clear winner" compared with nothing (no single)
@@ -861,6 +864,14 @@ def _evidence(adv: Advice, ok: list[ConfigSummary], lead: ConfigSummary, second:
                         for r in c.records], run_dir=rd)
     if warm:  # the report's caveat, kept with the verdict it qualifies
         adv.reasons.append(warm)
+    for c in [lead] + ([second] if second else []):  # helper-33: "5 runs" quoted, 4 reached, and it fell back
+        fell = c.accuracy.median is not None and target_acc is not None and c.accuracy.median < target_acc
+        if c.ttt.reached < c.ttt.runs or fell:
+            adv.reasons.append(
+                f"{c.label} reached {target_acc} in {c.ttt.reached} of its {c.ttt.runs} ok runs"
+                + (" (MLPerf's rule drops one run that did not)" if c.ttt.reached < c.ttt.runs else "")
+                + (f"; its final test accuracy, median {c.accuracy.median:.3f}, is under the target: it reached it "
+                   "and fell back (the report flags it below target)" if fell else "") + ".")
     shaky = [c for i, c in enumerate([lead, second, single]) if c is not None and c.ok < c.repeats
              and all(c is not d for d in [lead, second][:i])]
     if shaky:  # user test (helper-29): a candidate's failed repeats went unsaid (only counted by --repeats)
@@ -988,8 +999,9 @@ def _verdict(adv: Advice, ranked: list[ConfigSummary], single: ConfigSummary | N
                                "(accuracy, stragglers, what each needs); more runs will not decide it.")
             return
         adv.reasons.append("Choose between them on the other evidence below (accuracy, stragglers, what each needs), "
-                           f"or measure more runs (with {RANK_TEST_MIN_RUNS} or more each, a rank test can tell "
-                           "overlapping ranges apart).")
+                           "or measure more runs" + (f" (with {RANK_TEST_MIN_RUNS} or more each, a rank test can tell "
+                                                     "overlapping ranges apart)." if min(lead.ok, second.ok)
+                                                     < RANK_TEST_MIN_RUNS else "."))  # helper-33: they had 5
         also = ["single"] if single is not None and "single" not in names and _overlap(lead, single) else []
         counts = ",".join(str(w) for w in sorted({s.workers for s in (lead, second) if s.workers > 1}))
         adv.next_command = run_command(rd, resume=True, repeats=max(5, max(lead.repeats, second.repeats) + 2),
@@ -1263,6 +1275,10 @@ def _add_target(adv: Advice, target: Target, rd: str | None, records: list[dict[
         adv.target_predictions["run_next"] = run_next
     if adv.next_command and not why and not target.emulated and target.nodes > 1:  # helper-15: what it leaves out
         adv.target.append(_emulated_caveat(target, rd, adv.next_command))
+    elif adv.next_command and not why and target.emulated and target.nodes > 1:  # helper-33: no compare command
+        adv.target.append(f"Run next measures these on the emulated cluster the target names; distbench predict "
+                          f"{shlex.quote(rd)} --target {shlex.quote(target.text)} --against "
+                          f"{adv.next_command.rsplit('--out ', 1)[1].split()[0]} compares it with this prediction.")
 
 
 def _emulated_caveat(target: Target, rd: str, command: str) -> str:

@@ -28,6 +28,7 @@ KINDS = {
     "count": "integer >= 0",
     "positive": "integer >= 1",
     "number": "number",
+    "nonnegative": "number >= 0",
     "fraction": "number in [0, 1]",
     "object": "object",
     "list": "list",
@@ -104,10 +105,10 @@ FIELDS: tuple[RecordField, ...] = (
     RecordField("steps", "count", "optimizer steps on global batches (synchronous strategies); replica steps summed "
                 "over the replicas (parameter servers)"),
     RecordField("samples", "count", "samples all replicas processed: `steps` x the batch each step took"),
-    RecordField("samples_per_s", "number", "`samples / timings.train_s`"),
+    RecordField("samples_per_s", "nonnegative", "`samples / timings.train_s`"),
     RecordField("final_test_accuracy", "fraction", "test accuracy of the final weights, evaluated by the harness"),
     RecordField("final_test_loss", "number", "test loss of the final weights"),
-    RecordField("time_to_target_s", "number", "training seconds until the curve first reached `target_accuracy`; "
+    RecordField("time_to_target_s", "nonnegative", "training seconds until the curve first reached `target_accuracy`; "
                 "`null` if never"),
     RecordField("curve", "list", "one point per epoch: `elapsed_s`, `epoch`, `step`, `test_loss`, "
                 "`test_accuracy`", default=list),

@@ -59,6 +59,7 @@ _KIND_CHECKS = {
     "count": lambda v: _is_int(v, 0),
     "positive": lambda v: _is_int(v, 1),
     "number": _is_number,
+    "nonnegative": lambda v: _is_number(v) and v >= 0,
     "fraction": lambda v: _is_number(v) and 0.0 <= v <= 1.0,
     "object": lambda v: isinstance(v, dict),
     "list": lambda v: isinstance(v, list),
@@ -78,14 +79,16 @@ def _nested_problem(rec: dict[str, Any]) -> str | None:
     for k, v in (rec.get("timings") or {}).items():
         inner = v.items() if isinstance(v, dict) else [(None, v)]
         for k2, v2 in inner:
-            if v2 is not None and not _is_number(v2):
-                return f"timings.{k}{'' if k2 is None else '.' + str(k2)} = {_short(v2)} is not a number"
+            if v2 is not None and not (_is_number(v2) and v2 >= 0):  # helper-33: -5 s passed, and sped things up
+                return f"timings.{k}{'' if k2 is None else '.' + str(k2)} = {_short(v2)} is not a number >= 0"
     for i, point in enumerate(rec.get("curve") or []):
         if not isinstance(point, dict):
             return f"curve[{i}] = {_short(point)} is not an object"
         for k in CURVE_NUMBERS:
             if point.get(k) is not None and not _is_number(point[k]):
                 return f"curve[{i}].{k} = {_short(point[k])} is not a number"
+        if _is_number(point.get("elapsed_s")) and point["elapsed_s"] < 0:
+            return f"curve[{i}].elapsed_s = {_short(point['elapsed_s'])} is not a number >= 0"
     return None
 
 
@@ -118,6 +121,7 @@ def _valid_prefix(path: Path) -> tuple[list[dict[str, Any]], int, list[tuple[int
     records: list[dict[str, Any]] = []
     good = 0
     bad: list[tuple[int, str]] = []
+    first: dict[tuple[Any, Any, Any], int] = {}  # (run_id, config_id, repeat) -> its line
     with open(path, "rb") as f:
         data = f.read()
     pos = 0
@@ -137,6 +141,10 @@ def _valid_prefix(path: Path) -> tuple[list[dict[str, Any]], int, list[tuple[int
             problem = record_problem(obj)
             if problem:
                 raise ValueError(problem)
+            key, n = (obj.get("run_id"), obj.get("config_id"), obj.get("repeat")), data.count(b"\n", 0, pos) + 1
+            if key in first:  # a sweep writes each once (helper-33: a copied line counted as 10 runs of 5)
+                raise ValueError(f"a second record of {key[1]} repeat {key[2]} (line {first[key]} has it)")
+            first[key] = n
             records.append(obj)
             good = end
         except ValueError as e:
