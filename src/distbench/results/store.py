@@ -124,8 +124,9 @@ def _valid_prefix(path: Path) -> tuple[list[dict[str, Any]], int, list[tuple[int
     first: dict[tuple[Any, Any, Any], int] = {}  # (run_id, config_id, repeat) -> its line
     with open(path, "rb") as f:
         data = f.read()
-    pos = 0
+    pos = n = 0
     while pos < len(data):
+        n += 1  # this line's number, counting from 1
         nl = data.find(b"\n", pos)
         end = len(data) if nl < 0 else nl + 1
         line = data[pos:end]
@@ -141,14 +142,14 @@ def _valid_prefix(path: Path) -> tuple[list[dict[str, Any]], int, list[tuple[int
             problem = record_problem(obj)
             if problem:
                 raise ValueError(problem)
-            key, n = (obj.get("run_id"), obj.get("config_id"), obj.get("repeat")), data.count(b"\n", 0, pos) + 1
+            key = (obj.get("run_id"), obj.get("config_id"), obj.get("repeat"))
             if key in first:  # a sweep writes each once (helper-33: a copied line counted as 10 runs of 5)
                 raise ValueError(f"a second record of {key[1]} repeat {key[2]} (line {first[key]} has it)")
             first[key] = n
             records.append(obj)
             good = end
         except ValueError as e:
-            bad.append((data.count(b"\n", 0, pos) + 1, str(e)))
+            bad.append((n, str(e)))
             if nl < 0:
                 break
             good = end  # a corrupt complete line is skipped, not truncated
