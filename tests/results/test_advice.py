@@ -523,7 +523,8 @@ def test_a_lead_made_of_the_runner_ups_warm_up_is_no_advice():
     assert ("Counting each one's one-off warm-up, single (1 worker) finishes training first from about 46 epochs on (a "
             "training that long, or a target reached after that many epochs); below that, keras_jax:data_parallel "
             "(2 workers).") in adv.reasons and not any(r.startswith("Warm-up:") for r in adv.reasons)
-    assert adv.next_command == "distbench run runs/x/config.json --out runs/x-e69 --epochs 69"
+    assert adv.next_command == ("distbench run runs/x/config.json --out runs/x-e69 --epochs 69 --strategies "
+                                "keras_jax:data_parallel,single --workers 2")  # helper-34: not the whole sweep
     assert more_runs(records).rerun == []  # more repeats would not change it
     for r in records:  # even warm-ups: the lead stands
         r["curve"][0]["elapsed_s"] = r["curve"][1]["elapsed_s"] / 2
@@ -653,6 +654,11 @@ def test_run_next_into_a_new_directory_skips_one_that_holds_a_run(tmp_path):
            f"writes to {rd}-3." in adv.reasons
     (tmp_path / "run-3" / "workload").mkdir(parents=True)
     assert f"--out {rd}-4 " in advise(records, str(rd)).next_command
+    rd.mkdir()  # helper-34: a run directory without config.json was given a Run next that reads it
+    assert f"{rd} has no config.json (the run's settings, which Run next reads)" in " ".join(
+        advise(records, str(rd)).reasons)
+    (rd / "config.json").write_text("{}")
+    assert "has no config.json" not in " ".join(advise(records, str(rd)).reasons)
     (tmp_path / "run-single" / "workload").mkdir(parents=True)  # a name without a number gets -2
     from distbench.results.store import untaken
 

@@ -128,3 +128,12 @@ def test_a_second_record_of_one_configuration_and_repeat_is_dropped(tmp_path, ca
         f.write(json.dumps(new_record("r", "horovod", 2, 0, "ok", final_test_accuracy=0.8)) + "\n")
     assert [r["final_test_accuracy"] for r in read_records(tmp_path)] == [0.9, 0.9]
     assert "(line 3: a second record of horovod_w2 repeat 0 (line 1 has it))" in caplog.text, caplog.text
+
+
+def test_an_empty_line_is_no_corrupt_line(tmp_path, caplog):
+    # user test (helper-34): an editor's trailing newline was "dropped 1 torn or corrupt line(s): not valid JSON"
+    append_record(tmp_path, new_record("r", "horovod", 2, 0, "ok", final_test_accuracy=0.9))
+    with open(tmp_path / RESULTS_FILE, "a") as f:
+        f.write("\n  \n")
+    append_record(tmp_path, new_record("r", "horovod", 2, 1, "ok", final_test_accuracy=0.9))
+    assert len(read_records(tmp_path)) == 2 and "dropped" not in caplog.text

@@ -592,6 +592,10 @@ def advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, tar
     if target is not None and not adv.target:  # a verdict that returned early (no target reached, ...)
         _add_target(adv, target, None if run_dir is None else str(run_dir), records)
     _untaken_next(adv)
+    if run_dir is not None and adv.next_command and "/config.json" in adv.next_command and Path(run_dir).is_dir() \
+            and not (Path(run_dir) / "config.json").exists():  # helper-34: Run next named a file that is not there
+        adv.reasons.append(f"{run_dir} has no config.json (the run's settings, which Run next reads): put the sweep's "
+                           "own config file in its place in the command.")
     return adv
 
 
@@ -910,7 +914,11 @@ def _warmup_next(adv: Advice, lead: ConfigSummary, second: ConfigSummary, rd: st
         adv.reasons.append(f"No Run next: measuring past that point takes over {MAX_RUN_NEXT_EPOCHS} epochs; the "
                            "steady-state epochs above decide for a long training.")
         more = None
-    adv.next_command = run_command(rd, out=f"{rd or 'RUN_DIR'}-e{more}", epochs=more) if more else None
+    # the two compared (and single, the baseline), not the whole sweep at that length (helper-34: 110 configurations)
+    names = ",".join(dict.fromkeys([lead.strategy, second.strategy, "single"]))
+    counts = ",".join(str(w) for w in sorted({c.workers for c in (lead, second) if c.workers > 1}))
+    adv.next_command = run_command(rd, out=f"{rd or 'RUN_DIR'}-e{more}", epochs=more, strategies=names,
+                                   workers=counts or None) if more else None
 
 
 MAX_RUN_NEXT_EPOCHS = 1000

@@ -130,6 +130,9 @@ def _valid_prefix(path: Path) -> tuple[list[dict[str, Any]], int, list[tuple[int
         nl = data.find(b"\n", pos)
         end = len(data) if nl < 0 else nl + 1
         line = data[pos:end]
+        if not line.strip():  # an empty line (an editor's trailing newline; helper-34) holds nothing to drop
+            pos, good = end, end
+            continue
         try:
             if nl < 0:
                 raise ValueError("torn (no newline)")
