@@ -699,3 +699,22 @@ def test_overlapping_ranges_are_told_apart_by_rank_and_more_runs_are_not_asked_f
     assert adv.verdict == "overlap" and adv.next_command is None
     assert any(r.startswith("Over 15 or more runs each they are equally fast within run-to-run noise") for r in
                adv.reasons)
+
+
+def test_no_run_next_of_more_epochs_for_a_curve_that_has_flattened():
+    # user test (helper-34): twice the epochs, then twice again, for a curve flat at 0.969 under a target of 0.99
+    def curve(accs):
+        return [{"elapsed_s": 0.1 * (i + 1), "epoch": i + 1, "step": 10 * (i + 1), "test_accuracy": a,
+                 "test_loss": 0.5} for i, a in enumerate(accs)]
+
+    flat = runs("horovod", 2, [None, None, None], acc=0.85)
+    for r in flat:
+        r["curve"], r["epochs"] = curve([0.70, 0.84, 0.845, 0.85, 0.848, 0.85]), 6
+    adv = advise(flat, "runs/x")
+    assert adv.verdict == "no_target" and adv.next_command is None
+    assert any(r.startswith("Its curve has flattened (best test accuracy, median over its runs, 0.845 in the first "
+                            "half of the epochs and 0.850 in the second): twice the epochs would not reach 0.9")
+               for r in adv.reasons), adv.reasons
+    for r in flat:  # still rising: twice the epochs may reach it
+        r["curve"] = curve([0.50, 0.60, 0.68, 0.75, 0.80, 0.85])
+    assert advise(flat, "runs/x").next_command == "distbench run runs/x/config.json --out runs/x-e12 --epochs 12"

@@ -827,6 +827,13 @@ def _not_ranked(ok: list[ConfigSummary], unavailable: list[tuple[str, str]], sco
                  "so there is no time to accuracy to compare.", unavailable=unavailable, scope=scope)
     adv.reasons = [accuracy_sentence(top, False)] if top else []
     reach = math.floor(100 * (top.value if top else 0.0)) / 100 - 0.01
+    flat = _flattened(top.summary, float(target_acc)) if top and target_acc else None
+    if reach > 0 and flat:  # helper-34: twice the epochs, then twice again, on a curve flat at 0.969
+        adv.reasons.append(f"Its curve has flattened (best test accuracy, median over its runs, {flat[0]:.3f} in the "
+                           f"first half of the epochs and {flat[1]:.3f} in the second): twice the epochs would not "
+                           f"reach {target_acc}, so there is no Run next; compare at a target the runs reach: "
+                           f"distbench advise {shlex.quote(rd or 'RUN_DIR')} --target-accuracy {reach:.2f}.")
+        return adv
     if reach > 0:  # more epochs do not help a model that has plateaued below the target
         adv.reasons.append(f"If that is what this model and data reach (its curve has flattened), compare at a "
                            f"target the runs reach: distbench advise {shlex.quote(rd or 'RUN_DIR')} "
@@ -834,6 +841,22 @@ def _not_ranked(ok: list[ConfigSummary], unavailable: list[tuple[str, str]], sco
     more = 2 * epochs if epochs else None
     adv.next_command = (run_command(rd, out=f"{rd or 'RUN_DIR'}-e{more}", epochs=more) if more else None)
     return adv
+
+
+def _flattened(c: ConfigSummary, target: float) -> tuple[float, float] | None:
+    """``(best test accuracy in the first half of the epochs, in the second)``, medians over
+    ``c``'s ok runs of 4 or more epochs, where twice the epochs will not reach ``target``: the
+    second half gained ``g`` on the first, and a curve that flattens gains at most ``2 g`` over
+    as many epochs again as the whole run, under the gap left to ``target``; else None."""
+    halves = []
+    for r in c.records:
+        accs = [p["test_accuracy"] for p in r.get("curve") or [] if p.get("test_accuracy") is not None]
+        if r.get("status") == "ok" and len(accs) >= 4:
+            halves.append((max(accs[:len(accs) // 2]), max(accs[len(accs) // 2:])))
+    if not halves:
+        return None
+    first, second = statistics.median(h[0] for h in halves), statistics.median(h[1] for h in halves)
+    return (first, second) if target - second > 2 * max(0.0, second - first) else None
 
 
 def _evidence(adv: Advice, ok: list[ConfigSummary], lead: ConfigSummary, second: ConfigSummary | None,
