@@ -224,7 +224,7 @@ def test_parameter_server_windows_and_server_link(run_dir):
     assert [q.rank for q in preds] == list(range(1, len(preds) + 1))
 
 
-def test_missing_inputs_name_the_command_that_measures_them(run_dir, tmp_path_factory):
+def test_missing_inputs_name_the_command_that_measures_them(run_dir, tmp_path_factory, monkeypatch):
     with pytest.raises(ValueError, match=("global batch of 128, which the target.s 128 and the run.s 2, 4 workers "
                                           f"split: distbench run {run_dir}/config.json --batch-size 128 ")):
         CM.predict_strategies(run_dir, parse_target("128 nodes, 10gbit").cluster())
@@ -241,6 +241,16 @@ def test_missing_inputs_name_the_command_that_measures_them(run_dir, tmp_path_fa
         K.calibrate(run_dir)
     (run_dir / "workload").mkdir()
     with pytest.raises(ValueError, match=f"no compute calibration: distbench calibrate {run_dir} measures it"):
+        CM.predict_strategies(run_dir, parse_target("4 nodes, 10gbit").cluster())
+    # user test (helper-35): where measuring it failed (a factory not importable from here), that is the error
+    def fails(rd):
+        raise ConfigError("model.factory = 'mymodels:build': cannot import module 'mymodels'; run distbench from ...")
+
+    monkeypatch.setattr(K, "calibrate", fails)
+    monkeypatch.setattr(K, "_FAILED", {})
+    K.ensure(run_dir)
+    with pytest.raises(ValueError, match="no compute calibration, and measuring it failed: model.factory = "
+                                         "'mymodels:build': cannot import module 'mymodels'"):
         CM.predict_strategies(run_dir, parse_target("4 nodes, 10gbit").cluster())
     empty = tmp_path_factory.mktemp("nosingle")
     (empty / "results.jsonl").write_text(json.dumps(rec("horovod", 2, 0.2)) + "\n")

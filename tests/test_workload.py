@@ -93,6 +93,28 @@ def test_user_model_source_and_loss_are_saved_and_reloaded(tmp_path):
     assert isinstance(b.loss_fn(), keras.losses.SparseCategoricalCrossentropy) and not b.loss_fn().from_logits
 
 
+def test_a_resume_from_a_folder_the_factory_cannot_be_imported_from_is_refused_before_any_run(tmp_path,
+                                                                                                monkeypatch):
+    """User test (helper-35): every configuration failed on the import, each leaving a failed record."""
+    import sys
+
+    from distbench.harness.rundir import prepare_run_dir
+
+    (tmp_path / "mymodels_h35.py").write_text("from tests.plugins.models import softmax_head as build\n")
+    monkeypatch.chdir(tmp_path)
+    cfg = config.override(config.load(None), model__factory="mymodels_h35:build")
+    Workload.create(cfg, tmp_path / "run")
+    recorded = (tmp_path / "run" / "config.json").read_text()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in (str(tmp_path), "")])
+    monkeypatch.delitem(sys.modules, "mymodels_h35")
+    with pytest.raises(ConfigError, match="cannot import module 'mymodels_h35'.*run distbench from the folder"):
+        prepare_run_dir(config.override(cfg, run__repeats=2), tmp_path / "run", resume=True)
+    assert (tmp_path / "run" / "config.json").read_text() == recorded
+
+
 def test_a_workload_received_without_its_loss_reads_it_from_the_model(tmp_path):
     """A Horovod rank gets config, weights and hashes from rank 0, not the loss."""
     cfg = config.override(config.load(None), model__factory="tests.plugins.models:softmax_head")
@@ -131,3 +153,5 @@ def test_the_suggested_batch_size_is_one_the_config_accepts_and_drops_little(n, 
     b = even_batch(n, g, workers)
     assert all(b % w == 0 for w in workers) and g / 2 <= b <= 2 * g
     assert n % b <= DROPPED_SHARE_WARNING * n
+    if (n, g, workers) == (432, 64, [2]):  # user test (helper-35): 66 left 36 out, 72 divides the split
+        assert b == 72

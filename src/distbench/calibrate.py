@@ -236,7 +236,18 @@ def ensure(run_dir: str | Path) -> None:
     try:
         calibrate(rd)
     except ConfigError as e:
+        _FAILED[str(rd)] = str(e)
         print(f"distbench: warning: {e}", file=sys.stderr, flush=True)
+
+
+_FAILED: dict[str, str] = {}  # run dir -> why ensure() could not calibrate it, in this process
+
+
+def failure(run_dir: str | Path) -> str | None:
+    """Why :func:`ensure` could not measure ``run_dir``'s calibration in this process (the
+    cost model's error names it: user test, helper-35, whose factory could not be imported
+    from another folder was told only to run 'distbench calibrate'), or None."""
+    return _FAILED.get(str(Path(run_dir)))
 
 
 def read_calibration(run_dir: str | Path) -> dict[str, Any] | None:

@@ -87,6 +87,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from distbench.calibrate import CALIBRATION_FILE, compute_s, distributed_rows, mismatch, no_workload, read_calibration
+from distbench.calibrate import failure as calibration_failure
 from distbench.cluster.emulated import EMULATED_VETH_BPS, tbf_burst_bytes
 from distbench.predict import epoch_s, longer_timeout, no_single
 from distbench.text import duration_text, link_text, rate_text, seconds_text
@@ -638,6 +639,8 @@ def _calibrated_run(rd: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]
     if rows == "none":  # user test (helper-25): it calibrated for 20 s, then ranked single alone and exited 0
         raise ValueError(no_distributed(rd, recs))
     cal = read_calibration(rd)
+    if cal is None and calibration_failure(rd):
+        raise ValueError(f"{rd} has no compute calibration, and measuring it failed: {calibration_failure(rd)}")
     if cal is None:
         raise ValueError(f"{rd} has no compute calibration: distbench calibrate {rd} measures it" if
                          (Path(rd) / "workload").is_dir() else f"no compute calibration: {no_workload(rd)}")

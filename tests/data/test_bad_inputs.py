@@ -246,6 +246,29 @@ def test_unseen_test_labels_and_unused_inferred_classes_are_warned(tmp_path, cap
     assert "classes inferred" not in caplog.text
 
 
+def test_a_model_sized_for_labels_numbered_from_5_is_told_to_renumber_them(tmp_path):
+    """User test (helper-35): labels 5..7 and a model of 3 outputs were told only to change the model."""
+    from distbench import config
+    from distbench.workload import Workload
+
+    p = tmp_path / "d.npz"
+    np.savez(p, x=GOOD_X, y=np.arange(40) % 3 + 5)
+    (tmp_path / "three_h35.py").write_text(
+        "import keras\n\ndef build(shape, n):\n    return keras.Sequential([keras.Input(shape), "
+        "keras.layers.Flatten(), keras.layers.Dense(3)])\n")
+    import sys
+
+    sys.path.insert(0, str(tmp_path))
+    try:
+        cfg = config.from_dict({"data": {"name": "npz", "path": str(p)}, "model": {"factory": "three_h35:build"},
+                                "training": {"global_batch_size": 4}})
+        with pytest.raises(ConfigError, match=r"output has shape \(None, 3\) but the data has 8 classes.*only 3 "
+                                              r"labels occur, \{5, 6, 7\}.*renumber the labels 0..2"):
+            Workload.create(cfg, tmp_path / "run")
+    finally:
+        sys.path.remove(str(tmp_path))
+
+
 def test_parquet_label_column_among_the_features_is_a_config_error(tmp_path):
     from distbench import config
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from distbench.contracts import ConfigError
-from distbench.config.values import at_least, choice
+from distbench.config.values import accuracy_hint, at_least, choice
 
 OPTIMIZERS = ("sgd", "adam", "rmsprop")
 LR_SCALING = ("none", "linear")
@@ -97,9 +97,8 @@ def check_training_and_run(t: TrainingConfig, r: RunConfig) -> None:
     if not 0.0 <= t.momentum < 1.0:
         raise ConfigError(f"training.momentum = {t.momentum!r}: must be in [0, 1)")
     if not 0.0 < t.target_accuracy <= 1.0:
-        pct = (f" (a fraction: for {t.target_accuracy:g}% write {t.target_accuracy / 100:g})"
-               if 1 < t.target_accuracy <= 100 else "")
-        raise ConfigError(f"training.target_accuracy = {t.target_accuracy!r}: must be in (0, 1]{pct}")
+        raise ConfigError(f"training.target_accuracy = {t.target_accuracy!r}: must be in (0, 1]"
+                          f"{accuracy_hint(t.target_accuracy)}")
     at_least("training.threads", t.threads, 0)
     if not r.strategies:
         raise ConfigError("run.strategies is empty: list strategy names (see 'distbench list') or 'all'")

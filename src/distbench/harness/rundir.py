@@ -100,7 +100,8 @@ def prepare_run_dir(cfg: ExperimentConfig, run_dir: Path, resume: bool,
         the run's :class:`~distbench.workload.Workload`.
 
     Raises:
-        ConfigError: see :func:`check_run_dir`; the data or the model are invalid.
+        ConfigError: see :func:`check_run_dir`; the data or the model are invalid; on
+            resume, ``[model] factory`` cannot be imported from here.
     """
     check_run_dir(cfg, run_dir, resume, flags)
     if not (run_dir / WORKLOAD_DIR).exists():
@@ -119,6 +120,10 @@ def prepare_run_dir(cfg: ExperimentConfig, run_dir: Path, resume: bool,
             if created:  # leave nothing that looks like a run
                 shutil.rmtree(run_dir, ignore_errors=True)
             raise
+    if cfg.model.factory:  # a new run's model build checks it; on resume every configuration failed on it, each
+        from distbench.models.sources import import_factory  # leaving a failed record (user test, helper-35)
+
+        import_factory(cfg.model.factory)
     (run_dir / CONFIG_FILE).write_text(json.dumps(resumed_config(cfg, run_dir), indent=2))  # new sweep settings
     return Workload.load(run_dir)
 

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from distbench.results.headline import accuracy_sentence, fewer_passes_note, times_faster
-from distbench.results.notes import WARMUP_SHARE, warmup_note, warmup_share
+from distbench.results.notes import warmup_lead, warmup_note, warmup_share
 from distbench.results.stats import (RANK_TEST_MIN_RUNS, RANK_TEST_P, ConfigSummary, most_accurate, rank_test_p,
                                      separated, summarize)
 from distbench.results.stragglers import straggler_lines
@@ -216,6 +216,8 @@ def parse_target(text: str, label: str = "--target ") -> Target:
     for kind in ("bandwidth", "latency"):
         if len(found[kind]) > 1:
             raise bad(f"more than one {kind} given ({' and '.join(repr(m[0].strip()) for m in found[kind])})")
+    if nodes < 1 or per_node < 1:  # helper-20: which part is wrong (helper-35: before a missing bandwidth)
+        raise bad(f"read {nodes} node(s) x {per_node}: counts of nodes and workers are 1 or more")
     if not found["bandwidth"] and nodes != 1:
         raise bad("no bandwidth given")
     bandwidth = _bandwidth_Bps(found["bandwidth"][0]) if found["bandwidth"] else math.inf  # one node: no link
@@ -228,8 +230,6 @@ def parse_target(text: str, label: str = "--target ") -> Target:
                                    else 1.0)
         if re.search(r"\b(?:rtt|ping|round[- ]?trip)\b", text, re.IGNORECASE):  # helper-17: a round trip
             latency /= 2
-    if nodes < 1 or per_node < 1:  # user test (helper-20): say which part is wrong
-        raise bad(f"read {nodes} node(s) x {per_node}: counts of nodes and workers are 1 or more")
     if found["bandwidth"] and not (math.isfinite(bandwidth) and bandwidth > 0):  # helper-20: 1e400 bit/s was inf
         raise bad(f"{found['bandwidth'][0][0].strip()!r}: a bandwidth is a finite number above 0")
     if nodes * per_node < 2:
@@ -970,25 +970,15 @@ OVERLAP_MAX_RUNS = 15
 asks for no more: they are equally fast within noise there."""
 
 
-def _steady_epoch(c: ConfigSummary) -> tuple[float, float] | None:
-    """``(median later-epoch seconds, median warm-up share)`` of a configuration's ok runs, or None."""
-    found = [w for r in c.records if r.get("status") == "ok" for w in [warmup_share(r)] if w is not None]
-    if not found:
-        return None
-    return statistics.median(w[2] for w in found), statistics.median(w[0] for w in found)
-
-
 def _warmup_lead(lead: ConfigSummary, second: ConfigSummary | None) -> str | None:
-    """The ``warmup`` verdict's headline when ``lead`` is slower than ``second`` per epoch in
-    steady state (by over 10%) and leads only through ``second``'s first-epoch warm-up; else None."""
-    if second is None:
-        return None
-    a, b = _steady_epoch(lead), _steady_epoch(second)
-    if a is None or b is None or not a[0] > 1.1 * b[0] or b[1] < WARMUP_SHARE:
+    """The ``warmup`` verdict's headline when ``lead`` leads only through ``second``'s
+    first-epoch warm-up (:func:`~distbench.results.notes.warmup_lead`); else None."""
+    w = warmup_lead(lead, second)
+    if w is None or second is None:
         return None
     return (f"No advice yet: {lead.label} reaches the target first only because the first epoch of "
-            f"{second.label} carries a one-off warm-up ({b[1]:.0%} of its training time); in steady state "
-            f"{second.label} trains an epoch in {b[0]:.3g} s against {a[0]:.3g} s. Compare on a run where "
+            f"{second.label} carries a one-off warm-up ({w[0]:.0%} of its training time); in steady state "
+            f"{second.label} trains an epoch in {w[1]:.3g} s against {w[2]:.3g} s. Compare on a run where "
             "training outweighs start-up costs: more epochs (Run next), a larger model or more data.")
 
 

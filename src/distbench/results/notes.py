@@ -50,6 +50,32 @@ def warmup_share(record: dict[str, Any]) -> tuple[float, float, float] | None:
     return max(0.0, pts[0] - later) / train, pts[0], later
 
 
+def steady_epoch(c: ConfigSummary) -> tuple[float, float] | None:
+    """``(median later-epoch seconds, median warm-up share)`` of a configuration's ok runs
+    (:func:`warmup_share`), or None."""
+    found = [w for r in c.records if r.get("status") == "ok" for w in [warmup_share(r)] if w is not None]
+    if not found:
+        return None
+    return statistics.median(w[2] for w in found), statistics.median(w[0] for w in found)
+
+
+def warmup_lead(lead: ConfigSummary, second: ConfigSummary | None) -> tuple[float, float, float] | None:
+    """Whether ``lead`` is ahead of ``second`` only through ``second``'s first-epoch warm-up:
+    ``lead`` slower per epoch in steady state (by over 10%) and ``second``'s warm-up at least
+    :data:`WARMUP_SHARE` of its training time (e.g. ``keras_jax`` compiles before the clock,
+    ``single`` traces in its epoch 1).
+
+    Returns:
+        ``(second's warm-up share, second's steady epoch s, lead's steady epoch s)``, or None.
+    """
+    if second is None:
+        return None
+    a, b = steady_epoch(lead), steady_epoch(second)
+    if a is None or b is None or not a[0] > 1.1 * b[0] or b[1] < WARMUP_SHARE:
+        return None
+    return b[1], b[0], a[0]
+
+
 def warmup_note(records: Sequence[dict[str, Any]], epochs_share: float = 0.1,
                 run_dir: Any = None) -> str | None:
     """A sentence when the epochs are too few for the first-epoch warm-up to wash out.

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from distbench.config.values import accuracy_hint
 from distbench.contracts import Status
 
 
@@ -266,11 +267,3 @@ def retarget(records: list[dict[str, Any]], target: float) -> list[dict[str, Any
 
 if __name__ == "__main__":  # python -m distbench.results.records: docs/report.md's key table
     print(schema_markdown(), end="")
-
-
-def accuracy_hint(value: float, example: str = "0.95") -> str:
-    """What follows "expected a test accuracy in (0, 1]" for ``value``: the fraction a
-    percentage meant (`` (a fraction: for 95% write 0.95)``), else an example."""
-    if isinstance(value, (int, float)) and 1 < value <= 100:
-        return f" (a fraction: for {value:g}% write {value / 100:g})"
-    return f", e.g. {example}"

@@ -48,8 +48,9 @@ def render_markdown(records: list[dict[str, Any]], title: str = "distbench repor
     lines += [f"- {n}" for n in notes] + ([""] if notes else [])  # a list: bare lines would run into one paragraph
     lines += ["Speed-up = median training time of `single` / median training time of the configuration "
               "(same hardware, same epochs and global batch); scaling eff. = speed-up / workers; "
-              "temporal eff. = Hermans' ratio of areas under accuracy-vs-time versus `single` (> 1: "
-              "more accuracy sooner). Time to target: MLPerf rule (mean of the runs, dropping the fastest "
+              "temporal eff. = Hermans' ratio of areas under accuracy-vs-time versus `single` over the time "
+              "both ran (> 1: more accuracy sooner; early accuracy counts, so a row slower to the target can "
+              "exceed 1). Time to target: MLPerf rule (mean of the runs, dropping the fastest "
               "and slowest with 5 or more; a run that never reaches the target counts as slowest). "
               + STARTUP_NOTE, ""]
     cols = table_columns(d.summaries)
