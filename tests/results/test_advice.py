@@ -133,7 +133,16 @@ def test_no_target_reached_suggests_more_epochs():
     records = runs("horovod", 2, [None, None, None], acc=0.8)
     adv = advise(records, "runs/x")
     assert adv.verdict == "no_target" and "no configuration reached the target test accuracy 0.9" in adv.headline
-    assert adv.next_command == "distbench run runs/x/config.json --out runs/x-e4 --epochs 4"
+    # helper-35: twice the epochs did not reach the target either; the error read as a power law (0.25 after 1
+    # epoch, 0.2 after 2: a = 0.32) falls to 0.1 after 17 epochs, so Run next trains 8x (the most) of 2
+    assert adv.next_command == "distbench run runs/x/config.json --out runs/x-e16 --epochs 16"
+    assert ("Its test error, read as a power law in the epochs (0.250 after 1, 0.200 after 2, median over its runs), "
+            "falls to 0.100 after about 17 epochs: Run next trains 16 (at most 8x this run's).") in adv.reasons
+    three = runs("horovod", 2, [None, None, None], acc=0.911)
+    for r in three:  # helper-35's curve: 0.80, 0.88, 0.911 over 3 epochs, target 0.97: 13.1 epochs, 1.25x that
+        r["curve"] = [{**r["curve"][0], "epoch": e + 1, "test_accuracy": a} for e, a in enumerate([0.8, 0.88, 0.911])]
+        r["epochs"], r["target_accuracy"] = 3, 0.97
+    assert advise(three, "runs/x").next_command == "distbench run runs/x/config.json --out runs/x-e17 --epochs 17"
     # or a target the runs reach, for a model that has plateaued (the user test: 0.77 at best)
     assert any("distbench advise runs/x --target-accuracy 0.79" in r for r in adv.reasons), adv.reasons
     assert "in every run" not in adv.headline

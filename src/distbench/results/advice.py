@@ -839,8 +839,50 @@ def _not_ranked(ok: list[ConfigSummary], unavailable: list[tuple[str, str]], sco
                            f"target the runs reach: distbench advise {shlex.quote(rd or 'RUN_DIR')} "
                            f"--target-accuracy {reach:.2f}; else train longer (Run next).")
     more = 2 * epochs if epochs else None
+    law = _power_law_epochs(top.summary, float(target_acc)) if top and target_acc and more else None
+    if law is not None and more is not None:  # helper-35: twice 3 epochs at 0.911 did not reach 0.97 either
+        t1, e1, t2, e2, need = law
+        more = max(more, min(MAX_EPOCH_FACTOR * (epochs or 0), math.ceil(1.25 * need)))
+        adv.reasons.append(f"Its test error, read as a power law in the epochs ({e1:.3f} after {t1}, {e2:.3f} after "
+                           f"{t2}, median over its runs), falls to {1 - float(target_acc):.3f} after about "
+                           f"{need:.0f} epochs: Run next trains {more}"
+                           + (f" (at most {MAX_EPOCH_FACTOR}x this run's)" if more < 1.25 * need else "") + ".")
     adv.next_command = (run_command(rd, out=f"{rd or 'RUN_DIR'}-e{more}", epochs=more) if more else None)
     return adv
+
+
+MAX_EPOCH_FACTOR = 8
+"""The most a ``no_target`` Run next multiplies the run's epochs by."""
+
+
+def _power_law_epochs(c: ConfigSummary, target: float) -> tuple[int, float, int, float, float] | None:
+    """Epochs for ``c`` to reach ``target``, extrapolating its test error as a power law in the
+    epochs, ``err(t) = err(t2) (t / t2)^-a``, through the best error by epoch ``t1`` (half the
+    epochs) and by ``t2`` (all of them), medians over ``c``'s ok runs of 2 or more epochs.
+
+    Source: learning curves in the number of samples seen follow a power law (J. Hestness et
+    al., "Deep Learning Scaling is Predictable, Empirically", arXiv:1712.00409, 2017, eq. 1,
+    ``eps(m) = alpha m^beta_g``); at a fixed data set an epoch count is that ``m``.
+
+    Returns:
+        ``(t1, err1, t2, err2, epochs)``, or None where the error did not fall (``a`` under
+        0.05) or the runs are too short.
+    """
+    pairs = []
+    for r in c.records:
+        accs = [p["test_accuracy"] for p in r.get("curve") or [] if p.get("test_accuracy") is not None]
+        if r.get("status") == "ok" and len(accs) >= 2:
+            pairs.append((len(accs) // 2, 1 - max(accs[:len(accs) // 2]), len(accs), 1 - max(accs)))
+    if not pairs:
+        return None
+    t1, t2 = statistics.median_low(p[0] for p in pairs), statistics.median_low(p[2] for p in pairs)
+    e1, e2 = statistics.median(p[1] for p in pairs), statistics.median(p[3] for p in pairs)
+    if not (0 < e2 < e1 and t2 > t1 and 0 < 1 - target < e2):
+        return None
+    a = math.log(e1 / e2) / math.log(t2 / t1)
+    if a < 0.05:
+        return None
+    return t1, e1, t2, e2, t2 * (e2 / (1 - target)) ** (1 / a)
 
 
 def _flattened(c: ConfigSummary, target: float) -> tuple[float, float] | None:
