@@ -124,10 +124,10 @@ def test_example_script_and_notebook(tmp_path):
     """examples/compare.py and examples/compare.ipynb, executed (the notebook with nbclient)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     cp = subprocess.run([sys.executable, str(ROOT / "examples" / "compare.py"), "--out", str(tmp_path / "script"),
-                         "--strategies", "single,horovod", "--epochs", "2"], capture_output=True, text=True,
-                        timeout=600, env=env, cwd=tmp_path)
+                         "--strategies", "single", "--epochs", "2"], capture_output=True, text=True,
+                        timeout=600, env=env, cwd=tmp_path)  # the notebook below runs the distributed ones
     assert cp.returncode == 0, cp.stderr[-3000:]
-    assert "horovod" in cp.stdout and "report:" in cp.stdout
+    assert "single" in cp.stdout and "report:" in cp.stdout
     import nbformat
     from nbclient import NotebookClient
 
