@@ -115,6 +115,28 @@ def test_a_resume_from_a_folder_the_factory_cannot_be_imported_from_is_refused_b
     assert (tmp_path / "run" / "config.json").read_text() == recorded
 
 
+def test_a_moved_run_directory_reads_its_own_inputs(tmp_path):
+    """compare() saves its arrays in RUN_DIR/inputs and records the path absolute: a copied or
+    moved run directory read the original's file, or failed once it was gone."""
+    import shutil
+
+    from distbench.harness.rundir import check_run_dir, recorded_config
+    from sklearn.datasets import load_digits
+
+    d = load_digits()
+    (tmp_path / "a" / "inputs").mkdir(parents=True)
+    np.savez(tmp_path / "a" / "inputs" / "data.npz", x=(d.data / 16).astype(np.float32), y=d.target)
+    cfg = config.from_dict({"data": {"name": "npz", "path": str(tmp_path / "a" / "inputs" / "data.npz")}})
+    first = Workload.create(cfg, tmp_path / "a")
+    shutil.move(tmp_path / "a", tmp_path / "b")
+    moved = recorded_config(tmp_path / "b")
+    assert moved.data.path == str((tmp_path / "b" / "inputs" / "data.npz").resolve())
+    check_run_dir(moved, tmp_path / "b", resume=True)  # the same workload: not refused as another data path
+    assert Workload.load(tmp_path / "b").data_sha256 == first.data_sha256
+    # and its Run next commands, which name RUN_DIR/config.json
+    assert config.load(tmp_path / "b" / "config.json").data.path == moved.data.path
+
+
 def test_a_workload_received_without_its_loss_reads_it_from_the_model(tmp_path):
     """A Horovod rank gets config, weights and hashes from rank 0, not the loss."""
     cfg = config.override(config.load(None), model__factory="tests.plugins.models:softmax_head")

@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterator
 import click
 
 from distbench.config import SECTIONS, ConfigError, ExperimentConfig
-from distbench.contracts import DataError
+from distbench.contracts import INPUTS_DIR, DataError
 
 
 class Interrupted(Exception):
@@ -341,8 +341,6 @@ FLAG_KEYS = {"strategies": "run__strategies", "workers": "run__workers", "epochs
              "repeats": "run__repeats", "timeout": "run__timeout_s", "device": "run__device"}
 """:func:`compare`'s keyword arguments by the config key each sets (as ``distbench run``'s flags)."""
 
-INPUTS_DIR = "inputs"
-"""Where :func:`compare` saves a model instance (``model.keras``) and arrays (``data.npz``) in the run directory."""
 
 
 def compare(model: Any = None, data: Any = None, *, strategies: str | list[str] | None = None,

@@ -25,6 +25,11 @@ import json
 from typing import Any
 
 
+INPUTS_DIR = "inputs"
+"""``RUN_DIR/inputs``: where ``distbench.compare`` saves the model instance (``model.keras``)
+and the arrays or DataFrame (``data.npz``) it was given, for every process of the run."""
+
+
 class ConfigError(ValueError):
     """Bad user input (config file, CLI flag, data file): the message says what was
     received, what was expected, and how to fix it."""

@@ -45,6 +45,16 @@ DATASET_CACHE_MAX_BYTES = 1 << 30
 _SPLIT_ARRAYS = ("x_train", "y_train", "x_val", "y_val", "x_test", "y_test")
 
 
+def read_recorded(run_dir: str | Path) -> dict[str, Any]:
+    """``RUN_DIR/config.json`` as a dict, its inputs' paths pointed at this run directory's
+    ``inputs/`` where it was copied or moved (:func:`distbench.config.relocated_inputs`).
+
+    Raises:
+        OSError: no readable ``config.json``; ValueError: it is not JSON.
+    """
+    return config_mod.relocated_inputs(json.loads((Path(run_dir) / CONFIG_FILE).read_text()), run_dir)
+
+
 def _labels_text(labels: np.ndarray) -> str:
     shown = ", ".join(str(int(v)) for v in labels[:10])
     return "{" + shown + (f", ... ({len(labels)} in all)" if len(labels) > 10 else "") + "}"
@@ -251,7 +261,7 @@ class Workload:
         run_dir = Path(run_dir)
         wdir = run_dir / WORKLOAD_DIR
         try:
-            raw = json.loads((run_dir / CONFIG_FILE).read_text())
+            raw = read_recorded(run_dir)
             meta = json.loads((wdir / META_FILE).read_text())
         except (OSError, ValueError) as e:
             raise ConfigError(f"{run_dir} holds no readable workload ({e}); start a new run "

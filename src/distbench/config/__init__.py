@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from distbench.contracts import ConfigError
+from distbench.contracts import INPUTS_DIR, ConfigError
 from distbench.config.cluster import ClusterConfig, EmulateConfig, check_cluster
 from distbench.config.data import DATASETS, DataConfig, check_data
 from distbench.config.engines import MPIConfig, PSConfig, TFConfig, check_engines
@@ -172,12 +172,30 @@ def load(path: str | os.PathLike[str] | None) -> ExperimentConfig:
             raise ConfigError(f"config file {str(p)!r} is not valid JSON: {e}") from None
         if not isinstance(raw, dict):
             raise ConfigError(f"config file {str(p)!r}: expected a JSON object of sections, got {type(raw).__name__}")
-        return from_dict(raw)
+        return from_dict(relocated_inputs(raw, p.parent))  # a run directory's, copied or moved
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"config file {str(p)!r} is not valid TOML: {e}") from None
     return from_dict(raw)
+
+
+def relocated_inputs(raw: Any, run_dir: str | os.PathLike[str]) -> Any:
+    """A run directory's recorded config ``raw`` with ``data.path``, ``data.test_path`` and
+    ``model.path`` that name another run directory's ``inputs/`` file pointed at ``run_dir``'s
+    where it holds the same file (``distbench.compare`` saves its arrays and model there and
+    records the paths absolute): a copied or moved run directory reads its own inputs (it read
+    the original's, or failed where that was gone). ``raw`` is changed in place and returned."""
+    rd = Path(run_dir)
+    for sec, key in (("data", "path"), ("data", "test_path"), ("model", "path")):
+        section = raw.get(sec) if isinstance(raw, dict) else None
+        value = section.get(key) if isinstance(section, dict) else None
+        if not isinstance(value, str) or not value:
+            continue
+        old, here = Path(value), rd / INPUTS_DIR / Path(value).name
+        if old.parent.name == INPUTS_DIR and here.exists() and old.parent.resolve() != here.parent.resolve():
+            section[key] = str(here.resolve())
+    return raw
 
 
 # Presets from the dist-keras tuning guide (its recipes per goal). dist-keras' batch_size is

@@ -16,7 +16,6 @@ cluster forms, and replaces the SIGTERM handler, so the task process cannot do e
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sys
@@ -37,7 +36,7 @@ from distbench.config.scenario import Scenario
 from distbench.launch import commands, process
 from distbench.launch.tfconfig import JOIN_TIMEOUT_ENV, join_failure, parse_tf_config, silent_peers
 from distbench.strategies import registry
-from distbench.workload import CONFIG_FILE, WORKLOAD_DIR, Workload
+from distbench.workload import CONFIG_FILE, WORKLOAD_DIR, Workload, read_recorded
 from distbench.entrypoints import run_dir_param, user_errors
 
 DEFAULT_JOIN_TIMEOUT_S = 120.0
@@ -128,7 +127,7 @@ def tf_task_main(run_dir: Path, key: str | None, config_file: str | None, scenar
     task = parse_tf_config(os.environ.get(TASK_ENV), "worker tf")
     # The strategy is built before the workload (collective ops first): read its setting now.
     if (run_dir / CONFIG_FILE).exists():
-        cfg = config_mod.from_dict(json.loads((run_dir / CONFIG_FILE).read_text()))
+        cfg = config_mod.from_dict(read_recorded(run_dir))
     else:
         cfg = config_mod.load(config_file)
     os.environ.setdefault("DISTBENCH_COLLECTIVE", cfg.tf.collective)

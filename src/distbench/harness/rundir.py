@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from distbench.config import ConfigError, ExperimentConfig, from_dict
-from distbench.workload import CONFIG_FILE, WORKLOAD_DIR, Workload, checked_dataset
+from distbench.workload import CONFIG_FILE, WORKLOAD_DIR, Workload, checked_dataset, read_recorded
 
 _LOG = logging.getLogger("distbench.harness.rundir")
 WORKLOAD_SECTIONS = ("data", "model", "training")
@@ -25,7 +25,7 @@ def recorded_config(run_dir: Path) -> ExperimentConfig:
     """
     path = run_dir / CONFIG_FILE
     try:
-        raw = json.loads(path.read_text())
+        raw = read_recorded(run_dir)
     except (OSError, ValueError) as e:
         raise ConfigError(f"--resume: cannot read {str(path)!r} ({e}); expected a run directory made by "
                           "'distbench run'") from None
@@ -57,7 +57,7 @@ def check_run_dir(cfg: ExperimentConfig, run_dir: Path, resume: bool, flags: dic
     if not resume:
         raise ConfigError(f"run directory {run_dir} already holds a run: pass --resume to continue it, "
                           "or choose a new --out directory")
-    raw = json.loads((run_dir / CONFIG_FILE).read_text())
+    raw = read_recorded(run_dir)
     new = cfg.to_dict()
     defaults = ExperimentConfig().to_dict()  # keys added since the run was made hold their defaults
     flags = flags or {}
