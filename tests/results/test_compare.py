@@ -50,3 +50,16 @@ def test_configurations_that_differ_only_in_their_links_are_compared_and_said(mo
     # two rates of one configuration in NEW: no match to guess
     assert any(ln.startswith("only in NEW (runs/b): tf_ps") and "mpi_ps:adag (2 workers, 100mbit links)" in ln
                for ln in lines)
+
+
+def test_another_target_accuracy_and_other_repeat_counts_are_said():
+    from distbench.results.compare import compare
+
+    base = [rec("single", 1, 0, 0.5), rec("horovod", 2, 0, 0.4)]
+    new = [{**r, "target_accuracy": 0.95} for r in base] + [{**rec("horovod", 2, 1, 0.41), "target_accuracy": 0.95}]
+    _, notes = compare(base, new)
+    assert ("BASE and NEW were scored against different target accuracies (BASE 0.9, NEW 0.95): their times to "
+            "target measure different things") in notes[0]
+    assert notes[1].startswith("1 configuration(s) ran a different number of times (runs, BASE -> NEW: horovod "
+                               "(2 workers) 1 -> 2)")
+    assert compare(base, base)[1] == []

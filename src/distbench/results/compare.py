@@ -118,7 +118,31 @@ def compare(base: list[dict[str, Any]], new: list[dict[str, Any]]) -> tuple[list
     if changed:
         notes.append(f"BASE and NEW trained different workloads ({'; '.join(changed)}): their times and accuracies "
                      "differ by that as well as by any code change.")
+    notes += _scoring_changes(base, new, rows)
     return rows, notes
+
+
+def _scoring_changes(base: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]],
+                     rows: Sequence[CompareRow]) -> list[str]:
+    """Notes where the two runs are scored differently: another target accuracy (the time to
+    target measures another thing) or other repeat counts (medians over more runs move less)."""
+    def targets(records: Sequence[dict[str, Any]]) -> str:
+        return "/".join(f"{t:g}" for t in sorted({r["target_accuracy"] for r in records
+                                                   if isinstance(r.get("target_accuracy"), (int, float))}))
+
+    notes = []
+    tb, tn = targets(base), targets(new)
+    if tb and tn and tb != tn:  # noticed at stop 48: compared silently
+        notes.append(f"BASE and NEW were scored against different target accuracies (BASE {tb}, NEW {tn}): their "
+                     "times to target measure different things; distbench report RUN_DIR --target-accuracy T "
+                     "scores a run against another.")
+    runs = [(r.label, r.base.repeats, r.new.repeats) for r in rows
+            if r.base is not None and r.new is not None and r.base.repeats != r.new.repeats]
+    if runs:
+        shown = "; ".join(f"{label} {b} -> {n}" for label, b, n in runs[:4]) + ("; ..." if len(runs) > 4 else "")
+        notes.append(f"{len(runs)} configuration(s) ran a different number of times (runs, BASE -> NEW: {shown}): "
+                     "a median over fewer runs moves more with the machine's noise.")
+    return notes
 
 
 def _match_links(by_b: "OrderedDict[str, list[ConfigSummary]]", by_n: "OrderedDict[str, list[ConfigSummary]]"
