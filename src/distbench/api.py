@@ -342,7 +342,6 @@ FLAG_KEYS = {"strategies": "run__strategies", "workers": "run__workers", "epochs
 """:func:`compare`'s keyword arguments by the config key each sets (as ``distbench run``'s flags)."""
 
 
-
 def compare(model: Any = None, data: Any = None, *, strategies: str | list[str] | None = None,
             workers: int | list[int] | None = None, epochs: int | None = None, batch_size: int | None = None,
             target_accuracy: float | None = None, repeats: int | str | None = None, timeout: float | None = None,
