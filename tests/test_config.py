@@ -52,7 +52,8 @@ def test_toml_file_roundtrip(tmp_path):
                                  "in [training]: epochs, "),  # the user test: a misspelt section got one, a key none
     ('[training]\nxyz = 3\n', "unknown key 'training.xyz' (value 3); allowed keys in [training]: epochs, "),
     ('[training]\ntarget_accuracy = 97\n', "must be in (0, 1] (a fraction: for 97% write 0.97)"),
-    ('[training]\ntarget_accuracy = 1.5\n', "must be in (0, 1], e.g. 0.95"),  # helper-35: "for 1.5% write 0.015"
+    ('[training]\ntarget_accuracy = 1.5\n', "must be in (0, 1], e.g. 0.95"),
+    ('[model]\nfactory_dir = "/x"\n', "model.factory_dir = '/x' without model.factory"),  # helper-35: "for 1.5% write 0.015"
     ('[training]\nlr = 0.1\n', "unknown key 'training.lr' (value 0.1); did you mean 'training.learning_rate'?"),
     ('[training]\nbatch_size = 32\n', "did you mean 'training.global_batch_size'?"),
     ('[cluster]\nemulate = { hostz = 2 }\n', "unknown key 'cluster.emulate.hostz' (value 2); did you mean "

@@ -93,25 +93,36 @@ def test_user_model_source_and_loss_are_saved_and_reloaded(tmp_path):
     assert isinstance(b.loss_fn(), keras.losses.SparseCategoricalCrossentropy) and not b.loss_fn().from_logits
 
 
-def test_a_resume_from_a_folder_the_factory_cannot_be_imported_from_is_refused_before_any_run(tmp_path,
-                                                                                                monkeypatch):
-    """User test (helper-35): every configuration failed on the import, each leaving a failed record."""
+def test_a_run_of_a_factory_imports_it_from_the_folder_it_was_found_in_from_any_folder(tmp_path, monkeypatch):
+    """User tests (helper-35, helper-36): --resume, predict and the printed commands failed from any
+    other folder than the one the factory's module was imported from (every configuration of a
+    resume failed, each leaving a failed record); a module gone is refused before any run."""
     import sys
 
-    from distbench.harness.rundir import prepare_run_dir
+    from distbench.harness.rundir import prepare_run_dir, recorded_config
 
     (tmp_path / "mymodels_h35.py").write_text("from tests.plugins.models import softmax_head as build\n")
     monkeypatch.chdir(tmp_path)
     cfg = config.override(config.load(None), model__factory="mymodels_h35:build")
+    assert cfg.model.factory_dir == str(tmp_path)
     Workload.create(cfg, tmp_path / "run")
-    recorded = (tmp_path / "run" / "config.json").read_text()
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
     monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in (str(tmp_path), "")])
     monkeypatch.delitem(sys.modules, "mymodels_h35")
+    resumed = config.override(recorded_config(tmp_path / "run"), run__repeats=2)
+    assert prepare_run_dir(resumed, tmp_path / "run", resume=True).build_model() is not None
+    # a run recorded before factory_dir existed is the same workload
+    old = json.loads((tmp_path / "run" / "config.json").read_text())
+    del old["model"]["factory_dir"]
+    (tmp_path / "run" / "config.json").write_text(json.dumps(old))
+    recorded = (tmp_path / "run" / "config.json").read_text()
+    (tmp_path / "mymodels_h35.py").rename(tmp_path / "gone.py")
+    sys.path.remove(str(tmp_path))
+    del sys.modules["mymodels_h35"]
     with pytest.raises(ConfigError, match="cannot import module 'mymodels_h35'.*run distbench from the folder"):
-        prepare_run_dir(config.override(cfg, run__repeats=2), tmp_path / "run", resume=True)
+        prepare_run_dir(resumed, tmp_path / "run", resume=True)
     assert (tmp_path / "run" / "config.json").read_text() == recorded
 
 

@@ -46,6 +46,12 @@ class ModelConfig:
         dropout: dropout rate after each hidden Dense layer, in [0, 1).
         factory: ``"package.module:function"``: the user's function
             ``(input_shape, num_classes) -> keras.Model`` (uncompiled); replaces ``name``.
+        factory_dir: the folder ``factory``'s top package or module is imported from
+            (put on ``sys.path`` by every process). Found when the config is validated (on
+            the import path, then in the current directory) and recorded absolute, so that
+            ``--resume``, ``predict``, ``advise --target`` and the printed commands import it
+            from any folder; empty for an installed package or where it is not found (the
+            import error then says how to fix it); set it to import from another folder.
         path: a saved Keras 3 model (``.keras``) whose architecture and weights are the
             initial ones; replaces ``name``. Made absolute when the config is validated.
         reinit: with ``path``: re-run the architecture's initializers with the run's seed
@@ -58,6 +64,7 @@ class ModelConfig:
     activation: str = "relu"
     dropout: float = 0.0
     factory: str = ""
+    factory_dir: str = ""
     path: str = ""
     reinit: bool = False
 
@@ -95,6 +102,13 @@ def check_model_source(m: ModelConfig) -> None:
     if m.factory and not FACTORY_FORM.fullmatch(m.factory):
         raise ConfigError(f"model.factory = {m.factory!r}: expected 'package.module:function', "
                           "e.g. \"examples.my_model:build\"")
+    if m.factory_dir and not m.factory:
+        raise ConfigError(f"model.factory_dir = {m.factory_dir!r} without model.factory: set model.factory "
+                          "(\"package.module:function\") or remove model.factory_dir")
+    if m.factory and not m.factory_dir:
+        m.factory_dir = factory_dir(m.factory)
+    elif m.factory_dir:  # a recorded folder missing on this host is left to the import's error (a cluster's
+        m.factory_dir = str(Path(m.factory_dir).expanduser().absolute())  # hosts may install it instead)
     if m.reinit and not m.path:
         raise ConfigError("model.reinit = true needs model.path (a saved .keras model to re-initialise)")
     if m.path:
@@ -105,3 +119,31 @@ def check_model_source(m: ModelConfig) -> None:
         if not p.is_file():
             raise ConfigError(f"model.path = {m.path!r}: no such file")
         m.path = str(p.resolve())
+
+
+def factory_dir(factory: str) -> str:
+    """The absolute folder that ``factory``'s top package or module is found in, on
+    ``sys.path`` and then in the current directory (as
+    :func:`distbench.models.sources.import_factory` looks), found without importing it; ''
+    where it is not found or is installed (under ``site-packages``/``dist-packages``)."""
+    import importlib.machinery
+    import os
+    import sys
+
+    top = factory.partition(":")[0].split(".")[0]
+    try:
+        spec = importlib.machinery.PathFinder.find_spec(top, [*sys.path, os.getcwd()])
+    except (ImportError, ValueError):
+        return ""
+    if spec is None:
+        return ""
+    if spec.origin and os.path.isabs(spec.origin):
+        where = Path(spec.origin).parent
+        where = where.parent if spec.submodule_search_locations is not None else where  # a package's __init__.py
+    elif spec.submodule_search_locations:  # a namespace package: its first folder
+        where = Path(list(spec.submodule_search_locations)[0]).parent
+    else:
+        return ""
+    if {"site-packages", "dist-packages"} & set(where.parts):
+        return ""
+    return str(where.absolute())

@@ -7,8 +7,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal
 
-from distbench.contracts import ConfigError
-from distbench.config.values import accuracy_hint, at_least, choice
+from distbench.contracts import ConfigError, accuracy_hint
+from distbench.config.values import at_least, choice
 
 OPTIMIZERS = ("sgd", "adam", "rmsprop")
 LR_SCALING = ("none", "linear")

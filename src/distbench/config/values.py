@@ -183,12 +183,3 @@ def at_least(key: str, value: float, minimum: float = 1) -> None:
     """
     if value < minimum:
         raise ConfigError(f"{key} = {value!r}: must be >= {minimum}")
-
-
-def accuracy_hint(value: float, example: str = "0.95") -> str:
-    """What follows "expected a test accuracy in (0, 1]" for ``value``: the fraction a
-    percentage meant (`` (a fraction: for 95% write 0.95)``), else an example. A value under
-    10 is taken for no percentage (user test, helper-35: 1.5 was told "for 1.5% write 0.015")."""
-    if isinstance(value, (int, float)) and 10 <= value <= 100:
-        return f" (a fraction: for {value:g}% write {value / 100:g})"
-    return f", e.g. {example}"

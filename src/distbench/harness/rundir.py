@@ -15,6 +15,9 @@ from distbench.workload import CONFIG_FILE, WORKLOAD_DIR, Workload, checked_data
 
 _LOG = logging.getLogger("distbench.harness.rundir")
 WORKLOAD_SECTIONS = ("data", "model", "training")
+NOT_WORKLOAD = {("model", "factory_dir")}
+"""Keys of those sections that say where, not what: a resume may change them (a run recorded before
+``factory_dir`` existed records none)."""
 
 
 def recorded_config(run_dir: Path) -> ExperimentConfig:
@@ -62,7 +65,8 @@ def check_run_dir(cfg: ExperimentConfig, run_dir: Path, resume: bool, flags: dic
     defaults = ExperimentConfig().to_dict()  # keys added since the run was made hold their defaults
     flags = flags or {}
     old = {sec: {**defaults[sec], **raw.get(sec, {})} for sec in WORKLOAD_SECTIONS}
-    changed = [(sec, k) for sec in WORKLOAD_SECTIONS for k, v in new[sec].items() if old[sec].get(k) != v]
+    changed = [(sec, k) for sec in WORKLOAD_SECTIONS for k, v in new[sec].items()
+               if old[sec].get(k) != v and (sec, k) not in NOT_WORKLOAD]
     if not changed:
         return
     keys = [f"{sec}.{k}" for sec, k in changed]
@@ -123,7 +127,7 @@ def prepare_run_dir(cfg: ExperimentConfig, run_dir: Path, resume: bool,
     if cfg.model.factory:  # a new run's model build checks it; on resume every configuration failed on it, each
         from distbench.models.sources import import_factory  # leaving a failed record (user test, helper-35)
 
-        import_factory(cfg.model.factory)
+        import_factory(cfg.model.factory, cfg.model.factory_dir)
     (run_dir / CONFIG_FILE).write_text(json.dumps(resumed_config(cfg, run_dir), indent=2))  # new sweep settings
     return Workload.load(run_dir)
 

@@ -61,7 +61,7 @@ def build_model(spec: ModelConfig, input_shape: tuple[int, ...], num_classes: in
     from distbench.models import sources
 
     if spec.factory:
-        return _built(sources.from_factory(spec.factory, input_shape, num_classes), input_shape, spec)
+        return _built(sources.from_factory(spec.factory, input_shape, num_classes, spec.factory_dir), input_shape, spec)
     if spec.path:
         return _built(sources.from_file(spec.path, spec.reinit), input_shape, spec)
     if spec.name in APPLICATIONS:

@@ -21,12 +21,14 @@ FACTORY_HINT = ("run distbench from the folder that holds the module's top packa
                 "PYTHONPATH, or install the package (README, 'Your own model')")
 
 
-def import_factory(factory: str) -> Any:
+def import_factory(factory: str, folder: str = "") -> Any:
     """Import the function named by ``"package.module:function"``.
 
-    The module is looked up on ``sys.path`` and then in the current directory (appended
-    to ``sys.path`` if missing, as ``python -m`` puts it first), so a module under the
-    folder distbench is run from is found in every process started from there.
+    The module is looked up on ``sys.path``, then in ``folder`` (``[model] factory_dir``, the
+    folder it was found in when the run was configured) and in the current directory (both
+    appended to ``sys.path`` if missing, as ``python -m`` puts the current one first), so a
+    module under the folder distbench was first run from is found in every process of the
+    run, and by every later command from any folder.
 
     Raises:
         ConfigError: not of the form ``module:function``, the module cannot be imported
@@ -40,9 +42,9 @@ def import_factory(factory: str) -> Any:
         module = mod_name[:-3].replace(os.sep, ".").lstrip(".")
         raise ConfigError(f"model.factory = {factory!r}: {mod_name!r} is a file name; name the module as Python "
                           f"imports it: \"{module}:{attr}\" (from the folder you run distbench in)")
-    cwd = os.getcwd()
-    if cwd not in sys.path:
-        sys.path.append(cwd)
+    for where in (folder, os.getcwd()):
+        if where and where not in sys.path:
+            sys.path.append(where)
     try:
         obj: Any = importlib.import_module(mod_name)
     except ModuleNotFoundError as e:
@@ -100,8 +102,9 @@ def _no_such_function(obj: Any, name: str) -> str:
                    else " (it defines no functions or classes)")
 
 
-def from_factory(factory: str, input_shape: tuple[int, ...], num_classes: int) -> Any:
-    """Call the user's factory ``(input_shape, num_classes) -> keras.Model``.
+def from_factory(factory: str, input_shape: tuple[int, ...], num_classes: int, folder: str = "") -> Any:
+    """Call the user's factory ``(input_shape, num_classes) -> keras.Model`` (imported with
+    :func:`import_factory` from ``folder``, ``[model] factory_dir``).
 
     Raises:
         ConfigError: see :func:`import_factory`; the factory raised; it returned
@@ -109,7 +112,7 @@ def from_factory(factory: str, input_shape: tuple[int, ...], num_classes: int) -
     """
     import keras
 
-    fn = import_factory(factory)
+    fn = import_factory(factory, folder)
     try:
         model = fn(tuple(input_shape), int(num_classes))
     except Exception as e:  # noqa: BLE001 - the user's code: any error is reported with its type

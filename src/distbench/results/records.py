@@ -14,8 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from distbench.config.values import accuracy_hint
-from distbench.contracts import Status
+from distbench.contracts import Status, accuracy_hint
 
 
 STATUSES = tuple(s.value for s in Status)
