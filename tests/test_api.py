@@ -163,6 +163,8 @@ def test_user_test_findings(tmp_path):
         api.compare(_model(), (x, y), out=tmp_path / "afile")
     with pytest.raises(ConfigError, match="holds no run to continue"):
         api.compare(_model(), (x, y), out=tmp_path / "new", resume=True)
+    with pytest.raises(ConfigError, match="compare.resume=True. needs the run directory to continue: pass out=DIR"):
+        api.compare(_model(), (x, y), resume=True)  # helper-36: it named a new runs/<timestamp>
     (tmp_path / "used" / WORKLOAD_DIR).mkdir(parents=True)  # the user test: errors named --resume and --out
     with pytest.raises(ConfigError, match="already holds a run: pass resume=True to continue it, or choose a new "
                                           "out= directory"):

@@ -112,7 +112,10 @@ def test_a_run_of_a_factory_imports_it_from_the_folder_it_was_found_in_from_any_
     monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in (str(tmp_path), "")])
     monkeypatch.delitem(sys.modules, "mymodels_h35")
     resumed = config.override(recorded_config(tmp_path / "run"), run__repeats=2)
-    assert prepare_run_dir(resumed, tmp_path / "run", resume=True).build_model() is not None
+    quiet = []  # helper-36: TensorFlow's start-up lines printed on resume, where it was imported loudly
+    assert prepare_run_dir(resumed, tmp_path / "run", resume=True, before_model=lambda: quiet.append(
+        "mymodels_h35" in sys.modules)).build_model() is not None
+    assert quiet == [False]  # TensorFlow made quiet before the factory's module is imported
     # a run recorded before factory_dir existed is the same workload
     old = json.loads((tmp_path / "run" / "config.json").read_text())
     del old["model"]["factory_dir"]

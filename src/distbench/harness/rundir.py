@@ -96,7 +96,7 @@ def prepare_run_dir(cfg: ExperimentConfig, run_dir: Path, resume: bool,
         run_dir: the run directory.
         resume: continue the run in ``run_dir``.
         flags: ``section.key`` -> the command-line flag that set it (named in errors).
-        before_model: called once those checks pass, before a new run's model is built
+        before_model: called once those checks pass, before the model is built or imported
             (``distbench run``: :func:`~distbench.harness.evaluate.hide_accelerators`, which
             imports TensorFlow quietly and off the GPUs; a Horovod rank keeps its GPU).
 
@@ -124,6 +124,8 @@ def prepare_run_dir(cfg: ExperimentConfig, run_dir: Path, resume: bool,
             if created:  # leave nothing that looks like a run
                 shutil.rmtree(run_dir, ignore_errors=True)
             raise
+    if before_model is not None:  # TensorFlow quiet here too (helper-36: a resume printed its start-up lines)
+        before_model()
     if cfg.model.factory:  # a new run's model build checks it; on resume every configuration failed on it, each
         from distbench.models.sources import import_factory  # leaving a failed record (user test, helper-35)
 
