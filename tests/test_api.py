@@ -192,6 +192,10 @@ def test_user_test_findings(tmp_path):
     with pytest.raises(ConfigError, match=r"data.name = 'csv': CSV files are not read directly; write yours as "
                                           r"Parquet"):
         config.override(config.load(None), data__name="csv")
+    (tmp_path / "good.csv").write_text("a,label\n1,0\n")  # helper-36: "no valid PAR1 footer"
+    with pytest.raises(ConfigError, match=r"data.path = '.*good.csv': CSV files are not read directly; write yours "
+                                          r"as Parquet"):
+        config.override(config.load(None), data__name="parquet", data__path=str(tmp_path / "good.csv"))
     # a refused call leaves nothing behind
     with pytest.raises(DataError):
         api.compare(_model(), (x, y[:-1]), strategies="single", out=tmp_path / "bad")

@@ -472,6 +472,11 @@ def test_against_says_when_singles_own_epoch_differs_and_shows_its_row(run_dir, 
         **WORKLOAD, "num_parameters": 4000}}) + "\n" for n, w, e, t in (("single", 1, 0.25, 2), ("horovod", 2, 0.2, 1))))
     text = CM.against_mismatch(run_dir, bigger, parse_target("2 nodes x 1, 1gbit, emulated").cluster())
     assert "ran another workload" in text and "single took" not in text
+    # helper-36: a run of another model is refused, not tabled
+    res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "2 nodes x 1, 1gbit, emulated",
+                                    "--against", str(bigger)])
+    assert res.exit_code == 2 and (f"--against {bigger} trained another model or other data (parameters 4000 (here "
+                                   in " ".join(res.output.split())), res.output
     # helper-26: single's row (1 worker) hid that the run has none at the target's count
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "3 nodes x 1, 1gbit, emulated",
                                     "--against", str(other)])

@@ -834,6 +834,10 @@ class Results:
             if not (Path(other) / "results.jsonl").is_file():
                 raise ConfigError(f"against={other!r}: expected a run directory holding results.jsonl (a run made on "
                                   "the target cluster)")
+            differs = costmodel.other_model_or_data(self.run_dir, other)
+            if differs:  # user test (helper-36)
+                raise ConfigError(f"against={other!r} trained another model or other data ({differs}), so it checks "
+                                  f"nothing of this prediction; give a run of this workload made on the target")
             rows = {a["strategy"]: a for a in costmodel.against(preds, costmodel.measured_on(other, tgt.workers))}
             for col, key in (("measured_epoch_s", "measured_epoch_median_s"), ("epoch_ratio", "epoch_ratio"),
                              ("measured_ttt_s", "measured_ttt_median_s"), ("ttt_ratio", "ttt_ratio")):

@@ -898,6 +898,31 @@ def measured_on(run_dir: str | Path, workers: int) -> dict[str, dict[str, list[f
     return out
 
 
+def _ok(run_dir: str | Path) -> list[dict[str, Any]]:
+    return [r for r in read_records(run_dir) if r.get("status") == "ok"]
+
+
+def _shape(rs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The workload settings a check of a prediction must share, from the first ok record."""
+    r = rs[0]
+    wl = r.get("workload") or {}
+    return {"parameters": wl.get("num_parameters"), "training samples": (wl.get("sizes") or {}).get("train"),
+            "global batch": r.get("global_batch_size"), "target accuracy": r.get("target_accuracy"),
+            "epochs": r.get("epochs")}
+
+
+def other_model_or_data(run_dir: str | Path, against: str | Path) -> str:
+    """How the run ``against`` trained another model or other data than ``run_dir`` (its
+    parameter count or training samples), as ``"parameters 4810 (here 17226)"``; ``""`` when
+    they agree or either has no ok record. Such a run checks nothing of the prediction
+    (user test, helper-36: its one row was tabled with a ratio of 0.40, exit 0)."""
+    mine, theirs = _ok(run_dir), _ok(against)
+    if not mine or not theirs:
+        return ""
+    a, b = _shape(mine), _shape(theirs)
+    return ", ".join(f"{k} {b[k]} (here {a[k]})" for k in ("parameters", "training samples") if a[k] != b[k])
+
+
 def against_mismatch(run_dir: str | Path, against: str | Path, c: Cluster | None = None) -> str:
     """What makes the cluster run ``against`` no check of a prediction from the one-host run
     ``run_dir`` for cluster ``c``, as one sentence; ``""`` when nothing does. Compared: the
@@ -908,20 +933,10 @@ def against_mismatch(run_dir: str | Path, against: str | Path, c: Cluster | None
     for a 10 Gbit/s target without a word.)"""
     from distbench.config.values import parse_rate
 
-    def ok(d: str | Path) -> list[dict[str, Any]]:
-        return [r for r in read_records(d) if r.get("status") == "ok"]
-
-    def shape(rs: list[dict[str, Any]]) -> dict[str, Any]:
-        r = rs[0]
-        wl = r.get("workload") or {}
-        return {"parameters": wl.get("num_parameters"), "training samples": (wl.get("sizes") or {}).get("train"),
-                "global batch": r.get("global_batch_size"), "target accuracy": r.get("target_accuracy"),
-                "epochs": r.get("epochs")}
-
-    mine, theirs = ok(run_dir), ok(against)
+    mine, theirs = _ok(run_dir), _ok(against)
     if not mine or not theirs:
         return ""
-    a, b = shape(mine), shape(theirs)
+    a, b = _shape(mine), _shape(theirs)
     out = [f"it ran another workload: {', '.join(f'{k} {b[k]} (here {a[k]})' for k in a if a[k] != b[k])}"
            ] if a != b else []
     if c is not None and c.nodes > 1:

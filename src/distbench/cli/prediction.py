@@ -227,6 +227,11 @@ def _predict_target(run_dir: str, target_text: str | None, node_step: float | No
         raise ConfigError(f"predict: {nothing}")
     if against is not None:
         require_results(against)
+        other = costmodel.other_model_or_data(run_dir, against)
+        if other:
+            raise ConfigError(f"predict: --against {against} trained another model or other data ({other}), so it "
+                              f"checks nothing of this prediction; give a run of {run_dir}'s workload on the target "
+                              f"(distbench run {run_dir}/config.json there, or with --emulate for this machine)")
     measured = costmodel.measured_on(against, tgt.workers) if against is not None else None
     warn = costmodel.against_mismatch(run_dir, against, tgt.cluster(node_step)) if against is not None else ""
     if against is not None and not any(p.strategy in (measured or {}) for p in preds  # single's own row, at 1

@@ -54,13 +54,19 @@ class DataConfig:
     classes: int = 0
 
 
+CSV_HINT = ("CSV files are not read directly; write yours as Parquet (pandas: "
+            "pd.read_csv(path).to_parquet('data.parquet')) and set data.name = 'parquet', data.path, "
+            "data.features_col (or a list of feature columns) and data.label_col; or, from Python, pass the "
+            "DataFrame: distbench.compare(model, pd.read_csv(path), label=...)")
+
+
 def check_data(d: DataConfig) -> None:
     """``[data]``: the dataset name, its files (made absolute), columns, fractions and shapes."""
     if d.name.lower() in ("csv", "tsv") or d.name.lower().endswith((".csv", ".tsv")):  # helper-31: no way out said
-        raise ConfigError(f"data.name = {d.name!r}: CSV files are not read directly; write yours as Parquet "
-                          "(pandas: pd.read_csv(path).to_parquet('data.parquet')) and set data.name = 'parquet', "
-                          "data.path, data.features_col (or a list of feature columns) and data.label_col; or, "
-                          "from Python, pass the DataFrame: distbench.compare(model, pd.read_csv(path), label=...)")
+        raise ConfigError(f"data.name = {d.name!r}: {CSV_HINT}")
+    for key in ("path", "test_path"):  # helper-36: a .csv named as Parquet was "no valid PAR1 footer"
+        if getattr(d, key).lower().endswith((".csv", ".tsv", ".csv.gz")):
+            raise ConfigError(f"data.{key} = {getattr(d, key)!r}: {CSV_HINT}")
     choice("data.name", d.name, DATASETS)
     if d.name in ("mnist", "fashion_mnist", "npz"):
         if not d.path:
