@@ -102,8 +102,11 @@ def test_toml_file_roundtrip(tmp_path):
     ('[data]\nname = "digits"\nfeature_shape = [8, 8]\n', "data.feature_shape = [8, 8]: expected sizes >= 1, "
                                                          "for data.name = 'npz' or 'parquet' only"),
     ('[data]\nclasses = 1\n', "data.classes = 1: must be >= 2"),
-    ('[model]\nname = "resnet5"\n', ("model.name = 'resnet5': expected mlp, cnn or a keras.applications model: "
-                                     "convnext_tiny, ")),
+    ('[model]\nname = "resnet5"\n', ("model.name = 'resnet5': did you mean 'resnet50'? expected mlp, cnn or a "
+                                     "keras.applications model: convnext_tiny, ")),
+    ('[model]\nname = "transformer"\n', "model.name = 'transformer': expected mlp, cnn or a keras.applications"),
+    ('[model]\npath = "nomodel.keras"\n', "model.path = 'nomodel.keras': no such file (relative paths are read from "
+                                          "the directory distbench runs in, "),
     ('[model]\nfactory = "a.b:c"\npath = "m.keras"\n', ("model.factory = 'a.b:c' and model.path = 'm.keras' are "
                                                         "both set: choose one source")),
     ('[model]\nname = "cnn"\nfactory = "a.b:c"\n', ("model.name = 'cnn' and model.factory are both set: remove "

@@ -315,9 +315,9 @@ def test_cli_predict_target_table_json_and_errors(run_dir):
     # helper-12: predict takes --target-accuracy as advise does; 0.94 is reached one epoch later than 0.9
     at = {a: json.loads(CliRunner().invoke(main, ["predict", str(run_dir), "--target", "2 nodes, 1gbit", "--json"] +
                                            (["--target-accuracy", a] if a else [])).output)
-          for a in (None, "0.94")}
+          for a in (None, "0.94", "94%")}  # helper-36: "94%" was "not a valid float"
     hv = {a: next(p for p in d["strategies"] if p["strategy"] == "horovod") for a, d in at.items()}
-    assert hv[None]["epochs_to_target"] == 2 and hv["0.94"]["epochs_to_target"] == 3
+    assert hv[None]["epochs_to_target"] == 2 and hv["0.94"]["epochs_to_target"] == 3 == hv["94%"]["epochs_to_target"]
     assert at["0.94"]["inputs"]["target_accuracy"] == 0.94
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "2 nodes, 1gbit", "--target-accuracy", "94"])
     assert res.exit_code == 2 and "--target-accuracy 94: expected a test accuracy in (0, 1] (a fraction: for 94% write 0.94)" in res.output

@@ -385,8 +385,7 @@ def compare(model: Any = None, data: Any = None, *, strategies: str | list[str] 
 
     t0 = time.time()
     if resume and out is None:  # user test (helper-36): it named a new runs/<timestamp> as holding no run
-        raise ConfigError("compare(resume=True) needs the run directory to continue: pass out=DIR (the run's "
-                          "directory, e.g. out=\"runs/20261201-091500\")")
+        raise ConfigError("compare(resume=True) needs the run directory to continue: pass out=DIR (the run's)")
     run_dir = Path(out) if out is not None else Path(f"runs/{time.strftime('%Y%m%d-%H%M%S')}")
     if run_dir.exists() and not run_dir.is_dir():
         raise ConfigError(f"compare(out={str(run_dir)!r}): that is a file, not a directory; give a new directory")

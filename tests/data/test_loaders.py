@@ -77,7 +77,9 @@ def test_too_few_samples_to_split(tmp_path):
     xt, yt, xs, ys = _mnist_arrays(n_train=30)
     p = tmp_path / "tiny.npz"
     np.savez(p, x_train=xt, y_train=yt, x_test=xs, y_test=ys)
-    with pytest.raises(DataError, match="cannot split 30 samples of 10 classes"):
+    # helper-36: the setting to change was not named
+    with pytest.raises(DataError, match=r"cannot split 30 samples of 10 classes with data.validation_fraction = 0.1: "
+                                        r".*; set data.validation_fraction = 0.34 or more"):
         load_dataset(DataConfig(name="mnist", path=str(p)), seed=0)
 
 

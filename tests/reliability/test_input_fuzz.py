@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 
 import numpy as np
 import pytest
@@ -160,7 +161,9 @@ def test_bad_cli_input_exits_2_with_one_line(tmp_path, monkeypatch, args, env, n
     monkeypatch.setattr(registry, "_loaded", False)  # plugins are read once per process: read them again
     results = tmp_path / "results"
     results.mkdir()
-    (results / "results.jsonl").write_text("")
+    from distbench.results.records import new_record
+
+    (results / "results.jsonl").write_text(json.dumps(new_record("run", "single", 1, 0, "failed", reason="x")) + "\n")
     args = [str(tmp_path / "run") if a == "RUN" else str(results) if a == "RESULTS" else a for a in args]
     res = runner.invoke(main, args)
     assert res.exit_code == 2, (res.output, res.exception)
@@ -214,3 +217,11 @@ def test_sigterm_exits_143_and_ctrl_c_130(tmp_path, monkeypatch):
     finally:
         for s, h in saved.items():
             signal.signal(s, h)
+
+
+def test_a_results_file_with_no_readable_record_exits_2(tmp_path):
+    # user test (helper-36): only torn lines printed "No records: nothing to advise from.", exit 0
+    (tmp_path / "results.jsonl").write_text("xx{\n")
+    for command in ("advise", "report"):
+        res = runner.invoke(main, [command, str(tmp_path)])
+        assert res.exit_code == 2 and "holds no readable record" in res.output, res.output

@@ -124,17 +124,21 @@ def _command_path(group: click.Group, args: Any) -> str:
 
 
 def require_results(run_dir: str) -> None:
-    """Raise unless ``run_dir`` holds results: naming whether it does not exist, is a run
+    """Raise unless ``run_dir`` holds readable results: naming whether it does not exist, is a run
     that finished no configuration yet (with the command that continues it), or is not a
     run directory at all.
 
     Raises:
         ConfigError: as above.
     """
-    from distbench.results.store import RESULTS_FILE
+    from distbench.results.store import RESULTS_FILE, read_records
 
     d = Path(run_dir)
     if (d / RESULTS_FILE).exists():
+        if not read_records(d):  # user test (helper-36): only torn lines was "No records", exit 0
+            raise ConfigError(f"{str(d / RESULTS_FILE)!r} holds no readable record (empty, or every line torn or "
+                              "corrupt): there is nothing to read; run the sweep again into a new --out "
+                              "(a --resume there would run everything again)")
         return
     if not d.exists():
         raise ConfigError(f"{run_dir!r} does not exist: expected a run directory made by 'distbench run' "
@@ -192,6 +196,32 @@ class _Quantity(click.ParamType):
             if ctx is not None:  # printed once the whole command line parsed (not before a usage error)
                 ctx.meta.setdefault(WARNINGS_KEY, []).append(warning)
         return v
+
+
+class _Accuracy(click.ParamType):
+    """A test accuracy: a fraction (``0.97``) or a percentage (``97%`` is 0.97; user test,
+    helper-36: ``97%`` was "not a valid float"). Its range, (0, 1], is checked by the command
+    (with the percentage hint for ``97``)."""
+
+    name = "accuracy"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        """``"97%"`` -> 0.97; otherwise as a float, failing with both forms named."""
+        text = str(value).strip()
+        if text.endswith("%"):
+            try:
+                return float(text[:-1]) / 100
+            except ValueError:
+                pass
+        try:
+            return float(text) if not isinstance(value, float) else value
+        except ValueError:
+            self.fail(f"{value!r}: expected a test accuracy as a fraction or a percentage, e.g. 0.95 or 95%",
+                      param, ctx)
+
+
+ACCURACY = _Accuracy()
+"""The ``--target-accuracy`` type of every command."""
 
 
 WARNINGS_KEY = "distbench.warnings"  # click context meta: warnings about parsed values, see print_warnings

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from distbench.cli.common import BANDWIDTH, LATENCY, STEP, print_warnings, require_results
+from distbench.cli.common import ACCURACY, BANDWIDTH, LATENCY, STEP, print_warnings, require_results
 from distbench.config import ConfigError
 from distbench.entrypoints import user_errors
 from distbench.entrypoints import run_dir_param
@@ -60,7 +60,7 @@ def calibrate(run_dir: str) -> None:
 @click.option("--node-step", type=STEP, default=None,
               help="With --target: single's step at the run's global batch measured on one target node: seconds, or "
                    "with a unit: 4ms, 250us [default: a node computes like this machine].")
-@click.option("--target-accuracy", type=float, default=None,
+@click.option("--target-accuracy", type=ACCURACY, default=None,
               help="With --target: time to this test accuracy (from each run's curve) [default: the run's].")
 @user_errors
 @run_dir_param("Run directory with at least one ok 'single' record (its step time and model size "
@@ -178,6 +178,32 @@ def first_order_caveat(run_dir: str) -> str:
             f"{shlex.quote(str(run_dir))} (docs/predict.md)")
 
 
+def _against(run_dir: str, against: str, tgt: Any, node_step: float | None, preds: list[Any]
+             ) -> tuple[dict[str, Any], str]:
+    """``--against``'s measured rows at the target's worker count and its warning ('' when
+    none); refused for a run of another model or other data (user test, helper-36).
+
+    Raises:
+        ConfigError: ``against`` holds no results, or trained another model or other data.
+    """
+    from distbench import costmodel
+
+    require_results(against)
+    other = costmodel.other_model_or_data(run_dir, against)
+    if other:
+        raise ConfigError(f"predict: --against {against} trained another model or other data ({other}), so it "
+                          f"checks nothing of this prediction; give a run of {run_dir}'s workload on the target "
+                          f"(distbench run {run_dir}/config.json there, or with --emulate for this machine)")
+    measured = costmodel.measured_on(against, tgt.workers)
+    warn = costmodel.against_mismatch(run_dir, against, tgt.cluster(node_step))
+    if not any(p.strategy in measured for p in preds  # single's own row, at 1 worker: not one (helper-26)
+               if p.epoch_s is not None and p.strategy != "single"):
+        warn = "; ".join(w for w in (warn, f"{against} has no ok row at {tgt.workers} workers of a predicted strategy "
+                                     f"(it has {', '.join(map(str, costmodel.measured_counts(against))) or 'none'})")
+                         if w)
+    return measured, warn
+
+
 def _predict_target(run_dir: str, target_text: str | None, node_step: float | None, as_json: bool,
                     against: str | None, target_accuracy: float | None, first_order_flags: dict[str, Any]) -> None:
     """``distbench predict RUN_DIR --target TEXT``: the per-strategy table (or JSON).
@@ -225,20 +251,7 @@ def _predict_target(run_dir: str, target_text: str | None, node_step: float | No
     nothing = costmodel.nothing_distributed(preds, inputs)  # user test (helper-25): single alone, exit 0
     if nothing:
         raise ConfigError(f"predict: {nothing}")
-    if against is not None:
-        require_results(against)
-        other = costmodel.other_model_or_data(run_dir, against)
-        if other:
-            raise ConfigError(f"predict: --against {against} trained another model or other data ({other}), so it "
-                              f"checks nothing of this prediction; give a run of {run_dir}'s workload on the target "
-                              f"(distbench run {run_dir}/config.json there, or with --emulate for this machine)")
-    measured = costmodel.measured_on(against, tgt.workers) if against is not None else None
-    warn = costmodel.against_mismatch(run_dir, against, tgt.cluster(node_step)) if against is not None else ""
-    if against is not None and not any(p.strategy in (measured or {}) for p in preds  # single's own row, at 1
-                                       if p.epoch_s is not None and p.strategy != "single"):  # worker: not one (h-26)
-        warn = "; ".join(w for w in (warn, f"{against} has no ok row at {tgt.workers} workers of a predicted strategy "
-                                     f"(it has {', '.join(map(str, costmodel.measured_counts(against))) or 'none'})")
-                         if w)
+    measured, warn = _against(run_dir, against, tgt, node_step, preds) if against is not None else (None, "")
     if warn:
         click.echo(f"distbench: warning: {warn}", err=True)
     if as_json:

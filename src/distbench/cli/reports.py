@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from distbench import api
-from distbench.cli.common import STEP, print_warnings, require_results
+from distbench.cli.common import ACCURACY, STEP, print_warnings, require_results
 from distbench.config import ConfigError
 from distbench.entrypoints import user_errors
 
@@ -29,7 +29,7 @@ from distbench.entrypoints import user_errors
 @click.option("--compare", nargs=2, metavar="BASE NEW", type=click.Path(file_okay=False),
               help="Print, per configuration, the change from run directory BASE to NEW in median test accuracy "
                    "and training time with their spread; writes nothing.")
-@click.option("--target-accuracy", type=float,
+@click.option("--target-accuracy", type=ACCURACY,
               help="Score time to target against this test accuracy instead of the recorded one (from each "
                    "run's accuracy-vs-time curve).")
 @user_errors
@@ -87,7 +87,7 @@ def report(run_dirs: tuple[str, ...], out: str | None, formats: str, tensorboard
 @click.option("--target", help='The cluster you mean to train on, e.g. "8 nodes x 4 GPUs, 25 Gbit/s", '
                                '"4x8 GPUs @ 25 Gbit/s" or "16 workers, 10 GbE" (optional ", 50 us latency"): the '
                                "candidates are extrapolated to it with the scaling model of 'distbench predict'.")
-@click.option("--target-accuracy", type=float,
+@click.option("--target-accuracy", type=ACCURACY,
               help="Rank against this test accuracy instead of the recorded one, as 'distbench report "
                    "--target-accuracy' does.")
 @click.option("--node-step", type=STEP, default=None,

@@ -16,7 +16,7 @@ import click
 
 from distbench import api
 from distbench import config as config_mod
-from distbench.cli.common import int_list, name_list, repeats_value
+from distbench.cli.common import ACCURACY, int_list, name_list, repeats_value
 from distbench.config import ConfigError
 from distbench.entrypoints import user_errors
 
@@ -27,7 +27,7 @@ from distbench.entrypoints import user_errors
 @click.option("--workers", help="Worker count, or comma-separated counts to sweep, e.g. 1,2,4.")
 @click.option("--epochs", type=int, help="Training epochs.")
 @click.option("--batch-size", type=int, help="Global batch size (per-replica = global / replicas).")
-@click.option("--target-accuracy", type=float,
+@click.option("--target-accuracy", type=ACCURACY,
               help="Test accuracy for time-to-target, in (0, 1] [default: training.target_accuracy: 0.97 "
                    "without a config file, 0.9 in a file without the key].")
 @click.option("--repeats", metavar="N|auto",

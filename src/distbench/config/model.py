@@ -3,6 +3,8 @@ or a saved ``.keras`` file, and their checks."""
 
 from __future__ import annotations
 
+import difflib
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,8 +92,10 @@ def check_model_source(m: ModelConfig) -> None:
             ``reinit`` without ``path``.
     """
     if m.name not in MODELS and m.name not in APPLICATIONS:
-        raise ConfigError(f"model.name = {m.name!r}: expected mlp, cnn or a keras.applications model: "
-                          + ", ".join(APPLICATIONS) + " (or set model.factory / model.path for your own model)")
+        close = difflib.get_close_matches(m.name, [*MODELS, *APPLICATIONS], 1, 0.75)  # helper-36: none said
+        raise ConfigError(f"model.name = {m.name!r}: " + (f"did you mean {close[0]!r}? " if close else "")
+                          + "expected mlp, cnn or a keras.applications model: " + ", ".join(APPLICATIONS)
+                          + " (or set model.factory / model.path for your own model)")
     if m.factory and m.path:
         raise ConfigError(f"model.factory = {m.factory!r} and model.path = {m.path!r} are both set: "
                           "choose one source for the model")
@@ -116,8 +120,9 @@ def check_model_source(m: ModelConfig) -> None:
         if p.suffix != ".keras":
             raise ConfigError(f"model.path = {m.path!r}: expected a Keras 3 '.keras' file "
                               "(save one with model.save(\"model.keras\"))")
-        if not p.is_file():
-            raise ConfigError(f"model.path = {m.path!r}: no such file")
+        if not p.is_file():  # helper-36: the folder a relative path was read from was not said
+            raise ConfigError(f"model.path = {m.path!r}: no such file" + ("" if p.is_absolute() else
+                              f" (relative paths are read from the directory distbench runs in, {os.getcwd()})"))
         m.path = str(p.resolve())
 
 
@@ -127,7 +132,6 @@ def factory_dir(factory: str) -> str:
     :func:`distbench.models.sources.import_factory` looks), found without importing it; ''
     where it is not found or is installed (under ``site-packages``/``dist-packages``)."""
     import importlib.machinery
-    import os
     import sys
 
     top = factory.partition(":")[0].split(".")[0]

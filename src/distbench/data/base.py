@@ -7,6 +7,8 @@ format it came from.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from distbench.contracts import ConfigError, DataError  # noqa: F401 (re-exported: distbench.data.DataError)
@@ -37,13 +39,14 @@ def check_arrays(x: np.ndarray, y: np.ndarray, num_classes: int, source: str) ->
 
 
 def split_stratified(
-    x: np.ndarray, y: np.ndarray, fraction: float, seed: int
+    x: np.ndarray, y: np.ndarray, fraction: float, seed: int, key: str = "the held-out fraction"
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Split ``(x, y)`` into ``(x_keep, y_keep, x_held, y_held)``, stratified by label.
 
     Uses scikit-learn's ``train_test_split`` with ``stratify=y`` and ``random_state=seed``,
     so the same inputs and seed always give the same split. ``fraction`` is the held-out
-    share, in (0, 1).
+    share, in (0, 1); ``key`` names the setting it comes from in errors
+    (``data.test_fraction``).
 
     Raises:
         DataError: a label occurs in one sample only (named with its sample index), or
@@ -63,9 +66,12 @@ def split_stratified(
         x_keep, x_held, y_keep, y_held = train_test_split(
             x, y, test_size=fraction, random_state=seed, stratify=y
         )
-    except ValueError as e:
-        raise DataError(f"cannot split {len(y)} samples of {len(np.unique(y))} classes with a held-out "
-                        f"fraction of {fraction}: {e}; use more samples or a larger fraction") from None
+    except ValueError as e:  # user test (helper-36): the key to change was not named
+        k = len(labels)
+        least = math.ceil(100 * k / len(y)) / 100 if len(y) else 1.0
+        fix = (f"set {key} = {least:g} or more (each class needs a held-out sample), or use more samples"
+               if least < 0.5 else "use more samples (each class needs a sample on each side of every split)")
+        raise DataError(f"cannot split {len(y)} samples of {k} classes with {key} = {fraction}: {e}; {fix}") from None
     return x_keep, y_keep, x_held, y_held
 
 

@@ -274,8 +274,8 @@ def load_dataset(cfg: DataConfig, seed: int) -> Dataset:
                             f"{x_test.shape[1:]}; both splits must hold images of one shape")
         x, y, x_test, y_test = _images(x), y.astype(np.int32), _images(x_test), y_test.astype(np.int32)
     if x_test is None:
-        x, y, x_test, y_test = split_stratified(x, y, cfg.test_fraction, seed)
-    x_tr, y_tr, x_val, y_val = split_stratified(x, y, cfg.validation_fraction, seed)
+        x, y, x_test, y_test = split_stratified(x, y, cfg.test_fraction, seed, "data.test_fraction")
+    x_tr, y_tr, x_val, y_val = split_stratified(x, y, cfg.validation_fraction, seed, "data.validation_fraction")
     if cfg.name == "breast_cancer":
         mean, std = x_tr.mean(axis=0), x_tr.std(axis=0)
         std = np.where(std > 0, std, np.float32(1.0))
