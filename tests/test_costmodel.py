@@ -321,6 +321,8 @@ def test_cli_predict_target_table_json_and_errors(run_dir):
     assert at["0.94"]["inputs"]["target_accuracy"] == 0.94
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "2 nodes, 1gbit", "--target-accuracy", "94"])
     assert res.exit_code == 2 and "--target-accuracy 94: expected a test accuracy in (0, 1] (a fraction: for 94% write 0.94)" in res.output
+    res = CliRunner().invoke(main, ["predict", str(run_dir), "--target", "2 nodes, 1gbit", "--target-accuracy", "0.94%"])
+    assert res.exit_code == 2 and "'0.94%' is 0.0094 of the test samples: did you mean 0.94" in res.output  # h-37
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--target-accuracy", "0.9"])
     assert res.exit_code == 2 and "predict: --target-accuracy needs --target" in res.output
     # user test (helper-14): no strategy reaching the accuracy ranked by epoch time without a word; --node-step units

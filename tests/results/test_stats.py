@@ -144,3 +144,15 @@ def test_a_strategy_s_own_learning_rate_rule_stays_in_the_same_workload():
     assert workload_key(rec(0.5, 0.5)) != workload_key(single)
     assert workload_key(rec(0.3)) == workload_key(single) and workload_key(rec(0.6)) != workload_key(single)
     assert "sgd lr 0.3" in describe_workload(mirrored)
+
+
+def test_compare_s_saved_model_is_one_workload_wherever_the_run_directory_moved():
+    # user test (helper-37): a moved compare() run's resume split into workloads 1 and 2 by the model's path
+    from distbench.results.stats import workload_key
+
+    def rec(model):
+        return {"workload": {"dataset": "npz", "model": model, "num_parameters": 10}, "epochs": 3}
+
+    assert workload_key(rec("path:/tmp/a/inputs/model.keras")) == workload_key(rec("path:/x/y/inputs/model.keras"))
+    assert workload_key(rec("path:/tmp/a/model.keras")) != workload_key(rec("path:/tmp/b/model.keras"))
+    assert workload_key(rec("path:/a/inputs/model.keras (reinit)")) != workload_key(rec("path:/a/inputs/model.keras"))

@@ -210,9 +210,16 @@ class _Accuracy(click.ParamType):
         text = str(value).strip()
         if text.endswith("%"):
             try:
-                return float(text[:-1]) / 100
+                pct = float(text[:-1])
             except ValueError:
-                pass
+                pct = math.nan
+            if 1 <= pct <= 100:
+                return pct / 100
+            if 0 < pct < 1:  # helper-37: "0.97%" ran to 0.0097, a target below chance, without a word
+                self.fail(f"{value!r} is {pct / 100:g} of the test samples: did you mean {pct:g} (a fraction) or "
+                          f"{pct * 100:g}%?", param, ctx)
+            if not math.isnan(pct):
+                return pct / 100  # out of range: the command says so with the range
         try:
             return float(text) if not isinstance(value, float) else value
         except ValueError:

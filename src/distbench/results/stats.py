@@ -24,8 +24,10 @@ import math
 import statistics
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from pathlib import PurePath
 from typing import Any, Callable, Sequence
 
+from distbench.contracts import INPUTS_DIR
 from distbench.results.provenance import hardware_key
 from distbench.results.records import DIVERGED_LOSS, config_label, straggler_text
 
@@ -372,7 +374,12 @@ def workload_fields(record: dict[str, Any]) -> dict[str, Any]:
     of other widths differ there only), ``epochs``, ``global batch``, ``optimizer``,
     ``learning rate``, ``lr scaling`` (``None`` where the record has none)."""
     w = record.get("workload") or {}
-    return {"dataset": w.get("dataset"), "data fingerprint": w.get("data_sha256"), "model": w.get("model"),
+    model = w.get("model")
+    if isinstance(model, str) and model.startswith("path:"):  # compare()'s model in RUN_DIR/inputs: the same
+        where = PurePath(model[5:].removesuffix(" (reinit)"))  # model after the run directory moved (helper-37:
+        if where.parent.name == INPUTS_DIR:  # a moved run's resume split into two workloads)
+            model = f"path:{INPUTS_DIR}/{where.name}" + (" (reinit)" if model.endswith(" (reinit)") else "")
+    return {"dataset": w.get("dataset"), "data fingerprint": w.get("data_sha256"), "model": model,
             "parameters": w.get("num_parameters"),
             "epochs": record.get("epochs"), "global batch": record.get("global_batch_size"),
             "optimizer": record.get("optimizer"), "learning rate": w.get("learning_rate", record.get("learning_rate")),
