@@ -102,8 +102,8 @@ def test_model_and_data_forms(tmp_path):
     with pytest.raises(ConfigError, match="no label column 'label'; its columns are a, b, c, d, e, target"):
         api._data_keys(df, tmp_path, None, "label")
     assert api._data_keys("digits", tmp_path, None, "label") == {"data__name": "digits"}
-    with pytest.raises(ConfigError, match="Parquet data need features="):
-        api._data_keys(tmp_path / "t.parquet", tmp_path, None, "label")
+    # helper-37: Parquet's features default to every column but the label, as a DataFrame's do
+    assert api._data_keys(tmp_path / "t.parquet", tmp_path, None, "label")["data__features_col"] == ""
     assert api._model_keys("mlp", None, tmp_path) == {"model__name": "mlp"}
     assert api._model_keys("pkg.mod:build", None, tmp_path) == {"model__factory": "pkg.mod:build"}
     from tests.plugins.models import with_dropout  # an importable factory is passed by name

@@ -93,7 +93,7 @@ def test_toml_file_roundtrip(tmp_path):
     ('[data]\nname = "npz"\n', "data.path is empty but data.name = 'npz' needs a local file: set data.path to an "
                                ".npz file with arrays x and y"),
     ('[data]\nname = "parquet"\n', "data.path is empty but data.name = 'parquet' needs the training data"),
-    ('[data]\nname = "parquet"\npath = "x"\nlabel_col = "y"\n', "needs data.features_col: name the feature column"),
+    ('[data]\nname = "parquet"\npath = "x"\nfeatures_col = "f"\n', "needs data.label_col: name the label column"),
     ('[data]\nname = "parquet"\npath = "x"\nfeatures_col = ["a", "a"]\nlabel_col = "y"\n',
      "data.features_col = ['a', 'a']: expected distinct, non-empty column names"),
     ('[data]\nname = "parquet"\npath = "x"\nfeatures_col = 3\nlabel_col = "y"\n',

@@ -367,7 +367,7 @@ def compare(model: Any = None, data: Any = None, *, strategies: str | list[str] 
             ``distbench run``'s flags (lists or comma-separated strings).
         out: the run directory [default: ``runs/<timestamp>``].
         config: a TOML or JSON config file to start from [default: the embedded default].
-        features, label: the feature and label columns of a DataFrame or Parquet data.
+        features, label: a DataFrame's or Parquet data's feature columns (default: all but label) and label.
         resume: continue the run in ``out``.
         **sections: more config, one dict per section: ``training={"learning_rate": 0.1}``.
 
@@ -571,11 +571,8 @@ def _data_keys(data: Any, run_dir: Path, features: Any, label: str) -> dict[str,
         if p.suffix.lower() in (".csv", ".tsv"):  # user test (helper-31): "data.name = 'data.csv'" and no way out
             raise ConfigError(f"compare(data={str(data)!r}): CSV files are not read directly; pass the DataFrame "
                               f"(data=pd.read_csv({str(data)!r}), label='your_label_column') or write it as Parquet")
-        if p.suffix == ".parquet" or p.is_dir() or "://" in str(data):
-            if features is None:
-                raise ConfigError(f"compare(data={str(data)!r}): Parquet data need features='column' (one list "
-                                  "column) or features=['a', 'b', ...] (numeric columns)")
-            return {"data__name": "parquet", "data__path": str(data), "data__features_col": features,
+        if p.suffix == ".parquet" or p.is_dir() or "://" in str(data):  # features None: all columns but label
+            return {"data__name": "parquet", "data__path": str(data), "data__features_col": features or "",
                     "data__label_col": label}
         return {"data__name": str(data)}
     else:

@@ -96,7 +96,9 @@ def _toml(data: dict) -> str:
 def _load_and_validate(data: dict):
     from distbench.config import DataConfig
 
-    load_dataset(DataConfig(**data), seed=0).validate()
+    ds = load_dataset(DataConfig(**data), seed=0)
+    ds.validate()
+    return ds
 
 
 def _cli_exit_2(tmp_path, data: dict, needle: str, batch: int = 4):
@@ -174,14 +176,24 @@ def test_schemas_that_differ_between_files(tmp_path):
         _load_and_validate({"name": "parquet", "path": str(d), "features_col": "features", "label_col": "label"})
 
 
-def test_parquet_without_columns_is_a_config_error(tmp_path):
+def test_parquet_without_a_label_column_is_a_config_error_and_its_features_default_to_the_others(tmp_path):
     _table(tmp_path / "t.parquet")
-    with pytest.raises(ConfigError, match="needs data.features_col and data.label_col: name the feature column"):
+    with pytest.raises(ConfigError, match="needs data.label_col: name the label column"):
         from distbench import config
 
         config.from_dict({"data": {"name": "parquet", "path": str(tmp_path / "t.parquet")}})
-    _cli_exit_2(tmp_path, {"name": "parquet", "path": str(tmp_path / "t.parquet"), "label_col": "label"},
-                "needs data.features_col: name the feature column")
+    _cli_exit_2(tmp_path, {"name": "parquet", "path": str(tmp_path / "t.parquet")}, "needs data.label_col")
+    # user test (helper-37): a pandas table needed every feature column listed; now the others, as compare() reads
+    import pandas as pd
+
+    pd.DataFrame(GOOD_X, columns=["a", "b", "c"]).assign(label=GOOD_Y).to_parquet(tmp_path / "p.parquet")
+    ds = _load_and_validate({"name": "parquet", "path": str(tmp_path / "p.parquet"), "label_col": "label"})
+    assert ds.input_shape == (3,) and ds.details["features_col"] == ["a", "b", "c"]
+    ds = _load_and_validate({"name": "parquet", "path": str(tmp_path / "t.parquet"), "label_col": "label"})
+    assert ds.input_shape == (3,) and ds.details["features_col"] == "features"  # the one other: a list column
+    pd.DataFrame({"label": GOOD_Y}).to_parquet(tmp_path / "only.parquet")
+    with pytest.raises(DataError, match="no column but the label 'label'; name the feature column"):
+        _load_and_validate({"name": "parquet", "path": str(tmp_path / "only.parquet"), "label_col": "label"})
 
 
 NPZ_CASES = {

@@ -30,7 +30,8 @@ class DataConfig:
         test_path: parquet: the test split's file, directory or glob ("" = hold out
             whole row groups of ``path``).
         features_col: parquet: the feature column (a list or fixed-size-list column), or
-            a list of numeric columns, one feature each.
+            a list of numeric columns, one feature each; "" = every column but the label
+            (and pandas' index columns), as ``compare`` takes a DataFrame.
         label_col: parquet: the label column (class indices, or one-hot lists).
         feature_shape: reshape each flat feature vector to this shape (npz, parquet);
             [] = as stored.
@@ -86,12 +87,11 @@ def check_data(d: DataConfig) -> None:
         if not d.path:
             raise ConfigError("data.path is empty but data.name = 'parquet' needs the training data: set "
                               "data.path to a Parquet file, a directory of them or a glob (e.g. 'data/*.parquet')")
-        missing = [k for k in ("features_col", "label_col") if not getattr(d, k)]
-        if missing:
-            raise ConfigError(f"data.name = 'parquet' needs {' and '.join('data.' + k for k in missing)}: name the "
-                              "feature column (or a list of numeric columns) and the label column, "
-                              'e.g. features_col = "features", label_col = "label"')
-        cols = d.features_col if isinstance(d.features_col, list) else [d.features_col]
+        if not d.label_col:
+            raise ConfigError("data.name = 'parquet' needs data.label_col: name the label column, e.g. label_col = "
+                              '"label" (and data.features_col, the feature column or a list of numeric columns, '
+                              "unless every other column is a feature)")
+        cols = d.features_col if isinstance(d.features_col, list) else [d.features_col] if d.features_col else []
         if not all(cols) or len(set(cols)) < len(cols):
             raise ConfigError(f"data.features_col = {d.features_col!r}: expected distinct, non-empty column names")
         if d.label_col in cols:

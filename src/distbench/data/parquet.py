@@ -368,13 +368,29 @@ def _same_type(a: Any, b: Any) -> bool:
     return _leaf(a) == _leaf(b)
 
 
+def _other_columns(files: ParquetFiles, columns: list[str], label_col: str) -> str | list[str]:
+    """The default ``features_col``: every column but ``label_col`` and pandas' index columns,
+    as ``compare`` reads a DataFrame (user test, helper-37: a pandas table needed each of its
+    20 columns listed); one such column by its name (it may be a list column).
+
+    Raises:
+        DataError: no column but the label.
+    """
+    others = [n for n in columns if n != label_col and not n.startswith("__index_level_")]
+    if not others:
+        raise DataError(f"data.path = {files.spec!r}: no column but the label {label_col!r}; name the feature "
+                        f"column(s) in data.features_col (its columns: {', '.join(columns)})")
+    return others[0] if len(others) == 1 else others
+
+
 def make_reader(files: ParquetFiles, features_col: str | list[str], label_col: str,
                 feature_shape: list[int], classes: int, extra: list[ParquetFiles]) -> Reader:
     """Check the schema of ``files`` (and of ``extra``: the test files) and build the :class:`Reader`.
 
     Args:
         files: the training files.
-        features_col: one list column, or a list of numeric columns.
+        features_col: one list column, or a list of numeric columns; empty: every column
+            but ``label_col`` and pandas' index columns.
         label_col: the label column.
         feature_shape: reshape target for each flat feature vector ([] = as stored).
         classes: the configured number of classes (0 = infer from the labels).
@@ -387,6 +403,7 @@ def make_reader(files: ParquetFiles, features_col: str | list[str], label_col: s
     """
     pa, _, _, _ = _pyarrow()
     schema = files.schema(0)
+    features_col = features_col or _other_columns(files, schema.names, label_col)
     names = [features_col] if isinstance(features_col, str) else list(features_col)
     types = [_column(schema, n, files, "data.features_col") for n in names]
     in_path = label_col not in schema.names and files.partition(0, label_col) is not None

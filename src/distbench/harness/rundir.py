@@ -124,10 +124,11 @@ def prepare_run_dir(cfg: ExperimentConfig, run_dir: Path, resume: bool,
             if created:  # leave nothing that looks like a run
                 shutil.rmtree(run_dir, ignore_errors=True)
             raise
-    if before_model is not None:  # TensorFlow quiet here too (helper-36: a resume printed its start-up lines)
-        before_model()
     if cfg.model.factory:  # a new run's model build checks it; on resume every configuration failed on it, each
         from distbench.models.sources import import_factory  # leaving a failed record (user test, helper-35)
+
+        if before_model is not None:  # TensorFlow quiet before the module imports it (helper-36: a resume printed
+            before_model()  # TensorFlow's start-up lines)
 
         import_factory(cfg.model.factory, cfg.model.factory_dir)
     (run_dir / CONFIG_FILE).write_text(json.dumps(resumed_config(cfg, run_dir), indent=2))  # new sweep settings
