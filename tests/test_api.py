@@ -173,6 +173,10 @@ def test_user_test_findings(tmp_path):
         api.compare(_model(), (x, y), out=tmp_path / "odd", workers=[2, 3], batch_size=100, strategies="horovod")
     with pytest.raises(ConfigError, match=r"did you mean training=\{'learning_rate': 0.1\}\?"):
         api.compare(_model(), (x, y), out=tmp_path / "lr", learning_rate=0.1)
+    e = DataError("data.label_col = 'nope': t.parquet has no such column; data.features_col (not set: every column "
+                  "but 'nope'): ...; e.g. features_col = ['a']")  # helper-38: a Parquet path's errors named config keys
+    assert str(api._as_given(e, tmp_path, "t.parquet")) == ("label='nope': t.parquet has no such column; features= (not "
+                                                            "set: every column but 'nope'): ...; e.g. features=['a']")
     e = ConfigError("--resume: the workload must stay identical to the run in r, but data.name recorded 'npz', "
                     "given 'digits'; give the recorded values in CONFIG_FILE, or leave CONFIG_FILE out to use the "
                     "recorded config, or use a new --out")
@@ -261,6 +265,9 @@ def test_a_resume_with_other_data_or_another_model_is_refused_and_keeps_the_runs
                                           r"on \(x \(1797, 64\) float32, y \(1797,\) int64; given x \(500, 64\) "
                                           r"float32, y \(500,\) int64\)"):
         api._data_keys((x[:500], y[:500]), run, None, "label")
+    with pytest.raises(ConfigError, match=r"trained on \(the same shapes and dtypes, but 1,\d{3} of the 1,797 values of "
+                                          r"y differ, first y\[1\]: 1 recorded, 2 given\)"):  # helper-38: both sides
+        api._data_keys((x, y * 2), run, None, "label")  # read 'x (1797, 64) float32, y (1797,) int64'
     import keras
 
     other = keras.Sequential([keras.Input((64,)), keras.layers.Dense(32, activation="relu"), keras.layers.Dense(10)])

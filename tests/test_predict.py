@@ -148,6 +148,26 @@ def test_steady_epoch_is_the_median_interval_so_one_stalled_epoch_does_not_move_
     assert P.epoch_s({"curve": curve[:2]}) == pytest.approx(0.04)
 
 
+def test_a_centre_held_over_epochs_is_not_a_zero_second_epoch():
+    # helper-38: mpi_ps:easgd with window 32 and 13 steps per epoch, 2 barrier rounds in 4 epochs: epochs 1-2 and
+    # 3-4 held one centre each, so the steady epoch was 0 s and advise asked for ever more epochs
+    from distbench.costmodel import _epochs_to
+    from distbench.results.notes import warmup_share
+    from distbench.results.records import model_points
+
+    curve = [{"epoch": e, "step": s, "elapsed_s": t, "test_accuracy": a}
+             for e, s, t, a in [(1, 1, 0.297, 0.71), (2, 1, 0.297, 0.71), (3, 2, 0.330, 0.70), (4, 2, 0.330, 0.70)]]
+    rec = {"curve": curve, "epochs": 4, "timings": {"train_s": 0.336}}
+    assert P.epoch_s(rec) == pytest.approx(0.0165)  # between the centres kept at epochs 2 and 4
+    share, first, later = warmup_share(rec)
+    assert later == pytest.approx(0.0165) and first == pytest.approx(0.297 - 0.0165)
+    assert share == pytest.approx((0.297 - 2 * 0.0165) / 0.336)
+    assert _epochs_to(rec, 0.7) == 2.0  # the centre first at 0.71 was made after epoch 1's end
+    plain = [{**p, "step": e * 13} for e, p in enumerate(curve, 1)]  # steps each epoch: every point kept
+    assert [p["epoch"] for p in model_points(plain)] == [1, 2, 3, 4]
+    assert [p["epoch"] for p in model_points(curve)] == [2, 4]
+
+
 def test_inputs_from_run_one_epoch_falls_back_to_train_s(tmp_path):
     (tmp_path / "results.jsonl").write_text(json.dumps(_record("single", [2.0], [40], 2.0)) + "\n")
     inp = P.inputs_from_run(tmp_path)

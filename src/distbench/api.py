@@ -102,8 +102,8 @@ def run_config(cfg: ExperimentConfig, run_dir: Path, resume: bool = False, flags
                 cfg, run_dir, resume, functools.partial(run_sweep, workload=workload))
         except KeyboardInterrupt:
             n = len(read_records(run_dir)) if run_dir.exists() else 0
-            raise Interrupted(f"interrupted; {n} record(s) kept in {run_dir}. Continue with: distbench run --resume "
-                              f"--out {run_dir} (options not given keep the run's values)") from None
+            raise Interrupted(f"interrupted; {n} record(s) kept in {run_dir}. Continue with: "
+                              f"{continue_command(cfg, run_dir)} (options not given keep the run's values)") from None
         t_report = time.time()
         if on_report:
             on_report()
@@ -118,6 +118,16 @@ def run_config(cfg: ExperimentConfig, run_dir: Path, resume: bool = False, flags
         return records
     finally:
         lock.close()
+
+
+def continue_command(cfg: ExperimentConfig, run_dir: Path) -> str:
+    """The command that finishes an interrupted sweep: a resume of ``run_dir`` with this sweep's
+    own strategies, worker counts and repeats (user test, helper-38: config.json records the
+    union of every sweep's, so a plain ``--resume`` after ``--resume --strategies single,mirrored
+    --repeats 3`` also ran the run's 3 other strategies twice more)."""
+    r = cfg.run
+    return (f"distbench run --resume --out {shlex.quote(str(run_dir))} --strategies {','.join(r.strategies)} "
+            f"--workers {','.join(map(str, r.workers))} --repeats {r.repeats}")
 
 
 def lock_run_dir(run_dir: Path) -> Any:
@@ -476,6 +486,10 @@ def _as_given(e: ConfigError, run_dir: Path, data: Any, model: Any = None) -> Co
     text = re.sub(r" or global_batch_size = \d+ under \[training\]", "", text)  # the config file's spelling
     text = text.replace("give the recorded values in CONFIG_FILE, or leave CONFIG_FILE out to use the recorded config",
                         "leave model, data and config= out to use the recorded ones")
+    if isinstance(data, (str, os.PathLike)):  # helper-38: a Parquet path's errors named the config keys
+        text = re.sub(r"\bdata\.label_col(?: = )?", "label=", text)
+        text = re.sub(r"\bdata\.features_col(?: = )?", "features=", text)
+        text = text.replace("e.g. features_col = [", "e.g. features=[")
     if not isinstance(data, (str, os.PathLike)) and str(saved) in text:
         text = text.replace(str(saved), "compare's data")
     return e if text == str(e) else type(e)(text)
@@ -602,12 +616,28 @@ def _same_as_recorded(path: Path, arrays: dict[str, Any]) -> bool:
     if old.keys() == arrays.keys() and all(np.array_equal(old[k], arrays[k]) for k in old):
         return True
 
+    raise ConfigError(f"compare(resume=True): data= differ from the data this run was trained on "
+                      f"({_difference(old, arrays)}): a run compares strategies on one workload; pass the same "
+                      "data, or leave resume out and give a new out= to compare on these")
+
+
+def _difference(old: dict[str, Any], new: dict[str, Any]) -> str:
+    """What differs between the recorded arrays ``old`` and the given ``new`` (same names):
+    their shapes and dtypes where those differ, else how many values and the first (user test,
+    helper-38: both sides read 'x (1200, 12) float32, y (1200,) int64')."""
+    import numpy as np
+
     def shapes(d: dict[str, Any]) -> str:
         return ", ".join(f"{k} {tuple(v.shape)} {v.dtype}" for k, v in d.items())
 
-    raise ConfigError(f"compare(resume=True): data= differ from the data this run was trained on ({shapes(old)}; "
-                      f"given {shapes(arrays)}): a run compares strategies on one workload; pass the same data, or "
-                      "leave resume out and give a new out= to compare on these")
+    if old.keys() != new.keys() or any(old[k].shape != new[k].shape or old[k].dtype != new[k].dtype for k in old):
+        return f"{shapes(old)}; given {shapes(new)}"
+    k = next(k for k in old if not np.array_equal(old[k], new[k]))
+    diff = old[k] != new[k]
+    at = tuple(int(i) for i in np.argwhere(diff)[0])
+    where = f"{k}[{', '.join(map(str, at))}]"
+    return (f"the same shapes and dtypes, but {int(diff.sum()):,} of the {diff.size:,} values of {k} differ, "
+            f"first {where}: {old[k][at].item():.6g} recorded, {new[k][at].item():.6g} given")
 
 
 def _model_keys(model: Any, data: Any, run_dir: Path) -> dict[str, Any]:

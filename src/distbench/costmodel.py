@@ -232,10 +232,22 @@ EMULATED_NODE_STEP = ("--node-step does not apply to an emulated target: its nod
 
 
 def _epochs_to(rec: dict[str, Any], target: float) -> float | None:
-    for p in rec.get("curve") or []:
+    from distbench.results.records import model_points
+
+    for p in model_points(rec.get("curve") or []):  # a centre held over epochs counts at its last one
         if p.get("test_accuracy") is not None and p["test_accuracy"] >= target and p.get("epoch"):
             return float(p["epoch"])
     return None
+
+
+def _first_epoch_s(rec: dict[str, Any], epoch: float | None) -> float | None:
+    """Seconds to the end of a record's first epoch: its first curve point's, less the steady
+    ``epoch`` seconds of the epochs before it where that point is a later epoch's (a centre
+    held over epochs, :func:`~distbench.results.records.model_points`)."""
+    from distbench.results.records import model_points
+
+    pts = model_points(rec.get("curve") or [])
+    return pts[0]["elapsed_s"] - (pts[0]["epoch"] - 1) * (epoch or 0.0) if pts else None
 
 
 def _in_shared_engine(rec: dict[str, Any]) -> bool:
@@ -273,7 +285,7 @@ def measured_rows(records: Sequence[dict[str, Any]], steps_per_epoch: int) -> di
     for key, rs in groups.items():
         rs.sort(key=lambda r: r.get("repeat") or 0)
         epochs = [epoch_s(r) for r in rs]
-        firsts = [next((p["elapsed_s"] for p in r.get("curve") or [] if p.get("epoch") == 1), None) for r in rs]
+        firsts = [_first_epoch_s(r, e) for r, e in zip(rs, epochs)]
         fresh = [i == 0 or not _in_shared_engine(r) or _started_engine(r) for i, r in enumerate(rs)]
         warm = [max(0.0, f - e) for f, e, new in zip(firsts, epochs, fresh) if f is not None and e and new]
         target = rs[0].get("target_accuracy") or 1.0

@@ -60,6 +60,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from distbench.results.records import model_points
 from distbench.results.store import read_records, untaken
 
 #: 10 GbE: 1.25e9 bytes/s each way, ~50 microseconds per message (kernel TCP).
@@ -273,8 +274,8 @@ def steady_step_s(rec: dict[str, Any]) -> float | None:
     with fewer than 2 epochs). The first epoch holds one-off warm-up (input pipeline, first
     allocations). User test (helper-16): a mean from the first to the last point quoted
     single's step as 7.42 ms here and 7.49 ms in ``predict --target``."""
-    pts = sorted((p["epoch"], p["step"], p["elapsed_s"]) for p in rec.get("curve") or []
-                 if p.get("epoch") and p.get("step") is not None and p.get("elapsed_s") is not None)
+    pts = [(p["epoch"], p["step"], p["elapsed_s"]) for p in model_points(rec.get("curve") or [])
+           if p.get("step") is not None]
     if not pts or pts[0][0] != 1:
         return None
     per = [(b[2] - a[2]) / (b[1] - a[1]) for a, b in zip(pts, pts[1:]) if b[1] > a[1]]
@@ -396,9 +397,8 @@ def epoch_s(rec: dict[str, Any]) -> float | None:
     A median, not the mean from the first to the last point: one epoch's stall does not
     move it (a parameter server's last epoch also waits for the final commits; on 2 cores a
     19 KB model's 0.02 s epochs vary by a quarter between repeats, benchmarks/predict_validation.py)."""
-    pts = sorted((p["epoch"], p["elapsed_s"]) for p in rec.get("curve") or []
-                 if p.get("epoch") and p.get("elapsed_s") is not None)
-    if len(pts) >= 2 and pts[-1][0] > pts[0][0]:
+    pts = [(p["epoch"], p["elapsed_s"]) for p in model_points(rec.get("curve") or [])]  # helper-38: a repeated
+    if len(pts) >= 2 and pts[-1][0] > pts[0][0]:  # centre's zero interval was a steady epoch of 0 s
         return statistics.median((b[1] - a[1]) / (b[0] - a[0]) for a, b in zip(pts, pts[1:]) if b[0] > a[0])
     train, epochs = (rec.get("timings") or {}).get("train_s"), rec.get("epochs") or len(pts)
     return train / epochs if train and epochs else None

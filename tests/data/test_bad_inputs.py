@@ -191,6 +191,12 @@ def test_parquet_without_a_label_column_is_a_config_error_and_its_features_defau
     assert ds.input_shape == (3,) and ds.details["features_col"] == ["a", "b", "c"]
     ds = _load_and_validate({"name": "parquet", "path": str(tmp_path / "t.parquet"), "label_col": "label"})
     assert ds.input_shape == (3,) and ds.details["features_col"] == "features"  # the one other: a list column
+    # helper-38: a string column among the others named data.features_col, a key the user never set
+    pd.DataFrame(GOOD_X, columns=["a", "b", "c"]).assign(s="x", label=GOOD_Y).to_parquet(tmp_path / "s.parquet")
+    with pytest.raises(DataError, match=r"^data.features_col \(not set: every column but 'label'\): column 's' has "
+                                        r"type string; each feature column must hold one number per row \(integers or "
+                                        r"floats\); list the numeric ones, e.g. features_col = \['a', 'b', 'c'\]$"):
+        _load_and_validate({"name": "parquet", "path": str(tmp_path / "s.parquet"), "label_col": "label"})
     pd.DataFrame({"label": GOOD_Y}).to_parquet(tmp_path / "only.parquet")
     with pytest.raises(DataError, match="no column but the label 'label'; name the feature column"):
         _load_and_validate({"name": "parquet", "path": str(tmp_path / "only.parquet"), "label_col": "label"})

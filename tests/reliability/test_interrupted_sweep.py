@@ -52,6 +52,8 @@ def test_interrupt_then_resume(tmp_path, sig):
     _, err = proc.communicate(timeout=60)
     if sig == signal.SIGINT:
         assert proc.returncode == 130 and b"--resume" in err
+        # helper-38: this sweep's own strategies, workers and repeats, not config.json's union of every sweep's
+        assert f"--strategies {STRATS} --workers 2 --repeats 1".encode() in re.sub(rb"\s+", b" ", err), err[-2000:]
         assert b"distbench: SIGINT: stopping the running configuration" in err  # said before the clean-up
         # the progress line left on screen says the configuration it shows was interrupted
         last = re.sub(rb"\x1b\[[0-9;?]*[A-Za-z]", b"", err).splitlines()

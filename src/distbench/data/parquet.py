@@ -403,6 +403,7 @@ def make_reader(files: ParquetFiles, features_col: str | list[str], label_col: s
     """
     pa, _, _, _ = _pyarrow()
     schema = files.schema(0)
+    key = "data.features_col" if features_col else f"data.features_col (not set: every column but {label_col!r})"
     features_col = features_col or _other_columns(files, schema.names, label_col)
     names = [features_col] if isinstance(features_col, str) else list(features_col)
     types = [_column(schema, n, files, "data.features_col") for n in names]
@@ -416,15 +417,17 @@ def make_reader(files: ParquetFiles, features_col: str | list[str], label_col: s
     if list_column:
         leaf, dims = _leaf(types[0])
         if not dims or not _numeric(leaf) or (-1 in dims and len(dims) > 1):
-            raise DataError(f"data.features_col = {features_col!r} has type {types[0]}; expected a list or "
+            raise DataError(f"{key} = {features_col!r} has type {types[0]}; expected a list or "
                             "fixed-size list of numbers (nested lists only of fixed sizes), or name numeric "
                             'columns, one feature each: features_col = ["a", "b", ...]')
         stored = tuple(dims) if dims[0] != -1 else (_first_row_length(files, names[0]),)
     else:
         for n, t in zip(names, types):
             if not _numeric(t):
-                raise DataError(f"data.features_col: column {n!r} has type {t}; each listed feature column "
-                                "must hold one number per row (integers or floats)")
+                numeric = [m for m, u in zip(names, types) if _numeric(u)]  # helper-38: a key never set, unexplained
+                raise DataError(f"{key}: column {n!r} has type {t}; each feature column must hold one number per row "
+                                "(integers or floats)" + (f"; list the numeric ones, e.g. features_col = {numeric[:4]}"
+                                                          if numeric and key != "data.features_col" else ""))
         leaf, stored = types[0], (len(names),)
         if any(t != leaf for t in types):
             leaf = None

@@ -16,7 +16,8 @@ import statistics
 from typing import Any, Sequence
 
 from distbench.contracts import PlacementKind
-from distbench.results.stats import ConfigSummary, _points, fits_training
+from distbench.results.records import model_points
+from distbench.results.stats import ConfigSummary, fits_training
 from distbench.text import join_and, seconds_text
 
 
@@ -32,7 +33,8 @@ def warmup_share(record: dict[str, Any]) -> tuple[float, float, float] | None:
     The first epoch carries one-off costs (graph tracing, the first collective's set-up,
     connecting to a parameter server); later epochs do not. The warm-up is the first
     epoch's time minus the median time of the later epochs, read from the record's curve
-    (one point per epoch, ``elapsed_s`` since training start).
+    (one point per epoch, ``elapsed_s`` since training start; of points holding the same
+    model only the last, :func:`~distbench.results.records.model_points`).
 
     Args:
         record: an ok record with a curve of at least two epochs.
@@ -42,12 +44,13 @@ def warmup_share(record: dict[str, Any]) -> tuple[float, float, float] | None:
         epoch's seconds and the median later epoch's seconds; ``None`` with fewer than two
         points or no training time.
     """
-    pts = [t for t, _ in _points(record.get("curve") or [])]
-    train = (record.get("timings") or {}).get("train_s") or (pts[-1] if pts else None)
+    pts = [(p["epoch"], p["elapsed_s"]) for p in model_points(record.get("curve") or [])]
+    train = (record.get("timings") or {}).get("train_s") or (pts[-1][1] if pts else None)
     if len(pts) < 2 or not train:
         return None
-    later = statistics.median(b - a for a, b in zip(pts, pts[1:]))
-    return max(0.0, pts[0] - later) / train, pts[0], later
+    later = statistics.median((b[1] - a[1]) / (b[0] - a[0]) for a, b in zip(pts, pts[1:]))
+    first = pts[0][1] - (pts[0][0] - 1) * later  # the first point may be a later epoch's (records.model_points)
+    return max(0.0, first - later) / train, first, later
 
 
 def steady_epoch(c: ConfigSummary) -> tuple[float, float] | None:

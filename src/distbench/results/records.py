@@ -226,6 +226,22 @@ def new_record(run_id: str, strategy: str, workers: int, repeat: int, status: St
             for f in FIELDS if f.always or f.name in given}
 
 
+def model_points(curve: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A record's curve points, by epoch, one per state of the model: of consecutive points
+    with the same ``step``, only the last.
+
+    A parameter server's centre changes once per commit or barrier round (the curve's
+    ``step``); with fewer of them than epochs (a communication window longer than the steps
+    a replica takes per epoch: EASGD's default 32 against 13 steps) two epochs hold the same
+    centre, taken at the same moment, so the interval between them is not an epoch's time (a
+    steady epoch of 0 s, helper-38). The last of them is kept: the update was made after
+    the earlier epochs' ends. Points without ``epoch`` or ``elapsed_s`` are dropped.
+    """
+    pts = sorted((p for p in curve if p.get("epoch") and p.get("elapsed_s") is not None), key=lambda p: p["epoch"])
+    return [p for p, nxt in zip(pts, pts[1:] + [None])
+            if nxt is None or p.get("step") is None or nxt.get("step") != p["step"]]
+
+
 def time_to_target(curve: list[dict[str, Any]], target: float) -> float | None:
     """Seconds since training start at which test accuracy first reached ``target``
     (the first curve point at or above it), or ``None`` if never.
