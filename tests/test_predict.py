@@ -151,7 +151,7 @@ def test_steady_epoch_is_the_median_interval_so_one_stalled_epoch_does_not_move_
 def test_a_centre_held_over_epochs_is_not_a_zero_second_epoch():
     # helper-38: mpi_ps:easgd with window 32 and 13 steps per epoch, 2 barrier rounds in 4 epochs: epochs 1-2 and
     # 3-4 held one centre each, so the steady epoch was 0 s and advise asked for ever more epochs
-    from distbench.costmodel import _epochs_to
+    from distbench.costmodel import _epochs_to, _first_epoch_s
     from distbench.results.notes import warmup_share
     from distbench.results.records import model_points
 
@@ -163,6 +163,7 @@ def test_a_centre_held_over_epochs_is_not_a_zero_second_epoch():
     assert later == pytest.approx(0.0165) and first == pytest.approx(0.297 - 0.0165)
     assert share == pytest.approx((0.297 - 2 * 0.0165) / 0.336)
     assert _epochs_to(rec, 0.7) == 2.0  # the centre first at 0.71 was made after epoch 1's end
+    assert _first_epoch_s(rec, 0.0165) == pytest.approx(0.297 - 0.0165)  # the cost model's warm-up reads the same
     plain = [{**p, "step": e * 13} for e, p in enumerate(curve, 1)]  # steps each epoch: every point kept
     assert [p["epoch"] for p in model_points(plain)] == [1, 2, 3, 4]
     assert [p["epoch"] for p in model_points(curve)] == [2, 4]
