@@ -224,7 +224,7 @@ def test_parameter_server_windows_and_server_link(run_dir):
     assert [q.rank for q in preds] == list(range(1, len(preds) + 1))
 
 
-def test_missing_inputs_name_the_command_that_measures_them(run_dir, tmp_path_factory, monkeypatch):
+def test_missing_inputs_name_the_command_that_measures_them(run_dir, tmp_path_factory, monkeypatch, capsys):
     with pytest.raises(ValueError, match=("global batch of 128, which the target.s 128 and the run.s 2, 4 workers "
                                           f"split: distbench run {run_dir}/config.json --batch-size 128 ")):
         CM.predict_strategies(run_dir, parse_target("128 nodes, 10gbit").cluster())
@@ -249,6 +249,7 @@ def test_missing_inputs_name_the_command_that_measures_them(run_dir, tmp_path_fa
     monkeypatch.setattr(K, "calibrate", fails)
     monkeypatch.setattr(K, "_FAILED", {})
     K.ensure(run_dir)
+    assert "cannot import" not in capsys.readouterr().err  # said once, by the refusal below (helper-36: twice)
     with pytest.raises(ValueError, match="no compute calibration, and measuring it failed: model.factory = "
                                          "'mymodels:build': cannot import module 'mymodels'"):
         CM.predict_strategies(run_dir, parse_target("4 nodes, 10gbit").cluster())
