@@ -117,3 +117,9 @@ def test_a_resume_names_every_changed_setting_in_every_section(tmp_path):
     msg = str(e.value)
     assert "model.hidden recorded [512, 512], given [32]; training.epochs recorded 1, given 2 by --epochs" in msg, msg
     check_run_dir(config.override(config.load(None), training__epochs=1), run, resume=True)  # unchanged: no error
+    # helper-39: another communication window pooled repeats of two windows under one configuration, unsaid
+    with pytest.raises(ConfigError, match=r"^--resume: the workload and the strategies' settings must stay identical "
+                                          r".*ps.communication_window recorded 0, given 8;"):
+        check_run_dir(config.override(config.load(None), training__epochs=1, ps__communication_window=8), run,
+                      resume=True)
+    check_run_dir(config.override(config.load(None), training__epochs=1, ps__windows=[2, 8]), run, resume=True)

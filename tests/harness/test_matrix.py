@@ -90,7 +90,9 @@ def test_a_resume_refused_for_a_presets_setting_names_the_preset(tmp_path):
                     tmp_path / "r", resume=False)
     res = CliRunner().invoke(main, ["run", "--resume", "--preset", "local-validation", "--out", str(tmp_path / "r")])
     assert res.exit_code == 2 and ("training.global_batch_size recorded 120, given 64 by --preset local-validation; "
-                                   "drop --preset local-validation (the recorded values are used)") in res.output
+                                   "ps.communication_window recorded 0, given 8 by --preset local-validation; "
+                                   "drop --preset local-validation (the recorded values are used)") in res.output, \
+        res.output  # helper-39: a [ps] setting is refused too; the preset named once
 
 
 def test_failure_reason_names_the_jvm_cause_of_a_py4j_error():

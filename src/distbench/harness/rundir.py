@@ -14,10 +14,15 @@ from distbench.config import ConfigError, ExperimentConfig, from_dict
 from distbench.workload import CONFIG_FILE, WORKLOAD_DIR, Workload, checked_dataset, read_recorded
 
 _LOG = logging.getLogger("distbench.harness.rundir")
-WORKLOAD_SECTIONS = ("data", "model", "training")
-NOT_WORKLOAD = {("model", "factory_dir")}
-"""Keys of those sections that say where, not what: a resume may change them (a run recorded before
-``factory_dir`` existed records none)."""
+WORKLOAD_SECTIONS = ("data", "model", "training", "ps", "tf")
+"""The sections a resume must keep: the workload, and the strategies' own settings, which a
+configuration's id does not name (user test, helper-39: a resume at another
+``ps.communication_window`` pooled repeats of two windows under one configuration, and no
+report said so)."""
+NOT_WORKLOAD = {("model", "factory_dir"), ("ps", "windows"), ("ps", "host"), ("ps", "port")}
+"""Keys of those sections that say where, not what (a run recorded before ``factory_dir``
+existed records none), or that name configurations by themselves (each window of
+``ps.windows`` is a configuration of its own): a resume may change them."""
 
 
 def recorded_config(run_dir: Path) -> ExperimentConfig:
@@ -52,7 +57,8 @@ def check_run_dir(cfg: ExperimentConfig, run_dir: Path, resume: bool, flags: dic
 
     Raises:
         ConfigError: results already exist without ``--resume``; or on resume the
-            data/model/training settings differ from the recorded ones (naming each
+            data/model/training settings, or the strategies' (``[ps]``, ``[tf]``), differ
+            from the recorded ones (naming each
             setting, its recorded and given value and the flag that changed it).
     """
     if not (run_dir / WORKLOAD_DIR).exists():
@@ -72,13 +78,15 @@ def check_run_dir(cfg: ExperimentConfig, run_dir: Path, resume: bool, flags: dic
     keys = [f"{sec}.{k}" for sec, k in changed]
     diff = "; ".join(f"{key} recorded {old[sec].get(k)!r}, given {new[sec][k]!r}"
                      + (f" by {flags[key]}" if key in flags else "") for key, (sec, k) in zip(keys, changed))
-    named = [flags[key] for key in keys if key in flags]
+    named = list(dict.fromkeys(flags[key] for key in keys if key in flags))  # a preset sets several keys
     fix = (f"drop {' and '.join(named)} (the recorded values are used)" if named else
            "give the recorded values in CONFIG_FILE, or leave CONFIG_FILE out to use the recorded config")
     if keys == ["training.target_accuracy"]:  # scored after the run: no new training needed
         fix += (f"; to score the recorded runs against another target, use 'distbench report {run_dir} "
                 f"--target-accuracy {new['training']['target_accuracy']}'")
-    raise ConfigError(f"--resume: the workload must stay identical to the run in {run_dir}, but {diff}; "
+    what = "the workload" if all(sec in ("data", "model", "training") for sec, _ in changed) else \
+        "the workload and the strategies' settings"
+    raise ConfigError(f"--resume: {what} must stay identical to the run in {run_dir}, but {diff}; "
                       f"{fix}, or use a new --out")
 
 

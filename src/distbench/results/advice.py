@@ -826,7 +826,7 @@ def _not_ranked(ok: list[ConfigSummary], unavailable: list[tuple[str, str]], sco
     adv = Advice("no_target", f"No advice: no configuration reached the target test accuracy {target_acc}{partly}, "
                  "so there is no time to accuracy to compare.", unavailable=unavailable, scope=scope)
     adv.reasons = [accuracy_sentence(top, False)] if top else []
-    reach = math.floor(100 * (top.value if top else 0.0)) / 100 - 0.01
+    reach = _reached_by_all(top.summary, float(target_acc)) if top and target_acc else 0.0
     flat = _flattened(top.summary, float(target_acc)) if top and target_acc else None
     if reach > 0 and flat:  # helper-34: twice the epochs, then twice again, on a curve flat at 0.969
         adv.reasons.append(f"Its curve has flattened (best test accuracy, median over its runs, {flat[0]:.3f} in the "
@@ -853,6 +853,17 @@ def _not_ranked(ok: list[ConfigSummary], unavailable: list[tuple[str, str]], sco
 
 MAX_EPOCH_FACTOR = 8
 """The most a ``no_target`` Run next multiplies the run's epochs by."""
+
+
+def _reached_by_all(c: ConfigSummary, target: float) -> float:
+    """The highest accuracy of two decimals, under ``target``, that every ok run of ``c``
+    reached at some epoch (0.0 when none): the target a ``no_target`` advice suggests (user
+    test, helper-39: the median final accuracy rounded suggested 0.80 for a run whose target
+    was 0.8, which advise then refused again)."""
+    best = [max((p["test_accuracy"] for p in r.get("curve") or [] if p.get("test_accuracy") is not None),
+                default=r.get("final_test_accuracy") or 0.0) for r in c.records if r.get("status") == "ok"]
+    under = math.ceil(100 * target - 1e-9) / 100 - 0.01  # the largest two-decimal value under the target
+    return min(math.floor(100 * min(best)) / 100, under) if best else 0.0
 
 
 def _power_law_epochs(c: ConfigSummary, target: float) -> tuple[int, float, int, float, float] | None:
