@@ -56,6 +56,7 @@ def test_toml_file_roundtrip(tmp_path):
     ('[model]\nfactory_dir = "/x"\n', "model.factory_dir = '/x' without model.factory"),  # helper-35: "for 1.5% write 0.015"
     ('[training]\nlr = 0.1\n', "unknown key 'training.lr' (value 0.1); did you mean 'training.learning_rate'?"),
     ('[training]\nbatch_size = 32\n', "did you mean 'training.global_batch_size'?"),
+    ('[ps]\nwindow = 4\n', "did you mean 'ps.communication_window' or 'ps.windows'?"),  # helper-39: only the sweep
     ('[cluster]\nemulate = { hostz = 2 }\n', "unknown key 'cluster.emulate.hostz' (value 2); did you mean "
                                             "'cluster.emulate.hosts'? allowed keys in [cluster.emulate]: hosts, "),
     ('[trainin]\nepochs = 3\n', "unknown section [trainin]; did you mean [training]? allowed sections:"),

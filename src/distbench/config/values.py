@@ -147,8 +147,9 @@ def build(section: str, cls: type, raw: Any) -> Any:
     kwargs = {}
     for k, v in raw.items():
         if k not in hints:
-            close = difflib.get_close_matches(str(k), names, 1, 0.6) or _abbreviated(str(k), names)
-            hint = f"did you mean '{section}.{close[0]}'? " if close else ""
+            # helper-39: 'window' was told only 'ps.windows' (a sweep), not 'ps.communication_window'
+            close = list(dict.fromkeys(_abbreviated(str(k), names) + difflib.get_close_matches(str(k), names, 1, 0.6)))
+            hint = f"did you mean {' or '.join(repr(f'{section}.{c}') for c in close)}? " if close else ""
             raise ConfigError(
                 f"unknown key '{section}.{k}' (value {v!r}); {hint}allowed keys in [{section}]: "
                 + ", ".join(names)
