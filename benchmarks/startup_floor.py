@@ -186,11 +186,8 @@ def floor_processes(strategy: str, out: Path, workers: int = WORKERS) -> tuple[l
     if fam in ("horovod", "horovod_mpi"):
         program = [py, "-c", code, str(out)]
         if fam == "horovod":
-            from distbench.strategies.horovod import find_horovodrun
-
             argv, lenv = commands.horovodrun_command(n, commands.localhost_hosts(n), program, out / "ranks",
-                                                     commands.start_timeout(cfg.run.timeout_s), py, base_env=base,
-                                                     horovodrun=find_horovodrun() or "horovodrun")
+                                                     commands.start_timeout(cfg.run.timeout_s), py, base_env=base)
         else:
             argv, lenv = commands.mpirun_command(n, commands.localhost_hosts(n), program, out / "ranks", py,
                                                  base_env=base, mpirun=shutil.which("mpirun") or "mpirun")

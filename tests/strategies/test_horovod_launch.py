@@ -41,6 +41,24 @@ def test_horovodrun_command_exact():
                    "PYTHONUNBUFFERED": "1"}
 
 
+def test_horovodrun_by_default_runs_horovods_command_line_without_its_gloo_check(monkeypatch):
+    argv, _ = C.horovodrun_command(2, "a:1,b:1", ["prog"], Path("/o"), 60, PY, base_env=BASE, options=["-p", "2222"])
+    assert argv == [PY, "-m", "distbench.launch.horovodrun", "-p", "2222", "-np", "2", "-H", "a:1,b:1", "--gloo",
+                    "--start-timeout", "60", "--output-filename", "/o", "prog"]
+    launch = pytest.importorskip("horovod.runner.launch")
+    from distbench.launch import horovodrun
+
+    import horovod.common.util as hvd_util
+
+    monkeypatch.setattr(launch, "gloo_built", launch.gloo_built)  # restored afterwards
+    monkeypatch.setattr(hvd_util, "_check_extension_lambda", lambda *a: pytest.fail("horovodrun's own check ran"))
+    monkeypatch.setattr(sys, "argv", ["/x/horovodrun.py", "-np", "2"])
+    seen = []
+    monkeypatch.setattr(launch, "run_commandline", lambda: seen.append((launch.gloo_built(verbose=True), sys.argv)))
+    horovodrun.main()  # Horovod's own check imports horovod.tensorflow in a forked child: it must not run
+    assert seen == [(True, ["horovodrun", "-np", "2"])]
+
+
 def test_mpirun_command_exact():
     prog = H.worker_command(PY, Path("/runs/x"), "horovod_mpi_w2_r0")
     base = {**BASE, "PYTHONPATH": "/src", "TF_CPP_MIN_LOG_LEVEL": "2", "DISTBENCH_HOROVOD_PLAIN_TAPE": "1",

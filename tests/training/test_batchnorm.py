@@ -67,12 +67,11 @@ def test_describe_counts_synchronized_and_per_replica_layers():
 def test_synchronized_layers_normalise_with_the_global_batch_under_horovod(tmp_path):
     from distbench.launch import commands as C
     from distbench.launch.process import ProcSpec, log_tail, run_processes
-    from distbench.strategies import horovod as H
 
     script = tmp_path / "syncbn.py"
     script.write_text(textwrap.dedent(RANK_SCRIPT))
     argv, env = C.horovodrun_command(2, "localhost:2", [sys.executable, str(script)], tmp_path / "g", 60,
-                                     sys.executable, horovodrun=H.find_horovodrun())
+                                     sys.executable)
     log = tmp_path / "gloo.log"
     res = run_processes([ProcSpec("gloo", argv, env, log)], timeout_s=180)
     text = log.read_text()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import socket
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -104,9 +105,14 @@ def launcher_env(python: str, base_env: dict[str, str] | None = None) -> dict[st
     return env
 
 
+HOROVODRUN_MODULE = "distbench.launch.horovodrun"
+"""``horovodrun`` run as ``python -m`` this module: the same command line without its
+per-launch build check (:mod:`distbench.launch.horovodrun`)."""
+
+
 def horovodrun_command(ranks: int, hosts: str, program: list[str], output_dir: Path, start_timeout_s: int,
-                       python: str, base_env: dict[str, str] | None = None,
-                       horovodrun: str = "horovodrun") -> tuple[list[str], dict[str, str]]:
+                       python: str, base_env: dict[str, str] | None = None, horovodrun: str | None = None,
+                       options: Sequence[str] = ()) -> tuple[list[str], dict[str, str]]:
     """``horovodrun`` with the Gloo controller running ``program`` on ``ranks`` ranks.
 
     Args:
@@ -117,12 +123,15 @@ def horovodrun_command(ranks: int, hosts: str, program: list[str], output_dir: P
         start_timeout_s: ``--start-timeout``: seconds for all ranks to start.
         python: the interpreter whose ``bin`` directory goes first on ``PATH``.
         base_env: environment to start from (default ``os.environ``).
-        horovodrun: the ``horovodrun`` executable.
+        horovodrun: a ``horovodrun`` executable to run as it is; by default ``python -m``
+            :data:`HOROVODRUN_MODULE`, which skips the Gloo build check the caller made.
+        options: further ``horovodrun`` options, placed before the others (e.g. ``-p PORT``).
 
     Returns:
         ``(argv, env)``. ``--gloo`` is explicit: a Horovod built with MPI picks MPI otherwise.
     """
-    argv = [horovodrun, "-np", str(ranks), "-H", hosts, "--gloo", "--start-timeout", str(int(start_timeout_s))]
+    argv = [horovodrun] if horovodrun else [python, "-m", HOROVODRUN_MODULE]
+    argv += [*options, "-np", str(ranks), "-H", hosts, "--gloo", "--start-timeout", str(int(start_timeout_s))]
     if ranks > 1:  # Horovod 0.28.1 crashes on --output-filename with -np 1 (math.log10(0) in _pad_rank)
         argv += ["--output-filename", str(output_dir)]
     argv += list(program)

@@ -410,11 +410,9 @@ class HorovodStrategy(Strategy):
         for k, v in stall_env(ctx.timeout_s).items():  # a user's own HOROVOD_STALL_* settings win
             base.setdefault(k, v)
         if self.controller == "gloo":
-            exe = find_horovodrun() or "horovodrun"
+            extra, base = pl.horovodrun_args(base)
             argv, env = horovodrun_command(ctx.workers, hosts, program, out_dir, start_timeout(ctx.timeout_s),
-                                           python, base_env=base, horovodrun=exe)
-            extra, env = pl.horovodrun_args(env)
-            argv = argv[:1] + extra + argv[1:]
+                                           python, base_env=base, options=extra)
             name = "horovodrun"
         else:
             argv, env = mpirun_command(ctx.workers, hosts, program, out_dir, python, base_env=base,
