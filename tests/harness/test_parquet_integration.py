@@ -115,7 +115,9 @@ def test_wisconsin_table_as_spark_and_pandas_write_it(tmp_path, writer):
     """Issue 33: the breast-cancer table written by pyspark's df.write.partitionBy("label").parquet
     (part files, _SUCCESS, .crc, label=K folders; each file one class) and by pandas' to_parquet
     with its defaults (one row group; pyarrow's write_table gives the same data, above) trains
-    under single, horovod and spark_ps:adag, with a stratified held-out split of rows recorded."""
+    under single and horovod (2 ranks sharing its row groups), with a stratified held-out split
+    of rows recorded. spark_ps's tasks read Parquet with the same reader as horovod's ranks
+    (the digits sweep above runs it); its Spark start took 40-60 s of each of these two."""
     data = tmp_path / ("bc" if writer == "pyspark" else "bc.parquet")
     write_wisconsin(writer, data)
     cols = ", ".join(f'"f{i}"' for i in range(30))
@@ -123,11 +125,11 @@ def test_wisconsin_table_as_spark_and_pandas_write_it(tmp_path, writer):
     cfg.write_text(f'[data]\nname = "parquet"\npath = "{data}"\nfeatures_col = [{cols}]\nlabel_col = "label"\n'
                    '[training]\nepochs = 8\nglobal_batch_size = 32\nlearning_rate = 0.05\ntarget_accuracy = 0.9\n')
     out = tmp_path / "run"
-    cp = distbench("run", str(cfg), "--strategies", "single,horovod,spark_ps:adag", "--workers", "2", "--out",
-                   str(out), timeout=900)
+    cp = distbench("run", str(cfg), "--strategies", "single,horovod", "--workers", "2", "--out", str(out),
+                   timeout=900)
     assert cp.returncode == 0, cp.stderr[-3000:]
     recs = read_records(out)
-    assert sorted(r["strategy"] for r in recs) == ["horovod", "single", "spark_ps:adag"]
+    assert sorted(r["strategy"] for r in recs) == ["horovod", "single"]
     for r in recs:
         assert r["status"] == "ok", (r["strategy"], r["reason"])
         assert r["final_test_accuracy"] >= 0.9, (r["strategy"], r["final_test_accuracy"])
