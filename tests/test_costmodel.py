@@ -411,7 +411,8 @@ def test_advise_target_lists_the_costs_of_the_targets_leaders(run_dir, monkeypat
     from distbench.results import advice as A
 
     records = [json.loads(ln) for ln in (run_dir / "results.jsonl").read_text().splitlines()]
-    monkeypatch.setattr(A, "_target_sentences", lambda *a: (["t"], ["single", "spark_ps:adag"], {}))
+    leaders = [CM.StrategyPrediction("single", 1), CM.StrategyPrediction("spark_ps:adag", 4, window=4)]
+    monkeypatch.setattr(A, "_target_sentences", lambda *a: (["t"], leaders, {}))
     adv = advise(records, run_dir, parse_target("4 nodes x 1, 1gbit"))
     assert adv.target_recommended == "single" and "spark_ps:adag" in dict(adv.costs)
 
@@ -456,6 +457,28 @@ def test_cli_predict_against_a_cluster_run(run_dir):
     res = CliRunner().invoke(main, ["predict", str(run_dir), "--against", str(run_dir), "--node-step", "0.1"])
     assert res.exit_code == 2 and "predict: --node-step and --against need --target" in res.output
 
+
+
+def test_a_window_sweep_predicts_each_window_on_its_own(run_dir):
+    # user test (helper-39): windows 2 and 8 of mpi_ps:adag were pooled into one prediction, unsaid
+    with (run_dir / "results.jsonl").open("a") as f:
+        r = rec("mpi_ps:adag", 2, 0.1, window=8, accs=(0.9, 0.95, 0.96))
+        f.write(json.dumps({**r, "config_id": "mpi_ps-adag_w2_win8", "communication_window": 8}) + "\n")
+    preds = CM.predict_strategies(run_dir, parse_target("2 nodes, 10gbit").cluster())[0]
+    ps = sorted((p for p in preds if p.strategy == "mpi_ps:adag"), key=lambda p: p.window)
+    assert [(p.window, p.label) for p in ps] == [(2, "mpi_ps:adag (window 2)"), (8, "mpi_ps:adag (window 8)")]
+    assert ps[0].epoch_s > 2 * ps[1].epoch_s  # 0.3 s against 0.1 s measured: not their median
+    assert next(p for p in preds if p.strategy == "spark_ps:adag").label == "spark_ps:adag"  # one window: no label
+    rows = CM.table_rows(preds, 0.9)
+    assert {r[1] for r in rows} >= {"mpi_ps:adag (window 2)", "mpi_ps:adag (window 8)", "spark_ps:adag"}
+    adv = advise(CM.read_records(run_dir), run_dir, parse_target("2 nodes, 10gbit"))
+    assert adv.target_recommended == "mpi_ps:adag (window 8)"
+    assert "mpi_ps:adag (window 8)" in " ".join(adv.target)
+    assert next(s for s in adv.target_predictions["strategies"] if s["window"] == 8)["label"] == "mpi_ps:adag (window 8)"
+    measured = CM.measured_on(run_dir, 2)  # the run stands in for a cluster run: each window against its own
+    assert measured["mpi_ps:adag (window 8)"]["epoch_s"] == [pytest.approx(0.1)]
+    ratios = {a["strategy"]: a["measured_epoch_median_s"] for a in CM.against(preds, measured)}
+    assert ratios["mpi_ps:adag (window 2)"] == pytest.approx(0.3) and ratios["mpi_ps:adag (window 8)"] == pytest.approx(0.1)
 
 
 def test_against_says_when_singles_own_epoch_differs_and_shows_its_row(run_dir, tmp_path_factory):
@@ -587,7 +610,7 @@ def test_one_parameter_server_bounds_the_epoch_of_many_workers(run_dir):
     with (run_dir / "results.jsonl").open("a") as f:
         f.write(json.dumps(r) + "\n")
     rows = CM.measured_rows(CM.read_records(run_dir), 20)
-    assert rows[("mpi_ps:adag", 2)].server_s == pytest.approx(0.01)  # the one repeat that recorded it
+    assert rows[("mpi_ps:adag", 2, 2)].server_s == pytest.approx(0.01)  # the one repeat that recorded it
     few = by_name(CM.predict_strategies(run_dir, parse_target("2 nodes, 10gbit").cluster())[0])["mpi_ps:adag"]
     many = by_name(CM.predict_strategies(run_dir, parse_target("32 nodes, 10gbit").cluster())[0])["mpi_ps:adag"]
     assert not any(n.startswith("bounded by its server") for n in few.notes)  # 2 x 10 x 10 ms: below its 0.3 s epoch
@@ -913,11 +936,11 @@ def test_warm_up_of_a_shared_engine_row_is_from_its_fresh_processes():
         return r
 
     rows = CM.measured_rows([shared(0, 0.5, 7.0), shared(1, 0.1, 0.1), shared(2, 0.1, 0.2)], 20)
-    assert rows[("mpi_ps:adag", 2)].warmup_s == pytest.approx(0.5)
+    assert rows[("mpi_ps:adag", 2, 2)].warmup_s == pytest.approx(0.5)
     rows = CM.measured_rows([shared(1, 0.1, 0.1), shared(0, 0.5, 7.0), shared(2, 0.3, 6.5)], 20)  # a new engine
-    assert rows[("mpi_ps:adag", 2)].warmup_s == pytest.approx(0.4)
+    assert rows[("mpi_ps:adag", 2, 2)].warmup_s == pytest.approx(0.4)
     plain = [rec("horovod", 2, 0.2, warm=w, repeat=i) for i, w in enumerate((0.5, 0.1, 0.2))]  # own processes
-    assert CM.measured_rows(plain, 20)[("horovod", 2)].warmup_s == pytest.approx(0.2)
+    assert CM.measured_rows(plain, 20)[("horovod", 2, None)].warmup_s == pytest.approx(0.2)
 
 
 def test_a_row_that_reached_the_target_in_some_runs_says_so(run_dir):

@@ -849,7 +849,7 @@ class Results:
         nothing = costmodel.nothing_distributed(preds, inputs)
         if nothing:
             raise ConfigError(f"predict: {nothing}")
-        df = pd.DataFrame([{"rank": p.rank, "strategy": p.strategy, "workers": p.workers, "epoch_s": p.epoch_s,
+        df = pd.DataFrame([{"rank": p.rank, "strategy": p.label, "workers": p.workers, "epoch_s": p.epoch_s,
                             "time_to_target_s": p.time_to_target_s, "epochs_to_target": p.epochs_to_target,
                             "warmup_s": p.warmup_s, **{f"{k}_s": v for k, v in p.terms_s.items()},
                             "notes": "; ".join(p.notes), "missing": p.missing} for p in preds])

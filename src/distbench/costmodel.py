@@ -186,6 +186,9 @@ class StrategyPrediction:
         rank: 1 = fastest to target (then by epoch time); 0 unranked.
         warmup_s: the first epoch's one-off seconds over a steady one, as measured (time to
             target = ``warmup_s + epochs_to_target x epoch_s``; ``None`` where not reached).
+        window: a parameter server's communication window the prediction is for (``None``
+            for the others); swept: the run measured this strategy at several windows, each
+            predicted on its own (the label names the window).
     """
 
     strategy: str
@@ -198,6 +201,22 @@ class StrategyPrediction:
     missing: str | None = None
     rank: int = 0
     warmup_s: float | None = None
+    window: int | None = None
+    swept: bool = False
+
+    @property
+    def label(self) -> str:
+        """The strategy's name, with its window where the run swept it (``mpi_ps:adag (window 8)``)."""
+        return window_label(self.strategy, self.window if self.swept else None)
+
+    def data(self) -> dict[str, Any]:
+        """The fields as a JSON-ready dict, with :attr:`label` (``predict --json``, ``advise --json``)."""
+        return {**self.__dict__, "label": self.label}
+
+
+def window_label(strategy: str, window: int | None) -> str:
+    """``strategy``, or ``strategy (window W)`` for one window of a window sweep."""
+    return strategy + (f" (window {window})" if window else "")
 
 
 @dataclass(frozen=True)
@@ -267,20 +286,22 @@ def _started_engine(rec: dict[str, Any]) -> bool:
     return float(((rec.get("timings") or {}).get("phases") or {}).get("engine_start_s") or 0.0) > ENGINE_STARTED_S
 
 
-def measured_rows(records: Sequence[dict[str, Any]], steps_per_epoch: int) -> dict[tuple[str, int], Measured]:
+def measured_rows(records: Sequence[dict[str, Any]], steps_per_epoch: int
+                  ) -> dict[tuple[str, int, int | None], Measured]:
     """The one-host run's ok records without a straggler or an emulated link, grouped by
-    (strategy, workers), as :class:`Measured` medians. The warm-up of a group run in a
+    (strategy, workers, communication window: ``None`` but for a parameter server; a window
+    sweep's windows are configurations of their own), as :class:`Measured` medians. The warm-up of a group run in a
     shared engine is the median over its repeats in fresh processes only (the first
     repeat, and any that started the engine): the others ran with the engine's kernels
     already compiled, a first epoch 40-120 ms shorter on 2 cores (BENCHMARKS.md,
     predict_validation), which no cluster run has."""
     from distbench.results.records import straggler_text
 
-    groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, int, int | None], list[dict[str, Any]]] = {}
     for r in records:
         if (r.get("status") == "ok" and not r.get("bandwidth") and straggler_text(r.get("scenario")) in ("", "1x")
                 and epoch_s(r)):
-            groups.setdefault((r["strategy"], int(r["workers"])), []).append(r)
+            groups.setdefault((r["strategy"], int(r["workers"]), window_of(r)), []).append(r)
     out = {}
     for key, rs in groups.items():
         rs.sort(key=lambda r: r.get("repeat") or 0)
@@ -302,6 +323,12 @@ def measured_rows(records: Sequence[dict[str, Any]], steps_per_epoch: int) -> di
                             int(d.get("intra_op_threads") or 1), d.get("communication_window"), diverged,
                             len(reached), len(reach), statistics.median(served) if served else None)
     return out
+
+
+def window_of(rec: dict[str, Any]) -> int | None:
+    """The communication window a parameter-server record trained with (``None`` for the others)."""
+    w = (rec.get("details") or {}).get("communication_window") or rec.get("communication_window")
+    return int(w) if w else None
 
 
 def _server_bound(mine: dict[int, Measured], n: int, steps: int, here: bool) -> tuple[float, str]:
@@ -486,7 +513,7 @@ def predict_strategies(run_dir: str | Path, c: Cluster, target_accuracy: float |
     target = target_accuracy or singles[0].get("target_accuracy") or 1.0
     rows = measured_rows(recs, steps) if target_accuracy is None else measured_rows(
         [{**r, "target_accuracy": target} for r in recs], steps)
-    single = rows[("single", 1)]
+    single = rows[("single", 1, None)]
     cal, anchor, doubts = _anchored(cal, single, B, rd)
     speed = (c.node_step_s / single.step_s) if c.node_step_s else 1.0
     assumed = _assumed(c, B, cores, single.step_s, speed) + doubts
@@ -498,18 +525,23 @@ def predict_strategies(run_dir: str | Path, c: Cluster, target_accuracy: float |
                        + (f"; a one-host run to predict from at a global batch of {command}" if command else ""))
     out = [_single(single, cal, B, steps, cores, speed)]
     gpu_threads = single.threads if c.gpus and not c.emulated else None
-    names = sorted({s for s, _ in rows if s != "single" and (s in RING or s == "tf_ps" or s.startswith(PS_FAMILIES)
-                                                             or (c.nodes == 1 and s in ONE_MACHINE))})
+    names = sorted({s for s, _, _ in rows if s != "single" and (s in RING or s == "tf_ps" or s.startswith(PS_FAMILIES)
+                                                                or (c.nodes == 1 and s in ONE_MACHINE))})
     for name in names:
-        out.append(_one(name, rows, cal, c, M, B, steps, cores, speed, gpu_threads))
+        windows = sorted({x for s, _, x in rows if s == name}, key=lambda x: x or 0)
+        for window in windows:  # helper-39: a window sweep's windows were pooled into one prediction
+            p = _one(name, {(s, w): m for (s, w, x), m in rows.items() if s == name and x == window}, cal, c, M, B,
+                     steps, cores, speed, gpu_threads)
+            p.window, p.swept = window, len(windows) > 1
+            out.append(p)
     ranked = sorted([p for p in out if p.epoch_s is not None],
                     key=lambda p: (p.time_to_target_s is None, p.time_to_target_s or 0.0, p.epoch_s))
     for i, p in enumerate(ranked, 1):
         p.rank = i
-    left = sorted({s for s, _ in rows} - {"single", *names})  # user test: they vanished without a word
+    left = sorted({s for s, _, _ in rows} - {"single", *names})  # user test: they vanished without a word
     shaped = sorted({r["strategy"] for r in recs if r.get("status") == "ok" and r.get("bandwidth")}
-                    - {s for s, _ in rows})  # user test (helper-15): a cluster run's strategies, gone silently
-    unmeasured = ["mirrored"] if c.nodes == 1 and not any(s in ONE_MACHINE for s, _ in rows) else []
+                    - {s for s, _, _ in rows})  # user test (helper-15): a cluster run's strategies, gone silently
+    unmeasured = ["mirrored"] if c.nodes == 1 and not any(s in ONE_MACHINE for s, _, _ in rows) else []
     inputs = {"not_predicted": left, "not_predicted_links": shaped, "not_measured": unmeasured,
               "run_dir": rd,
               "model_bytes": M, "n_train": n_train, "global_batch": B, "cores": cores, "target_accuracy": target,
@@ -833,10 +865,10 @@ def table_rows(preds: Sequence[StrategyPrediction], target_accuracy: float) -> l
     rows = []
     for p in preds:
         if p.epoch_s is None:
-            rows.append(["-", p.strategy, str(p.workers), "-", "-", "-", "-", "-", p.missing or ""])
+            rows.append(["-", p.label, str(p.workers), "-", "-", "-", "-", "-", p.missing or ""])
             continue
         ttt = _s(p.time_to_target_s) if p.time_to_target_s is not None else f"not reached ({target_accuracy:g})"
-        rows.append([str(p.rank), p.strategy, str(p.workers), _s(p.epoch_s), ttt, _s(p.terms_s.get("compute")),
+        rows.append([str(p.rank), p.label, str(p.workers), _s(p.epoch_s), ttt, _s(p.terms_s.get("compute")),
                      _s(p.terms_s.get("framework")), _s(p.terms_s.get("link")), "; ".join(p.notes)])
     return rows
 
@@ -890,19 +922,22 @@ def describe(text: str, c: Cluster, inputs: dict[str, Any]) -> str:
             + f"Error band (benchmarks/predict_validation.py): {inputs['validated']}.")
 
 
-def measured_on(run_dir: str | Path, workers: int) -> dict[str, dict[str, list[float]]]:
+def measured_on(run_dir: str | Path, workers: int) -> dict[str, dict[str, Any]]:
     """A run on a (real or emulated) cluster: per strategy at ``workers`` workers (``single``
     at its one), the steady seconds per epoch and the times to target of its ok records
-    without a slowed worker. ``single``'s row shows how fast the machine ran for each run
-    (user test, helper-25: an emulated run's ``single`` took 2.3x as long per step)."""
+    without a slowed worker, and a parameter server's ``window`` (each window of a window
+    sweep on its own, keyed ``strategy (window W)``). ``single``'s row shows how fast the
+    machine ran for each run (user test, helper-25: an emulated run's ``single`` took 2.3x as
+    long per step)."""
     from distbench.results.records import straggler_text
 
-    out: dict[str, dict[str, list[float]]] = {}
-    for r in read_records(run_dir):
-        if (r.get("status") != "ok" or int(r.get("workers") or 0) != (1 if r.get("strategy") == "single" else workers)
-                or straggler_text(r.get("scenario")) not in ("", "1x")):
-            continue
-        m = out.setdefault(r["strategy"], {"epoch_s": [], "ttt_s": []})
+    recs = [r for r in read_records(run_dir) if r.get("status") == "ok" and straggler_text(r.get("scenario")) in
+            ("", "1x") and int(r.get("workers") or 0) == (1 if r.get("strategy") == "single" else workers)]
+    swept = {s for s in {r["strategy"] for r in recs} if len({window_of(r) for r in recs if r["strategy"] == s}) > 1}
+    out: dict[str, dict[str, Any]] = {}
+    for r in recs:
+        key = window_label(r["strategy"], window_of(r) if r["strategy"] in swept else None)
+        m = out.setdefault(key, {"epoch_s": [], "ttt_s": [], "window": window_of(r)})
         if epoch_s(r):
             m["epoch_s"].append(float(epoch_s(r) or 0.0))
         if r.get("time_to_target_s") is not None:
@@ -1037,12 +1072,14 @@ def against(preds: Sequence[StrategyPrediction], measured: dict[str, dict[str, l
     side has none)."""
     out = []
     for p in preds:
-        m = measured.get(p.strategy)
+        m = measured.get(p.label) or next((v for k, v in measured.items()  # the same window, labelled or not
+                                           if k.split(" (window ")[0] == p.strategy and v.get("window") == p.window),
+                                          None)
         if not m or p.epoch_s is None:
             continue
         me = statistics.median(m["epoch_s"]) if m["epoch_s"] else None
         mt = statistics.median(m["ttt_s"]) if m["ttt_s"] else None
-        out.append({"strategy": p.strategy, "epoch_s": p.epoch_s, "ttt_s": p.time_to_target_s,
+        out.append({"strategy": p.label, "epoch_s": p.epoch_s, "ttt_s": p.time_to_target_s,
                     "measured_epoch_s": m["epoch_s"], "measured_ttt_s": m["ttt_s"], "measured_epoch_median_s": me,
                     "measured_ttt_median_s": mt, "epoch_ratio": p.epoch_s / me if me else None,
                     "ttt_ratio": p.time_to_target_s / mt if (mt and p.time_to_target_s) else None})

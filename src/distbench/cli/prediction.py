@@ -196,8 +196,8 @@ def _against(run_dir: str, against: str, tgt: Any, node_step: float | None, pred
                           f"(distbench run {run_dir}/config.json there, or with --emulate for this machine)")
     measured = costmodel.measured_on(against, tgt.workers)
     warn = costmodel.against_mismatch(run_dir, against, tgt.cluster(node_step))
-    if not any(p.strategy in measured for p in preds  # single's own row, at 1 worker: not one (helper-26)
-               if p.epoch_s is not None and p.strategy != "single"):
+    if not any(a["strategy"] != "single" for a in costmodel.against(preds, measured)):  # single's own row: not
+        # one (helper-26)
         warn = "; ".join(w for w in (warn, f"{against} has no ok row at {tgt.workers} workers of a predicted strategy "
                                      f"(it has {', '.join(map(str, costmodel.measured_counts(against))) or 'none'})")
                          if w)
@@ -256,7 +256,7 @@ def _predict_target(run_dir: str, target_text: str | None, node_step: float | No
         click.echo(f"distbench: warning: {warn}", err=True)
     if as_json:
         # the shape of advise --json's target_predictions (user test, helper-15: they differed)
-        click.echo(json.dumps({"target": tgt.data(), "inputs": inputs, "strategies": [p.__dict__ for p in preds],
+        click.echo(json.dumps({"target": tgt.data(), "inputs": inputs, "strategies": [p.data() for p in preds],
                                **({"measured": measured, "against": costmodel.against(preds, measured),
                                    "against_warning": warn} if measured is not None else {})}, indent=2))
         return

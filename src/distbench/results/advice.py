@@ -351,7 +351,8 @@ class Advice:
         reasons: the evidence, as sentences with numbers.
         target: sentences about the ``--target`` cluster (predictions), if one was given.
         target_recommended: the strategy predicted fastest to the target accuracy on the
-            ``--target`` cluster (``None`` without one or without a prediction).
+            ``--target`` cluster, with its window where the run swept windows
+            (``mpi_ps:adag (window 8)``; ``None`` without one or without a prediction).
         target_predictions: the ``target`` block as data: ``target`` (the cluster as read,
             :meth:`Target.data`), ``strategies`` (per strategy its
             ``rank``, ``epoch_s``, ``time_to_target_s``, ``terms_s``, ``notes``, ``missing``, as
@@ -1226,10 +1227,11 @@ server rank; TensorFlow's ps and coordinator tasks to keep alive; a Spark cluste
 
 
 def _target_sentences(target: Target, run_dir: str | None, records: list[dict[str, Any]]
-                      ) -> tuple[list[str], list[str], dict[str, Any]]:
+                      ) -> tuple[list[str], list[Any], dict[str, Any]]:
     """Sentences predicting every strategy the run measured on ``target`` with the
-    per-strategy model (:func:`distbench.costmodel.predict_strategies`), the strategies
-    that reach the target accuracy there, predicted fastest first, and the same as data
+    per-strategy model (:func:`distbench.costmodel.predict_strategies`), the predictions
+    (:class:`~distbench.costmodel.StrategyPrediction`, one per window of a window sweep)
+    that reach the target accuracy there, fastest first, and the same as data
     (``strategies``: one dict per prediction; ``inputs``: what it rests on); both empty
     without a prediction."""
     from distbench import costmodel
@@ -1247,18 +1249,18 @@ def _target_sentences(target: Target, run_dir: str | None, records: list[dict[st
     acc = inputs["target_accuracy"]
     ranked = [p for p in preds if p.rank]
     reached = [p for p in ranked if p.time_to_target_s is not None]
-    data = {"target": target.data(), "inputs": inputs, "strategies": [dict(p.__dict__) for p in preds]}
+    data = {"target": target.data(), "inputs": inputs, "strategies": [p.data() for p in preds]}
     nothing = costmodel.nothing_distributed(preds, inputs)  # user test (helper-17): "fastest: single", alone
     if nothing:
         return [head, nothing + "."], [], {**data, "refused": nothing}
     out = [head]
     best = reached[0] if reached else None
     if best is not None:
-        nxt = f", then {reached[1].strategy} ({seconds_text(reached[1].time_to_target_s)})" if len(reached) > 1 else ""
+        nxt = f", then {reached[1].label} ({seconds_text(reached[1].time_to_target_s)})" if len(reached) > 1 else ""
         if len(reached) > 1 and reached[1].time_to_target_s < PREDICTED_TIE * best.time_to_target_s:  # helper-18
             nxt += f", within the model's {PREDICTED_TIE - 1:.0%} median error of each other: a tie"
-            data["tied"] = [best.strategy, reached[1].strategy]  # user test (helper-20): in --json too
-        out.append(f"Predicted fastest to {acc:g} there: {best.strategy} ({seconds_text(best.time_to_target_s)}, "
+            data["tied"] = [best.label, reached[1].label]  # user test (helper-20): in --json too
+        out.append(f"Predicted fastest to {acc:g} there: {best.label} ({seconds_text(best.time_to_target_s)}, "
                    f"{seconds_text(best.epoch_s)} per epoch){nxt}.")
     else:
         out.append(f"No strategy reached {acc:g} in this run, so none is predicted to reach it there; by epoch time:")
@@ -1266,19 +1268,19 @@ def _target_sentences(target: Target, run_dir: str | None, records: list[dict[st
     notes: dict[str, list[str]] = {}  # a note shared by several strategies is said once, naming them
     for p in multi:
         for n in p.notes:
-            notes.setdefault(n, []).append(p.strategy)
+            notes.setdefault(n, []).append(p.label)
     shared = [(n, who) for n, who in notes.items() if len(who) > 1]
     out.append("Predicted: " + "; ".join(
-        f"{p.rank}. {p.strategy} " + (f"{seconds_text(p.time_to_target_s)} to {acc:g}, " if p.time_to_target_s else "")
+        f"{p.rank}. {p.label} " + (f"{seconds_text(p.time_to_target_s)} to {acc:g}, " if p.time_to_target_s else "")
         + f"{seconds_text(p.epoch_s)}/epoch (link {seconds_text(p.terms_s['link'])})"
-        + "".join(f" [{n}]" for n in p.notes if len(notes.get(n, [p.strategy])) == 1) for p in ranked) + "."
+        + "".join(f" [{n}]" for n in p.notes if len(notes.get(n, [p.label])) == 1) for p in ranked) + "."
         + "".join(f" {n[0].upper() + n[1:]} ({_who(who, multi)})." for n, who in shared))
-    out += [f"No prediction for {p.strategy}: {p.missing}." for p in preds if p.missing]
+    out += [f"No prediction for {p.label}: {p.missing}." for p in preds if p.missing]
     if costmodel.not_predicted_text(inputs):  # user test: mirrored was a candidate here and silently absent there
         out.append(costmodel.not_predicted_text(inputs))
     out.append(f"Measured in this run: {'; '.join(inputs['measured'])}. Assumed: {'; '.join(inputs['assumed'])}. "
                f"Error band: {inputs['validated']} (benchmarks/predict_validation.py).")
-    share = {p.strategy: p.terms_s["link"] / p.epoch_s for p in multi}
+    share = {p.label: p.terms_s["link"] / p.epoch_s for p in multi}
     if share and max(share.values()) < NETWORK_MATTERS:
         simplest = min(share, key=lambda n: next((i for i, p in enumerate(RUN_COST_ORDER) if n.startswith(p)),
                                                  len(RUN_COST_ORDER)))
@@ -1298,7 +1300,7 @@ def _target_sentences(target: Target, run_dir: str | None, records: list[dict[st
                    "communication weighs more "
                    "on the target than predicted here (--node-step S takes a step "
                    "time measured on one of its nodes).")
-    return out, [p.strategy for p in reached], data
+    return out, reached, data
 
 
 def _add_target(adv: Advice, target: Target, rd: str | None, records: list[dict[str, Any]]) -> None:
@@ -1306,9 +1308,10 @@ def _add_target(adv: Advice, target: Target, rd: str | None, records: list[dict[
     first, its Run next measures the predicted leaders at the target's size (emulated), and
     ``target_predictions["run_next"]`` says it as data (``command``, ``predicted_train_s``,
     ``why``; ``command`` null with the reason where there is none)."""
-    adv.target, leaders, adv.target_predictions = _target_sentences(target, rd, records)
+    adv.target, reached, adv.target_predictions = _target_sentences(target, rd, records)
     adv.target_refused = adv.target_predictions.pop("refused", None)
-    adv.target_recommended = leaders[0] if leaders else None
+    adv.target_recommended = reached[0].label if reached else None  # with its window where the run swept them
+    leaders = list(dict.fromkeys(p.strategy for p in reached))
     for name in leaders[:2]:  # user test (helper-16): the costs named this host's runner-up, not the target's
         if name not in dict(adv.costs):
             adv.costs.append((name, _needs(name)))
@@ -1497,8 +1500,7 @@ def _run_next_duration(target: Target, run_dir: str, names: Sequence[str], recor
     timeout = float((cfg.get("run") or {}).get("timeout_s") or math.inf)
     try:
         em = costmodel.Cluster(target.nodes, target.per_node, target.bandwidth_Bps, 0.0, target.nodes > 1)
-        preds = [p for n in names if (p := {q.strategy: q for q in costmodel.predict_strategies(run_dir, em)[0]}
-                                                .get(n)) and p.epoch_s]
+        preds = [p for p in costmodel.predict_strategies(run_dir, em)[0] if p.strategy in names and p.epoch_s]
     except (OSError, ValueError):
         return None
     epochs = int(next((r.get("epochs") for r in records if r.get("epochs")), 0))
