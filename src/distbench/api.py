@@ -102,6 +102,10 @@ def run_config(cfg: ExperimentConfig, run_dir: Path, resume: bool = False, flags
                 cfg, run_dir, resume, functools.partial(run_sweep, workload=workload))
         except KeyboardInterrupt:
             n = len(read_records(run_dir)) if run_dir.exists() else 0
+            if all_recorded(cfg, run_dir, True):  # helper-39: after the last configuration, it said to resume
+                raise Interrupted(f"interrupted after every configuration was recorded; all {n} record(s) are kept "
+                                  f"in {run_dir}. Write the report with: distbench report "
+                                  f"{shlex.quote(str(run_dir))}") from None
             raise Interrupted(f"interrupted; {n} record(s) kept in {run_dir}. Continue with: "
                               f"{continue_command(cfg, run_dir)} (options not given keep the run's values)") from None
         t_report = time.time()

@@ -104,3 +104,32 @@ def test_ctrl_c_while_the_report_is_written_says_how_to_write_it_again(tmp_path,
     # the user test: it said "stopping the running configuration and its engine" with nothing running
     assert "distbench: SIGINT: stopping the report (every configuration has finished" in res.stderr
     assert "its engine" not in res.stderr
+
+
+def test_ctrl_c_after_the_last_configuration_says_to_write_the_report(tmp_path, monkeypatch):
+    # user test (helper-39): Ctrl-C once every configuration was recorded (an engine stopping) said to resume,
+    # which would train nothing; the report was what was missing
+    from click.testing import CliRunner
+
+    from distbench import api, cli
+    from distbench.results.records import new_record
+    from distbench.results.store import append_record
+
+    out = tmp_path / "run"
+
+    def last_recorded_then_ctrl_c(cfg, run_dir, *a, **k):
+        append_record(run_dir, new_record(run_dir.name, "single", 1, 0, "ok"))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(api, "run_with_progress", last_recorded_then_ctrl_c)
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        res = CliRunner().invoke(cli.main, ["run", "--strategies", "single", "--epochs", "1", "--repeats", "1",
+                                            "--out", str(out)])
+    finally:
+        for sig, h in handlers.items():
+            signal.signal(sig, h)
+    assert res.exit_code == 130, res.output
+    assert (f"distbench: interrupted after every configuration was recorded; all 1 record(s) are kept in {out}. "
+            f"Write the report with: distbench report {out}") in res.stderr
+    assert "--resume" not in res.stderr
