@@ -70,7 +70,7 @@ def run_config(cfg: ExperimentConfig, run_dir: Path, resume: bool = False, flags
     from distbench.harness.assembly import time_breakdown
     from distbench.harness.rundir import check_run_dir, prepare_run_dir
     from distbench.harness.runner import check_cluster_ready, run_sweep
-    from distbench.results.store import read_records, recorded
+    from distbench.results.store import recorded
     from distbench.results.terminal import output_width, wrap_text
 
     t0 = t0 if t0 is not None else time.time()
@@ -101,13 +101,7 @@ def run_config(cfg: ExperimentConfig, run_dir: Path, resume: bool = False, flags
             records = records_of(run_dir) if finished else run_with_progress(
                 cfg, run_dir, resume, functools.partial(run_sweep, workload=workload))
         except KeyboardInterrupt:
-            n = len(read_records(run_dir)) if run_dir.exists() else 0
-            if all_recorded(cfg, run_dir, True):  # helper-39: after the last configuration, it said to resume
-                raise Interrupted(f"interrupted after every configuration was recorded; all {n} record(s) are kept "
-                                  f"in {run_dir}. Write the report with: distbench report "
-                                  f"{shlex.quote(str(run_dir))}") from None
-            raise Interrupted(f"interrupted; {n} record(s) kept in {run_dir}. Continue with: "
-                              f"{continue_command(cfg, run_dir)} (options not given keep the run's values)") from None
+            raise Interrupted(interrupted_text(cfg, run_dir)) from None
         t_report = time.time()
         if on_report:
             on_report()
@@ -122,6 +116,18 @@ def run_config(cfg: ExperimentConfig, run_dir: Path, resume: bool = False, flags
         return records
     finally:
         lock.close()
+
+
+def interrupted_text(cfg: ExperimentConfig, run_dir: Path) -> str:
+    """What a sweep interrupted in ``run_dir`` says: the records kept and the command that
+    continues it, or ``distbench report DIR`` once every configuration was recorded (user
+    test, helper-39: Ctrl-C while an engine stopped after the last said to resume)."""
+    n = len(records_of(run_dir))
+    if all_recorded(cfg, run_dir, True):
+        return (f"interrupted after every configuration was recorded; all {n} record(s) are kept in {run_dir}. "
+                f"Write the report with: distbench report {shlex.quote(str(run_dir))}")
+    return (f"interrupted; {n} record(s) kept in {run_dir}. Continue with: {continue_command(cfg, run_dir)} (options "
+            "not given keep the run's values)")
 
 
 def continue_command(cfg: ExperimentConfig, run_dir: Path) -> str:
