@@ -169,6 +169,31 @@ def test_a_centre_held_over_epochs_is_not_a_zero_second_epoch():
     assert [p["epoch"] for p in model_points(curve)] == [2, 4]
 
 
+def test_a_centre_counts_the_passes_over_the_data_it_holds():
+    # helper-39: the same run as above, recorded with data_epochs: the first centre (round 1, at step 32 of 13 per
+    # epoch) holds 2.46 epochs; read as epoch 1 its warm-up held 1.46 steady epochs more than it had
+    from distbench.costmodel import _epochs_to, _first_epoch_s
+    from distbench.results.notes import warmup_share
+    from distbench.results.records import model_points
+
+    curve = [{"epoch": e, "step": s, "elapsed_s": t, "test_accuracy": a, "data_epochs": d}
+             for e, s, t, a, d in [(1, 1, 0.297, 0.71, 2.4615), (2, 1, 0.297, 0.71, 2.4615), (3, 2, 0.330, 0.70, 4.0),
+                                   (4, 2, 0.330, 0.70, 4.0)]]
+    rec = {"curve": curve, "epochs": 4, "timings": {"train_s": 0.336}}
+    steady = 0.033 / (4.0 - 2.4615)  # steps 33-52 of each replica: 1.54 epochs in 33 ms
+    assert P.epoch_s(rec) == pytest.approx(steady)
+    _, first, later = warmup_share(rec)
+    assert later == pytest.approx(steady) and first == pytest.approx(0.297 - 1.4615 * steady)
+    assert _epochs_to(rec, 0.7) == pytest.approx(2.4615)
+    assert _first_epoch_s(rec, steady) == pytest.approx(0.297 - 1.4615 * steady)
+    # two updates inside the last window (clocks 5 and 6 of 2 replicas, window 32 of 80 steps) both hold all 4
+    # epochs of data: the last is kept (a division by their 0 epochs apart ended the sweep's report)
+    last = [{"epoch": e, "step": c, "elapsed_s": t, "test_accuracy": 0.8, "data_epochs": d}
+            for e, c, t, d in [(1, 2, 0.2, 1.6), (2, 4, 0.3, 3.2), (3, 5, 0.35, 4.0), (4, 6, 0.4, 4.0)]]
+    assert [(p["epoch"], p["step"]) for p in model_points(last)] == [(1.6, 2), (3.2, 4), (4.0, 6)]
+    assert warmup_share({"curve": last, "timings": {"train_s": 0.4}})[2] == pytest.approx((0.1 / 1.6 + 0.1 / 0.8) / 2)
+
+
 def test_inputs_from_run_one_epoch_falls_back_to_train_s(tmp_path):
     (tmp_path / "results.jsonl").write_text(json.dumps(_record("single", [2.0], [40], 2.0)) + "\n")
     inp = P.inputs_from_run(tmp_path)

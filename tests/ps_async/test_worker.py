@@ -135,7 +135,7 @@ def test_a_diverged_run_keeps_only_the_epochs_the_centre_reached():
     from distbench.ps_async.monitor import centre_output
 
     spec = SimpleNamespace(params={"communication_window": 5}, optimizer="downpour", num_workers=2,
-                           training=SimpleNamespace(epochs=4), threads=1, per_replica_batch=8,
+                           training=SimpleNamespace(epochs=4), threads=1, per_replica_batch=8, steps_per_epoch=5,
                            exchanges=lambda: 4)  # 8 updates in all: 2 per epoch
     w = [np.zeros(2, np.float32)]
     snaps = [(10.0, 1, 2, w), (11.0, 2, 4, w), (12.0, 3, 5, w), (12.0, 4, 5, w)]
@@ -146,3 +146,19 @@ def test_a_diverged_run_keeps_only_the_epochs_the_centre_reached():
     assert [s.epoch for s in out.snapshots] == [1, 2, 3] and out.extra["diverged"].startswith("replica 0's")
     ok = [{k: v for k, v in r.items() if k != "diverged"} for r in results]
     assert [s.epoch for s in centre_output(spec, ok, snaps, {}, w, {}).snapshots] == [1, 2, 3, 4]
+
+
+def test_a_centre_knows_how_many_passes_over_the_data_it_holds():
+    # helper-39: with a window longer than an epoch the centre taken for epoch 1 is the first update's, which holds
+    # 2.46 epochs of each replica's data (EASGD's window 32 against 13 steps); the curve read it as epoch 1
+    from types import SimpleNamespace
+
+    from distbench.ps_async.monitor import data_epochs
+
+    def spec(optimizer, window, workers=2):
+        return SimpleNamespace(params={"communication_window": window}, optimizer=optimizer, num_workers=workers,
+                               steps_per_epoch=13, training=SimpleNamespace(epochs=4))
+
+    assert [data_epochs(spec("easgd", 32), c) for c in (1, 2)] == [2.4615, 4.0]  # barrier rounds; the last: 20 steps
+    assert [data_epochs(spec("adag", 32), c) for c in (1, 2, 4)] == [1.2308, 2.4615, 4.0]  # async: commits / N
+    assert data_epochs(spec("adag", 13), 2) == 1.0 and data_epochs(spec("easgd", None), 3) == 3.0

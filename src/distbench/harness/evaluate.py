@@ -102,7 +102,8 @@ class Evaluator:
 
         Returns:
             Record fields: ``curve`` (one point per snapshot: ``elapsed_s``, ``epoch``,
-            ``step``, ``test_loss``, ``test_accuracy``), ``final_test_loss``,
+            ``step``, ``test_loss``, ``test_accuracy``, and ``data_epochs`` where the
+            snapshot has it), ``final_test_loss``,
             ``final_test_accuracy``, ``time_to_target_s``, ``eval_s``.
         """
         t0 = time.perf_counter()
@@ -110,7 +111,8 @@ class Evaluator:
         for s in out.snapshots:
             loss, acc = self.evaluate(s.weights)
             curve.append({"elapsed_s": s.elapsed_s, "epoch": s.epoch, "step": s.step,
-                          "test_loss": loss, "test_accuracy": acc})
+                          "test_loss": loss, "test_accuracy": acc,
+                          **({"data_epochs": s.data_epochs} if s.data_epochs is not None else {})})
         loss, acc = self.evaluate(out.final_weights)
         return {
             "curve": curve,

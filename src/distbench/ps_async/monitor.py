@@ -82,7 +82,8 @@ def centre_output(spec: Any, results: list[dict[str, Any]], snapshots: list[tupl
         total, epochs = updates_expected(spec), spec.training.epochs
         done = [s[2] >= math.ceil(s[1] * total / epochs) for s in snapshots]
         snapshots = [s for s, d in zip(snapshots, done) if d] + [s for s, d in zip(snapshots, done) if not d][:1]
-    snaps = [Snapshot(max(0.0, min(t, t1) - t0), e, clock, w) for t, e, clock, w in snapshots]
+    snaps = [Snapshot(max(0.0, min(t, t1) - t0), e, clock, w, data_epochs(spec, clock))
+             for t, e, clock, w in snapshots]
     steps = sum(r["steps"] for r in results)
     from distbench.ps_async.rules import get_optimizer
 
@@ -114,6 +115,19 @@ def centre_output(spec: Any, results: list[dict[str, Any]], snapshots: list[tupl
     }
     return TrainOutput([np.asarray(c, np.float32) for c in centre], snaps, t1 - t0, t0, steps=steps,
                        samples=steps * spec.per_replica_batch, replicas=spec.num_workers, extra=fields)
+
+
+def data_epochs(spec: Any, clock: int) -> float:
+    """Passes over its shard each replica had made in the updates a centre at ``clock`` holds:
+    ``clock / N`` commits each (async; ``clock`` barrier rounds, sync), each covering a
+    communication window of steps (the last one the rest), over the steps of an epoch. The
+    replicas commit in any order, so for an async optimizer this is their mean."""
+    from distbench.ps_async.rules import OPTIMIZERS
+
+    total = spec.steps_per_epoch * spec.training.epochs
+    w = spec.params["communication_window"] or spec.steps_per_epoch  # None: once per epoch
+    each = clock / (spec.num_workers if OPTIMIZERS[spec.optimizer].kind == SyncKind.ASYNC else 1)
+    return round(min(total, each * w) / spec.steps_per_epoch, 4)
 
 
 def updates_expected(spec: Any) -> int:

@@ -111,7 +111,7 @@ FIELDS: tuple[RecordField, ...] = (
     RecordField("time_to_target_s", "nonnegative", "training seconds until the curve first reached `target_accuracy`; "
                 "`null` if never"),
     RecordField("curve", "list", "one point per epoch: `elapsed_s`, `epoch`, `step`, `test_loss`, "
-                "`test_accuracy`", default=list),
+                "`test_accuracy`; `data_epochs` for a parameter server (below)", default=list),
     RecordField("details", "object", "strategy specifics: devices, threads, `batchnorm`, `step_delays`, the "
                 "parameter servers' accounting...", default=dict),
     RecordField("provenance", "object", "package versions, Python, OS, CPU model and count, memory, GPUs, hostname, "
@@ -228,18 +228,24 @@ def new_record(run_id: str, strategy: str, workers: int, repeat: int, status: St
 
 def model_points(curve: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A record's curve points, by epoch, one per state of the model: of consecutive points
-    with the same ``step``, only the last.
+    with the same ``step``, only the last; each point's ``epoch`` is the passes over the data
+    the model holds (its ``data_epochs`` where it has one, a float).
 
     A parameter server's centre changes once per commit or barrier round (the curve's
     ``step``); with fewer of them than epochs (a communication window longer than the steps
     a replica takes per epoch: EASGD's default 32 against 13 steps) two epochs hold the same
     centre, taken at the same moment, so the interval between them is not an epoch's time (a
     steady epoch of 0 s, helper-38). The last of them is kept: the update was made after
-    the earlier epochs' ends. Points without ``epoch`` or ``elapsed_s`` are dropped.
+    the earlier epochs' ends. And the centre taken for epoch 1 there is the first update's,
+    which holds 2.46 epochs of each replica's data (``data_epochs``): read as epoch 1, the
+    warm-up held 1.46 steady epochs (helper-39). Points without ``epoch`` or ``elapsed_s``
+    are dropped.
     """
     pts = sorted((p for p in curve if p.get("epoch") and p.get("elapsed_s") is not None), key=lambda p: p["epoch"])
-    return [p for p, nxt in zip(pts, pts[1:] + [None])
+    kept = [{**p, "epoch": p["data_epochs"]} if p.get("data_epochs") else p for p, nxt in zip(pts, pts[1:] + [None])
             if nxt is None or p.get("step") is None or nxt.get("step") != p["step"]]
+    # two updates within the last window both hold every replica's data (a clock past the last full window)
+    return [p for p, nxt in zip(kept, kept[1:] + [None]) if nxt is None or nxt["epoch"] > p["epoch"]]
 
 
 def time_to_target(curve: list[dict[str, Any]], target: float) -> float | None:

@@ -69,7 +69,8 @@ def write_child_result(directory: Path, status: Status, output: "TrainOutput | N
                                              for i, w in enumerate(s.weights)})
         meta.update({k: v for k, v in asdict(output).items() if k not in ("final_weights", "snapshots")})
         meta["num_weights"] = len(output.final_weights)
-        meta["snapshots"] = [{"elapsed_s": s.elapsed_s, "epoch": s.epoch, "step": s.step} for s in output.snapshots]
+        meta["snapshots"] = [{"elapsed_s": s.elapsed_s, "epoch": s.epoch, "step": s.step, "data_epochs": s.data_epochs}
+                             for s in output.snapshots]
     else:
         meta.update(reason=reason, failed_process=failed_process, details=details)
     tmp = directory / f"{RESULT_FILE}.{os.getpid()}.tmp"
@@ -102,12 +103,17 @@ class Snapshot:
         epoch: epochs completed (1-based) when taken.
         step: optimizer steps completed when taken (this replica's, or the centre's clock).
         weights: list of float32 arrays, same shapes as the model's weights.
+        data_epochs: passes over its data each replica had made in the updates these weights
+            hold, where that is not ``epoch``: a parameter server's centre, which changes only
+            at commits or barrier rounds (window 32 against 13 steps per epoch: the centre
+            taken for epoch 1 holds 2.46 epochs of each replica's data); ``None`` otherwise.
     """
 
     elapsed_s: float
     epoch: int
     step: int
     weights: list[np.ndarray]
+    data_epochs: float | None = None
 
 
 class SnapshotRecorder:
@@ -197,8 +203,8 @@ class TrainOutput:
         snaps = []
         with np.load(directory / SNAPS_FILE, allow_pickle=False) as z:
             for k, s in enumerate(meta["snapshots"]):
-                snaps.append(Snapshot(s["elapsed_s"], s["epoch"], s["step"],
-                                      [z[f"s{k}_w{i}"] for i in range(n)]))
+                snaps.append(Snapshot(s["elapsed_s"], s["epoch"], s["step"], [z[f"s{k}_w{i}"] for i in range(n)],
+                                      s.get("data_epochs")))
         return cls(final, snaps, meta["train_s"], meta["first_step_unix"], meta["steps"],
                    meta["samples"], meta["replicas"], meta.get("extra", {}))
 
