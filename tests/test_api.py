@@ -156,6 +156,17 @@ def test_user_test_findings(tmp_path):
         api._data_keys(df.assign(label=["cat"] * len(df)), tmp_path, None, "label")
     with pytest.raises(DataError, match=r"feature column\(s\) \['e'\] are not numeric"):
         api._data_keys(df.assign(e="x"), tmp_path, None, "label")
+    # helper-40: these reached a factory defined in the script as a bare ValueError, and strings were "not a .npz"
+    with pytest.raises(DataError, match="compare's data y: label nan at row 4 is not a whole number"):
+        api._data_keys((x, np.where(np.arange(len(y)) == 4, np.nan, y)), tmp_path, None, "label")
+    with pytest.raises(DataError, match=r"compare's data x has shape \(0, 64\): no samples"):
+        api._data_keys((x[:0], y[:0]), tmp_path, None, "label")
+    with pytest.raises(DataError, match=r"compare's data y: labels are strings \(dtype object\)"):
+        api._data_keys((x, np.array(list("abcdefghij"), dtype=object)[y]), tmp_path, None, "label")
+    with pytest.raises(DataError, match=r"compare's data x: features of dtype <U1; expected numbers"):
+        api._data_keys((np.full(x.shape, "a"), y), tmp_path, None, "label")
+    cat = api._data_keys(df.assign(label=pd.Categorical(y)), tmp_path / "cat", None, "label")  # integer categories
+    assert np.load(cat["data__path"])["y"].dtype.kind == "i"
     with pytest.raises(ConfigError, match="no such directory"):
         api.Results(tmp_path / "nonexist")
     (tmp_path / "afile").write_text("")

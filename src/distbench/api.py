@@ -567,6 +567,7 @@ def _data_keys(data: Any, run_dir: Path, features: Any, label: str) -> dict[str,
             raise ConfigError(f"compare(data=...): a tuple of {len(data)} items; expected (x, y) or "
                               "(x, y, x_test, y_test) NumPy arrays")
         arrays = dict(zip(("x", "y", "x_test", "y_test"), (np.asarray(a) for a in data)))
+        _check_arrays(arrays)
     elif type(data).__name__ == "DataFrame" and hasattr(data, "columns"):
         if label not in data.columns:
             raise ConfigError(f"compare(data=DataFrame): no label column {label!r}; its columns are "
@@ -583,11 +584,14 @@ def _data_keys(data: Any, run_dir: Path, features: Any, label: str) -> dict[str,
         if bad:
             raise DataError(f"compare(data=DataFrame): feature column(s) {bad} are not numeric "
                             f"({', '.join(str(data[c].dtype) for c in bad)}); encode them as numbers")
-        if data[label].dtype.kind not in "biuf":
-            raise DataError(f"compare(data=DataFrame): labels in column {label!r} are {data[label].dtype}, not class "
+        y = data[label]
+        if str(y.dtype) == "category" and y.cat.categories.dtype.kind in "biuf":  # helper-40: "string labels"
+            y = y.astype(y.cat.categories.dtype)
+        if y.dtype.kind not in "biuf":
+            raise DataError(f"compare(data=DataFrame): labels in column {label!r} are {y.dtype}, not class "
                             "indices; string labels are not supported: encode them as class indices 0..k-1 "
-                            "(e.g. pandas' factorize)")
-        arrays = {"x": data[cols].to_numpy(), "y": data[label].to_numpy()}
+                            f"(e.g. pandas' factorize{', or .cat.codes' if str(y.dtype) == 'category' else ''})")
+        arrays = {"x": data[cols].to_numpy(), "y": y.to_numpy()}
     elif isinstance(data, (str, Path)):
         p = Path(data)
         if p.suffix == ".npz":
@@ -606,6 +610,28 @@ def _data_keys(data: Any, run_dir: Path, features: Any, label: str) -> dict[str,
     if not _same_as_recorded(path, arrays):
         np.savez(_inputs(run_dir) / "data.npz", **arrays)
     return {"data__name": "npz", "data__path": str(path)}
+
+
+def _check_arrays(arrays: dict[str, Any]) -> None:
+    """``compare``'s arrays checked as the ``.npz`` reader checks them, before they are saved or
+    a factory is called on them (user test, helper-40: NaN, string or no labels reached a
+    factory defined in the script as a bare ValueError, and string labels were told about
+    "a valid .npz file").
+
+    Raises:
+        DataError: features that are not numbers, no samples, or labels that are strings,
+            not whole numbers, or not class indices or one-hot rows.
+    """
+    from distbench.data.base import class_indices
+
+    for k, a in arrays.items():
+        if k.startswith("x") and a.dtype.kind not in "biuf":
+            raise DataError(f"compare's data {k}: features of dtype {a.dtype}; expected numbers (encode strings and "
+                            "categories as numbers)")
+        if a.ndim == 0 or len(a) == 0:
+            raise DataError(f"compare's data {k} has shape {a.shape}: no samples; expected (n, ...) with n >= 1 rows")
+        if k.startswith("y"):
+            class_indices(a, f"compare's data {k}")
 
 
 def _same_as_recorded(path: Path, arrays: dict[str, Any]) -> bool:
