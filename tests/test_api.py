@@ -288,3 +288,22 @@ def test_a_resume_with_other_data_or_another_model_is_refused_and_keeps_the_runs
     with pytest.raises(ConfigError, match="the same shapes with other weights"):
         api._model_keys(keras.models.clone_model(model), None, run)  # the architecture, new random weights
     assert {p.name: p.read_bytes() for p in (run / "inputs").iterdir()} == saved  # nothing overwritten
+
+
+def test_ctrl_c_in_compare_says_how_to_continue_from_python(tmp_path, monkeypatch):
+    # user test (helper-40): it named the CLI's --resume, and `except KeyboardInterrupt` in a script missed it
+    x, y = _digits()
+
+    def ctrl_c(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(api, "run_with_progress", ctrl_c)
+    out = tmp_path / "r"
+    with pytest.raises(KeyboardInterrupt) as e:
+        api.compare(_model(), (x, y), strategies="single", epochs=1, repeats=1, target_accuracy="80%", out=out)
+    assert isinstance(e.value, api.Interrupted)
+    assert str(e.value).startswith(f"interrupted; 0 record(s) kept in {out}. Continue with the same compare() call "
+                                   f"and out={str(out)!r}, resume=True (or in a shell: distbench run --resume --out")
+    assert json.loads((out / "config.json").read_text())["training"]["target_accuracy"] == 0.8  # "80%", as the CLI
+    with pytest.raises(ConfigError, match=r"compare\(target_accuracy='0.8%'\): '0.8%' is 0.008 of the test samples"):
+        api.compare(_model(), (x, y), target_accuracy="0.8%", out=tmp_path / "pct")

@@ -36,9 +36,10 @@ from distbench.config import SECTIONS, ConfigError, ExperimentConfig
 from distbench.contracts import INPUTS_DIR, DataError
 
 
-class Interrupted(Exception):
+class Interrupted(KeyboardInterrupt):
     """The sweep (or its report) was interrupted (Ctrl-C, SIGTERM); the message says what was
-    kept and the command that continues."""
+    kept and the command that continues. A ``KeyboardInterrupt``, so a script's ``except
+    KeyboardInterrupt`` catches it (user test, helper-40)."""
 
 
 def run_config(cfg: ExperimentConfig, run_dir: Path, resume: bool = False, flags: dict[str, str] | None = None,
@@ -118,14 +119,20 @@ def run_config(cfg: ExperimentConfig, run_dir: Path, resume: bool = False, flags
         lock.close()
 
 
-def interrupted_text(cfg: ExperimentConfig, run_dir: Path) -> str:
+def interrupted_text(cfg: ExperimentConfig, run_dir: Path, python: bool = False) -> str:
     """What a sweep interrupted in ``run_dir`` says: the records kept and the command that
-    continues it, or ``distbench report DIR`` once every configuration was recorded (user
-    test, helper-39: Ctrl-C while an engine stopped after the last said to resume)."""
+    continues it (``python``: for :func:`compare`, the same call with ``resume=True`` first;
+    user test, helper-40), or ``distbench report DIR`` once every configuration was recorded
+    (user test, helper-39: Ctrl-C while an engine stopped after the last said to resume)."""
     n = len(records_of(run_dir))
     if all_recorded(cfg, run_dir, True):
         return (f"interrupted after every configuration was recorded; all {n} record(s) are kept in {run_dir}. "
-                f"Write the report with: distbench report {shlex.quote(str(run_dir))}")
+                "Write the report with: " + (f"the same compare() call and out={str(run_dir)!r}, resume=True (it "
+                                             "trains nothing more), or in a shell: " if python else "")
+                + f"distbench report {shlex.quote(str(run_dir))}")
+    if python:
+        return (f"interrupted; {n} record(s) kept in {run_dir}. Continue with the same compare() call and "
+                f"out={str(run_dir)!r}, resume=True (or in a shell: {continue_command(cfg, run_dir)})")
     return (f"interrupted; {n} record(s) kept in {run_dir}. Continue with: {continue_command(cfg, run_dir)} (options "
             "not given keep the run's values)")
 
@@ -399,19 +406,10 @@ def compare(model: Any = None, data: Any = None, *, strategies: str | list[str] 
         Interrupted: Ctrl-C during the sweep (the records so far are kept in ``out``).
     """
     from distbench import config as config_mod
-    from distbench.harness.rundir import check_run_dir
-
-    from distbench.harness.rundir import recorded_config
+    from distbench.harness.rundir import check_run_dir, recorded_config
 
     t0 = time.time()
-    if resume and out is None:  # user test (helper-36): it named a new runs/<timestamp> as holding no run
-        raise ConfigError("compare(resume=True) needs the run directory to continue: pass out=DIR (the run's)")
-    run_dir = Path(out) if out is not None else Path(f"runs/{time.strftime('%Y%m%d-%H%M%S')}")
-    if run_dir.exists() and not run_dir.is_dir():
-        raise ConfigError(f"compare(out={str(run_dir)!r}): that is a file, not a directory; give a new directory")
-    if resume and config is None and not (run_dir / "config.json").exists():
-        raise ConfigError(f"compare(resume=True): {str(run_dir)!r} holds no run to continue; leave resume out to "
-                          "start one there")
+    run_dir = _compare_dir(out, resume, config)
     made = [p for p in (run_dir, *run_dir.parents) if not p.exists()]  # the folders this call creates
     try:
         # resuming starts from the run's recorded config, as distbench run --resume does
@@ -434,7 +432,10 @@ def compare(model: Any = None, data: Any = None, *, strategies: str | list[str] 
         with _warnings_to_stderr(data):
             if model is None and data is not None and config is None and not resume:  # user test
                 _warn_default_model(cfg)
-            run_config(cfg, run_dir, resume, t0=t0)
+            try:
+                run_config(cfg, run_dir, resume, t0=t0)
+            except Interrupted:
+                raise Interrupted(interrupted_text(cfg, run_dir, python=True)) from None
     except ConfigError as e:
         if made and not (run_dir / "results.jsonl").exists():  # refused: nothing of it is left behind
             import shutil
@@ -442,6 +443,25 @@ def compare(model: Any = None, data: Any = None, *, strategies: str | list[str] 
             shutil.rmtree(made[-1], ignore_errors=True)
         raise _as_given(e, run_dir, data, model) from None
     return Results(run_dir)
+
+
+def _compare_dir(out: str | Path | None, resume: bool, config: Any) -> Path:
+    """``compare``'s run directory: ``out``, else ``runs/<timestamp>``.
+
+    Raises:
+        ConfigError: ``resume`` without ``out`` (user test, helper-36: it named a new
+            ``runs/<timestamp>`` as holding no run) or into a directory that holds no run;
+            ``out`` is a file.
+    """
+    if resume and out is None:
+        raise ConfigError("compare(resume=True) needs the run directory to continue: pass out=DIR (the run's)")
+    run_dir = Path(out) if out is not None else Path(f"runs/{time.strftime('%Y%m%d-%H%M%S')}")
+    if run_dir.exists() and not run_dir.is_dir():
+        raise ConfigError(f"compare(out={str(run_dir)!r}): that is a file, not a directory; give a new directory")
+    if resume and config is None and not (run_dir / "config.json").exists():
+        raise ConfigError(f"compare(resume=True): {str(run_dir)!r} holds no run to continue; leave resume out to "
+                          "start one there")
+    return run_dir
 
 
 def _section_keys(sections: dict[str, Any], known: list[str]) -> dict[str, Any]:
@@ -537,7 +557,15 @@ def _warnings_to_stderr(data: Any) -> Iterator[None]:
 
 
 def _listed(arg: str, value: Any) -> Any:
-    """A list-valued keyword given as one value or a comma-separated string, as a list."""
+    """A list-valued keyword given as one value or a comma-separated string, as a list; a
+    ``target_accuracy`` as the CLI reads it (``"97%"`` is 0.97; user test, helper-40)."""
+    if arg == "target_accuracy" and isinstance(value, str):
+        from distbench.cli.common import ACCURACY
+
+        try:
+            return ACCURACY.convert(value, None, None)
+        except click.BadParameter as e:
+            raise ConfigError(f"compare(target_accuracy={value!r}): {e.message}") from None
     if arg not in ("strategies", "workers"):
         return value
     items = value.split(",") if isinstance(value, str) else value if isinstance(value, (list, tuple)) else [value]
