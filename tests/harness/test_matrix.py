@@ -18,6 +18,22 @@ def test_expand_repeats_and_single_runs_once_per_repeat():
                     "mirrored_w2_r1", "mirrored_w4_r0", "mirrored_w4_r1"]
 
 
+def test_a_window_given_twice_is_one_configuration(caplog):
+    # helper-40: windows = [2, 2] trained mpi_ps:adag twice, and the second record was dropped as "corrupt"
+    from distbench.data import load_dataset
+    from distbench.workload import warn_windows
+
+    cfg = config.override(config.load(None), run__strategies=["single", "mpi_ps:adag"], ps__windows=[2, 2, 5000],
+                          ps__communication_window=4, run__repeats=1, training__epochs=2)
+    assert [p.key for p in expand(cfg)] == ["single_w1_r0", "mpi_ps-adag_w2_win2_r0", "mpi_ps-adag_w2_win5000_r0"]
+    warn_windows(cfg, load_dataset(cfg.data, cfg.training.seed))  # digits: 20 steps of 64 per epoch
+    said = [r.getMessage() for r in caplog.records]
+    assert "ps.communication_window = 4 is not used: ps.windows [2, 2, 5000] sweeps the window; leave one out" in said
+    assert any(m.startswith("communication window 5000: each parameter-server replica takes 40 steps in the whole run "
+                            "(2 epochs x 20)") for m in said)
+    assert not any(m.startswith("communication window 2:") for m in said)
+
+
 def test_all_expands_to_every_registered_strategy():
     cfg = config.override(config.load(None), run__strategies=["all"])
     names = {p.strategy for p in expand(cfg)}

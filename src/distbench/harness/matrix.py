@@ -90,7 +90,9 @@ def expand(cfg: ExperimentConfig) -> list[ConfigPoint]:
     for name in strategy_names(cfg):
         strat = registry.get(name)
         counts = [1] if strat.replicas(2) == 1 else cfg.run.workers
-        windows: list[int | None] = list(cfg.ps.windows) if cfg.ps.windows and strat.takes_window else [None]
+        # a window given twice is one configuration, as a worker count (helper-40: trained twice, one record dropped)
+        windows: list[int | None] = list(dict.fromkeys(cfg.ps.windows)) if cfg.ps.windows and strat.takes_window \
+            else [None]
         bandwidths = rates if strat.uses_network else [None]
         scenarios: list[Scenario | None] = [None] if counts == [1] else (cfg.scenario.points() or [None])
         for w in dict.fromkeys(counts):
