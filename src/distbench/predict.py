@@ -135,18 +135,29 @@ def no_single(run_dir: str | Path, records: list[dict[str, Any]], needs: str, wi
 
 
 def longer_timeout(run_dir: str | Path | None) -> str:
-    """`` --timeout S`` with 4x the run's per-configuration limit (its config.json's
-    ``run.timeout_s``; 4x 900 s where that is unknown or unreadable), for a ``single`` that
-    timed out."""
+    """`` --timeout S`` for a ``single`` that timed out: 4x the run's per-configuration limit
+    (its config.json's ``run.timeout_s``; 900 s where that is unknown or unreadable), and at
+    least that limit plus twice the longest start-up of the run's strategies (their records'
+    ``startup_s``, or their families' typical start-up where none ended ok), rounded up to
+    10 s: user test (helper-40): a 3 s limit that expired during start-ups of 11-15 s got a
+    Run next of 12 s, which timed out again."""
     import json
+
+    from distbench.harness.progress import DEFAULT_STARTUP_S, STARTUP_SEED_S
 
     try:
         if run_dir is None:
             raise ValueError("no run directory")
-        limit = float(json.loads((Path(run_dir) / "config.json").read_text())["run"]["timeout_s"])
+        cfg = json.loads((Path(run_dir) / "config.json").read_text())
+        limit = float(cfg["run"]["timeout_s"])
+        names = list(cfg["run"].get("strategies") or [])
     except (OSError, ValueError, KeyError, TypeError):
-        limit = 900.0
-    return f" --timeout {4 * limit:g}"
+        limit, names = 900.0, []
+    measured = [float(t) for r in (read_records(run_dir) if run_dir is not None and (Path(run_dir) / "results.jsonl"
+                                                                                       ).exists() else [])
+                if (t := (r.get("timings") or {}).get("startup_s"))]
+    start = max(measured + [STARTUP_SEED_S.get(n.split(":")[0], DEFAULT_STARTUP_S) for n in names] or [0.0])
+    return f" --timeout {math.ceil(max(4 * limit, limit + 2 * start) / 10) * 10:g}"
 
 
 def ring_allreduce_s(workers: int, model_bytes: float, bandwidth_Bps: float, latency_s: float) -> float:

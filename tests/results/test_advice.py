@@ -583,6 +583,10 @@ def test_a_baseline_that_timed_out_is_given_longer(tmp_path):
     assert "(timeout: timed out after 900 s)" in adv.reasons[-1]
     failed = [r if r["strategy"] != "single" else {**r, "status": "failed"} for r in records]
     assert "--timeout" not in advise(failed, str(tmp_path)).next_command  # a failure is not cured by time
+    # user test (helper-40): a 3 s limit that expired in start-ups of 11-15 s got 4x, 12 s, and timed out again:
+    # at least the limit plus twice the typical start-up of single and mirrored (15 s), in tens of seconds
+    (tmp_path / "config.json").write_text(json.dumps({"run": {"timeout_s": 3, "strategies": ["single", "mirrored"]}}))
+    assert advise(records, str(tmp_path)).next_command.startswith(f"distbench run {tmp_path}/config.json --timeout 40 ")
 
 
 def test_run_next_counts_failed_repeats_and_never_swaps_the_sweep(tmp_path):
