@@ -181,3 +181,16 @@ def test_gpus_hidden_by_the_user_ask_for_the_cpu_and_the_report_says_so(monkeypa
             "kernel_env": {"CUDA_VISIBLE_DEVICES": "-1"}}
     assert "hidden (CUDA_VISIBLE_DEVICES='-1'): trained on the CPU" in describe_hardware(prov)
     assert "hidden" not in describe_hardware({**prov, "kernel_env": {"CUDA_VISIBLE_DEVICES": None}})
+
+
+def test_device_gpu_without_a_gpu_is_refused_before_anything_is_written(tmp_path, monkeypatch):
+    # user test (helper-40): --device gpu here made a run directory of unavailable records and exited 1
+    from click.testing import CliRunner
+
+    from distbench.cli import main
+
+    monkeypatch.setattr(gpu, "listed", lambda: ())
+    monkeypatch.setattr(gpu, "_state", lambda: ((), ()))
+    res = CliRunner().invoke(main, ["run", "--strategies", "single", "--device", "gpu", "--out", str(tmp_path / "r")])
+    assert res.exit_code == 2 and 'run.device = "gpu" but nvidia-smi lists no GPU here' in res.output
+    assert not (tmp_path / "r").exists()

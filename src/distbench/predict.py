@@ -143,7 +143,7 @@ def longer_timeout(run_dir: str | Path | None) -> str:
     Run next of 12 s, which timed out again."""
     import json
 
-    from distbench.harness.progress import DEFAULT_STARTUP_S, STARTUP_SEED_S
+    from distbench.procinfo import DEFAULT_STARTUP_S, STARTUP_SEED_S
 
     try:
         if run_dir is None:

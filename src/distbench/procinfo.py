@@ -3,7 +3,9 @@ layer: no distbench imports).
 
 :func:`current_namespace` tells which network namespace a process runs in, so a worker
 can report where it really ran (an emulated host's namespace, or the machine's own);
-:func:`remove_autograph_sources` removes what AutoGraph wrote for this process.
+:func:`remove_autograph_sources` removes what AutoGraph wrote for this process;
+:data:`STARTUP_SEED_S` is how long a strategy family's processes typically take to start
+(the progress display's first ETA, and the ``--timeout`` a timed-out run's Run next gets).
 """
 
 from __future__ import annotations
@@ -12,6 +14,13 @@ import contextlib
 import os
 import sys
 from pathlib import Path
+
+#: Typical seconds from spawn to the first training step per strategy family, measured on a
+#: 2-core machine with the digits workload (records' ``startup_s``); only a seed: once one
+#: configuration of a family finished, its measured wall time is used instead.
+STARTUP_SEED_S = {"single": 15.0, "mirrored": 15.0, "tpu": 10.0, "multi_worker_mirrored": 30.0, "tf_ps": 20.0,
+                  "horovod": 45.0, "horovod_mpi": 25.0, "spark_ps": 110.0, "mpi_ps": 30.0, "keras_jax": 15.0}
+DEFAULT_STARTUP_S = 30.0  # a plugin's family
 
 
 def current_namespace(pid: int | str = "self") -> str:

@@ -14,12 +14,8 @@ import statistics
 from pathlib import Path
 from typing import Any, Iterable
 
-#: Typical seconds from spawn to the first training step per strategy family, measured on a
-#: 2-core machine with the digits workload (records' ``startup_s``); only a seed: once one
-#: configuration of a family finished, its measured wall time is used instead.
-STARTUP_SEED_S = {"single": 15.0, "mirrored": 15.0, "tpu": 10.0, "multi_worker_mirrored": 30.0, "tf_ps": 20.0,
-                  "horovod": 45.0, "horovod_mpi": 25.0, "spark_ps": 110.0, "mpi_ps": 30.0, "keras_jax": 15.0}
-DEFAULT_STARTUP_S = 30.0  # a plugin's family
+from distbench.procinfo import DEFAULT_STARTUP_S, STARTUP_SEED_S
+
 SHARED_NEXT_S = 4.0
 """Typical start-up of a configuration that reuses its family's shared engine (spark_ps,
 mpi_ps): no new processes, the framework already imported."""

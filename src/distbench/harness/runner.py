@@ -111,14 +111,22 @@ HOST_CHECK_S = 20.0
 
 
 def check_cluster_ready(cfg: ExperimentConfig) -> None:
-    """Before anything is written: an emulated cluster can be built here; every real host
-    answers (within :data:`HOST_CHECK_S`) with the same distbench, TensorFlow, Keras and
-    Horovod as this machine, as ``distbench env --cluster`` checks.
+    """Before anything is written: ``[run] device = "gpu"`` has a GPU where the sweep runs on
+    this machine (user test, helper-40: every configuration was recorded ``unavailable``,
+    exit 1); an emulated cluster can be built here; every real host answers (within
+    :data:`HOST_CHECK_S`) with the same distbench, TensorFlow, Keras and Horovod as this
+    machine, as ``distbench env --cluster`` checks.
 
     Raises:
-        ConfigError: one line per problem, each naming its host (unreachable, no answer in
-            time, a different version, a port in use), or why no cluster can be emulated.
+        ConfigError: no GPU (or every GPU hidden) for ``device = "gpu"``; one line per
+            problem, each naming its host (unreachable, no answer in time, a different
+            version, a port in use), or why no cluster can be emulated.
     """
+    if cfg.run.device == "gpu" and not cfg.cluster.hosts:  # a real cluster's hosts may have GPUs its head has not
+        from distbench import gpu
+
+        if not gpu.listed() or gpu.hidden_by_user():
+            raise ConfigError(gpu.problem("gpu") or 'run.device = "gpu": no GPU here')
     if cfg.cluster.emulate is not None:
         from distbench.cluster.emulated import require_available, require_free_subnet
         from distbench.config.cluster import parse_subnet

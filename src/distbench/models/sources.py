@@ -17,8 +17,8 @@ from typing import Any
 
 from distbench.config import APPLICATIONS, ConfigError
 
-FACTORY_HINT = ("run distbench from the folder that holds the module's top package, put that folder on "
-                "PYTHONPATH, or install the package (README, 'Your own model')")
+FACTORY_HINT = ("run distbench from the folder that holds the module's top package, set [model] factory_dir = "
+                "'that folder', put it on PYTHONPATH, or install the package (README, 'Your own model')")
 
 
 def import_factory(factory: str, folder: str = "") -> Any:
