@@ -44,6 +44,8 @@ def test_unknown_strategy():
     cfg = config.override(config.load(None), run__strategies=["mirorred"])
     with pytest.raises(ConfigError, match=r"unknown strategy 'mirorred'; did you mean 'mirrored'\? known strategies: single, mirrored"):
         expand(cfg)
+    with pytest.raises(ConfigError, match=r"unknown strategy 'SINGLE'; did you mean 'single'\? "):  # helper-40
+        expand(config.override(config.load(None), run__strategies=["SINGLE"]))
 
 
 def test_resume_rules(tmp_path):

@@ -155,7 +155,8 @@ def strategy_class(name: str) -> type[Strategy]:
     except KeyError:
         pass
     known = names() + list(_FAMILIES)
-    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    close = ([k for k in known if k.lower() == name.lower()]  # helper-40: 'SINGLE' got no suggestion
+             or difflib.get_close_matches(name.lower(), known, n=3, cutoff=0.6))
     hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
     raise ConfigError(f"unknown strategy {name!r}; {hint}known strategies: {', '.join(names())} "
                       f"(families: {', '.join(_FAMILIES)})")
