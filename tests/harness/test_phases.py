@@ -37,12 +37,14 @@ def test_without_marks_the_phases_it_cannot_tell_apart_are_merged_not_guessed():
 def test_the_sweep_line_sums_phases_and_names_the_rest():
     recs = [{"timings": {"train_s": 2.0, "eval_s": 1.0, "phases": {"train_s": 2.0, "engine_start_s": 5.0,
                                                                   "eval_s": 1.0}}},
-            {"timings": {"train_s": 1.0, "eval_s": None}}]  # a record without phases (e.g. a timeout)
+            {"timings": {"train_s": 1.0, "eval_s": None}},  # an ok record a user's launcher wrote, no phases
+            {"status": "timeout", "timings": {"total_s": 3.0}}]  # helper-40: it read as between configurations
     line = time_breakdown(recs, 20.0, setup_s=6.0, report_s=1.0)
-    assert line.startswith("sweep: 2 configuration(s) in 20.0 s: training 3.0 s (15%), engine start-up 5.0 s (25%)")
-    assert "evaluation 1.0 s (5%)" in line
+    assert line.startswith("sweep: 3 configuration(s) in 20.0 s: training 3.0 s (15%), framework and engine start-up "
+                           "5.0 s (25%)")
+    assert "evaluation 1.0 s (5%), configurations that failed or timed out 3.0 s (15%)" in line
     assert line.endswith("sweep set-up (workload, initial weights) 6.0 s (30%), report 1.0 s (5%), "
-                         "other 4.0 s (20%: between configurations)")
+                         "other 1.0 s (5%: between configurations)")
 
 
 def test_a_sweep_with_nothing_to_run_says_so():

@@ -95,7 +95,8 @@ def phases(out: TrainOutput, spawn_unix: float, total_s: float, eval_s: float) -
     return {k: round(max(0.0, v), 4) for k, v in raw.items()}
 
 
-PHASE_WORDS = (("train_s", "training"), ("engine_start_s", "engine start-up"), ("process_start_s", "process start"),
+PHASE_WORDS = (("train_s", "training"), ("engine_start_s", "framework and engine start-up"),
+               ("process_start_s", "process start"),
                ("workload_s", "workload load"), ("trace_s", "tracing"), ("off_clock_s", "snapshots and teardown"),
                ("exit_s", "exit"), ("eval_s", "evaluation"))
 
@@ -103,8 +104,9 @@ PHASE_WORDS = (("train_s", "training"), ("engine_start_s", "engine start-up"), (
 def time_breakdown(records: list[dict[str, Any]], wall_s: float, setup_s: float = 0.0, report_s: float = 0.0) -> str:
     """One line saying where a sweep's wall time went: the sum of each phase of
     :func:`phases` over ``records`` (seconds and share of ``wall_s``), the sweep's own
-    set-up and report, and what none of these accounts for (between configurations:
-    spawning, records, progress; records without phases).
+    set-up and report, the wall time of configurations that ended without phases (failed,
+    timed out: user test, helper-40, two time-outs read as "between configurations"), and
+    what none of these accounts for (between configurations: spawning, records, progress).
 
     Args:
         records: the records this sweep wrote.
@@ -113,16 +115,20 @@ def time_breakdown(records: list[dict[str, Any]], wall_s: float, setup_s: float 
             the sweep's process, workload preparation: data load, split, initial weights).
         report_s: seconds writing and printing the report after the last one.
     """
-    sums = {k: 0.0 for k, _ in PHASE_WORDS}
+    sums = {k: 0.0 for k, _ in PHASE_WORDS} | {"not_ok_s": 0.0}
     for r in records:
         t = r.get("timings") or {}
-        for k in sums:
+        if not t.get("phases") and r.get("status", "ok") != "ok":
+            sums["not_ok_s"] += float(t.get("total_s") or 0)
+            continue
+        for k, _ in PHASE_WORDS:
             sums[k] += float((t.get("phases") or {}).get(k) or (t.get(k) if k in ("train_s", "eval_s") else 0) or 0)
     if not records:
         return f"sweep: nothing to run (every configuration was already recorded); {wall_s:.1f} s"
     wall = max(wall_s, 1e-9)
     sums["setup_s"], sums["report_s"] = setup_s, report_s
-    words = PHASE_WORDS + (("setup_s", "sweep set-up (workload, initial weights)"), ("report_s", "report"))
+    words = PHASE_WORDS + (("not_ok_s", "configurations that failed or timed out"),
+                           ("setup_s", "sweep set-up (workload, initial weights)"), ("report_s", "report"))
     parts = [f"{word} {sums[k]:.1f} s ({100 * sums[k] / wall:.0f}%)" for k, word in words if sums[k] >= 0.05]
     rest = wall_s - sum(sums.values())
     if rest >= 0.05:
