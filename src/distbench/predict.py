@@ -153,9 +153,8 @@ def longer_timeout(run_dir: str | Path | None) -> str:
         names = list(cfg["run"].get("strategies") or [])
     except (OSError, ValueError, KeyError, TypeError):
         limit, names = 900.0, []
-    measured = [float(t) for r in (read_records(run_dir) if run_dir is not None and (Path(run_dir) / "results.jsonl"
-                                                                                       ).exists() else [])
-                if (t := (r.get("timings") or {}).get("startup_s"))]
+    recs = read_records(run_dir) if run_dir is not None and (Path(run_dir) / "results.jsonl").exists() else []
+    measured = [float(t) for r in recs if (t := (r.get("timings") or {}).get("startup_s"))]
     start = max(measured + [STARTUP_SEED_S.get(n.split(":")[0], DEFAULT_STARTUP_S) for n in names] or [0.0])
     return f" --timeout {math.ceil(max(4 * limit, limit + 2 * start) / 10) * 10:g}"
 
