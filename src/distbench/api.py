@@ -560,12 +560,12 @@ def _listed(arg: str, value: Any) -> Any:
     """A list-valued keyword given as one value or a comma-separated string, as a list; a
     ``target_accuracy`` as the CLI reads it (``"97%"`` is 0.97; user test, helper-40)."""
     if arg == "target_accuracy" and isinstance(value, str):
-        from distbench.cli.common import ACCURACY
+        from distbench.text import parse_accuracy
 
         try:
-            return ACCURACY.convert(value, None, None)
-        except click.BadParameter as e:
-            raise ConfigError(f"compare(target_accuracy={value!r}): {e.message}") from None
+            return parse_accuracy(value)
+        except ValueError as e:
+            raise ConfigError(f"compare(target_accuracy={value!r}): {e}") from None
     if arg not in ("strategies", "workers"):
         return value
     items = value.split(",") if isinstance(value, str) else value if isinstance(value, (list, tuple)) else [value]

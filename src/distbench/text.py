@@ -1,4 +1,5 @@
-"""Text helpers for messages shown to users: reasons and errors cut where a sentence ends."""
+"""Text helpers for messages shown to users: reasons and errors cut where a sentence ends;
+quantities as people write them (an accuracy as ``0.97`` or ``97%``)."""
 
 from __future__ import annotations
 
@@ -103,3 +104,30 @@ def seconds_text(seconds: float) -> str:
 SECONDS = {"us": 1e-6, "µs": 1e-6, "usec": 1e-6, "ms": 1e-3, "msec": 1e-3, "s": 1.0, "sec": 1.0}
 """Time units people write after a number (``50us``, ``4ms``), as seconds per unit: the CLI's
 ``--latency``/``--node-step`` and Python's ``node_step="4ms"`` read the same ones."""
+
+
+def parse_accuracy(value: object) -> float:
+    """A test accuracy as people write it: a fraction (``0.97``) or a percentage (``"97%"`` is
+    0.97; user test, helper-36: ``97%`` was "not a valid float"). Its range, (0, 1], is for
+    the caller to check (a percentage over 100 comes back over 1).
+
+    Raises:
+        ValueError: not a number or percentage; a percentage under 1% (helper-37: ``0.97%``
+            ran to 0.0097, a target below chance, without a word), naming both readings.
+    """
+    text = str(value).strip()
+    if text.endswith("%"):
+        try:
+            pct = float(text[:-1])
+        except ValueError:
+            pct = math.nan
+        if 0 < pct < 1:
+            raise ValueError(f"{value!r} is {pct / 100:g} of the test samples: did you mean {pct:g} (a fraction) or "
+                             f"{pct * 100:g}%?")
+        if not math.isnan(pct):
+            return pct / 100
+    try:
+        return float(text) if not isinstance(value, float) else value
+    except ValueError:
+        raise ValueError(f"{value!r}: expected a test accuracy as a fraction or a percentage, e.g. 0.95 or "
+                         "95%") from None

@@ -206,25 +206,14 @@ class _Accuracy(click.ParamType):
     name = "accuracy"
 
     def convert(self, value: Any, param: Any, ctx: Any) -> Any:
-        """``"97%"`` -> 0.97; otherwise as a float, failing with both forms named."""
-        text = str(value).strip()
-        if text.endswith("%"):
-            try:
-                pct = float(text[:-1])
-            except ValueError:
-                pct = math.nan
-            if 1 <= pct <= 100:
-                return pct / 100
-            if 0 < pct < 1:  # helper-37: "0.97%" ran to 0.0097, a target below chance, without a word
-                self.fail(f"{value!r} is {pct / 100:g} of the test samples: did you mean {pct:g} (a fraction) or "
-                          f"{pct * 100:g}%?", param, ctx)
-            if not math.isnan(pct):
-                return pct / 100  # out of range: the command says so with the range
+        """``"97%"`` -> 0.97; otherwise as a float, failing with both forms named
+        (:func:`distbench.text.parse_accuracy`)."""
+        from distbench.text import parse_accuracy
+
         try:
-            return float(text) if not isinstance(value, float) else value
-        except ValueError:
-            self.fail(f"{value!r}: expected a test accuracy as a fraction or a percentage, e.g. 0.95 or 95%",
-                      param, ctx)
+            return parse_accuracy(value)
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
 
 
 ACCURACY = _Accuracy()
