@@ -57,8 +57,7 @@ def test_mpirun_places_one_rank_per_emulated_host(cluster, tmp_path):
 def test_horovodrun_gloo_runs_one_rank_per_emulated_host(cluster, tmp_path):
     cluster.set_bandwidth("1gbit")
     argv, env = horovodrun_command(2, cluster.hosts_arg(), [sys.executable, "-c", ALLREDUCE_HOROVOD], tmp_path / "out",
-                                   60, sys.executable)
-    argv = argv[:1] + ["--network-interface", cluster.iface] + argv[1:]
+                                   60, sys.executable, options=["--network-interface", cluster.iface])
     env = cluster.ssh_env(launcher_env(sys.executable, env))
     env["TF_CPP_MIN_LOG_LEVEL"] = "3"
     res = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
