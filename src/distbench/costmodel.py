@@ -925,7 +925,7 @@ def describe(text: str, c: Cluster, inputs: dict[str, Any]) -> str:
 def measured_on(run_dir: str | Path, workers: int) -> dict[str, dict[str, Any]]:
     """A run on a (real or emulated) cluster: per strategy at ``workers`` workers (``single``
     at its one), the steady seconds per epoch and the times to target of its ok records
-    without a slowed worker, and a parameter server's ``window`` (each window of a window
+    without a slowed worker, its ``strategy`` and a parameter server's ``window`` (each window of a window
     sweep on its own, keyed ``strategy (window W)``). ``single``'s row shows how fast the
     machine ran for each run (user test, helper-25: an emulated run's ``single`` took 2.3x as
     long per step)."""
@@ -937,7 +937,7 @@ def measured_on(run_dir: str | Path, workers: int) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for r in recs:
         key = window_label(r["strategy"], window_of(r) if r["strategy"] in swept else None)
-        m = out.setdefault(key, {"epoch_s": [], "ttt_s": [], "window": window_of(r)})
+        m = out.setdefault(key, {"epoch_s": [], "ttt_s": [], "strategy": r["strategy"], "window": window_of(r)})
         if epoch_s(r):
             m["epoch_s"].append(float(epoch_s(r) or 0.0))
         if r.get("time_to_target_s") is not None:
@@ -1072,9 +1072,8 @@ def against(preds: Sequence[StrategyPrediction], measured: dict[str, dict[str, l
     side has none)."""
     out = []
     for p in preds:
-        m = measured.get(p.label) or next((v for k, v in measured.items()  # the same window, labelled or not
-                                           if k.split(" (window ")[0] == p.strategy and v.get("window") == p.window),
-                                          None)
+        m = measured.get(p.label) or next((v for v in measured.values()  # the same window, labelled or not
+                                           if v.get("strategy") == p.strategy and v.get("window") == p.window), None)
         if not m or p.epoch_s is None:
             continue
         me = statistics.median(m["epoch_s"]) if m["epoch_s"] else None
