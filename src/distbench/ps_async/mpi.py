@@ -50,18 +50,42 @@ def _comm() -> Any:
     return MPI.COMM_WORLD
 
 
-def send_frames(comm: Any, frames: list, dest: int, meta_tag: int, data_tag: int) -> int:
-    """Send one message's frames to ``dest``; returns the bytes sent (frames only)."""
+def _message(frames: list) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The metadata array and the ``uint8`` views of one message's frames."""
     bufs = [np.frombuffer(P.frame_view(f), dtype=np.uint8) for f in frames]
     if len(bufs) > META_LEN - 1:
         raise P.ProtocolError("count", f"{len(bufs)} frames, at most {META_LEN - 1}")
     meta = np.zeros(META_LEN, dtype=np.int64)
     meta[0] = len(bufs)
     meta[1:1 + len(bufs)] = [b.size for b in bufs]
+    return meta, bufs
+
+
+def send_frames(comm: Any, frames: list, dest: int, meta_tag: int, data_tag: int) -> int:
+    """Send one message's frames to ``dest``; returns the bytes sent (frames only)."""
+    meta, bufs = _message(frames)
     comm.Send([meta, len(meta), _mpi_int64()], dest=dest, tag=meta_tag)
     for b in bufs:
         comm.Send([b, b.size, _mpi_byte()], dest=dest, tag=data_tag)
     return int(sum(b.size for b in bufs))
+
+
+def isend_frames(comm: Any, frames: list, dest: int, meta_tag: int, data_tag: int) -> tuple[list, list]:
+    """Start sending one message's frames to ``dest`` without waiting for it to arrive.
+
+    A blocking ``MPI_Send`` of a frame over Open MPI's rendezvous size (4 KiB on shared
+    memory, 64 KiB on TCP) returns only once the receiver has matched it; on the server that
+    serialises every replica behind the slowest one to poll for its reply.
+
+    Returns:
+        ``(requests, buffers)``: the buffers must stay alive, unchanged, until every
+        request completes (:func:`mpi4py.MPI.Request.Testall`). MPI keeps the messages of
+        one sender to one receiver in the order they were started.
+    """
+    meta, bufs = _message(frames)
+    reqs = [comm.Isend([meta, len(meta), _mpi_int64()], dest=dest, tag=meta_tag)]
+    reqs += [comm.Isend([b, b.size, _mpi_byte()], dest=dest, tag=data_tag) for b in bufs]
+    return reqs, [meta, *bufs]
 
 
 def recv_frames(comm: Any, source: int, meta_tag: int, data_tag: int, max_bytes: int) -> list[np.ndarray]:
@@ -137,6 +161,7 @@ class MPIServerTransport(ServerTransport):
         self.max_bytes = 0
         self._comm: Any = None
         self._idle = 0.0
+        self._pending: list[tuple[list, list]] = []  # replies in flight: (requests, buffers)
 
     def open(self, max_bytes: int) -> str:
         """Attach to ``MPI.COMM_WORLD``; the address is :data:`ADDRESS`."""
@@ -151,6 +176,7 @@ class MPIServerTransport(ServerTransport):
         st = MPI.Status()
         deadline = time.monotonic() + timeout_s
         while not self._comm.Iprobe(source=MPI.ANY_SOURCE, tag=REQ_META, status=st):
+            self._complete()
             if time.monotonic() >= deadline:
                 return None
             self._idle = min(0.002, self._idle + 0.0001)
@@ -164,11 +190,32 @@ class MPIServerTransport(ServerTransport):
             return Incoming(ident, [], e)
 
     def send(self, ident: bytes, frames: list) -> None:
-        """Send to the rank in ``ident`` (``MPI_Send`` returns once the buffers may be reused)."""
-        send_frames(self._comm, frames, int.from_bytes(ident, "little"), REP_META, REP_DATA)
+        """Start sending to the rank in ``ident`` without blocking (``MPI_Isend``): the
+        frames are kept, unchanged as the transport contract promises, until MPI has sent
+        them, so the server goes on serving while that replica has yet to poll for its reply."""
+        self._pending.append(isend_frames(self._comm, frames, int.from_bytes(ident, "little"),
+                                          REP_META, REP_DATA))
+        self._complete()
 
-    def close(self) -> None:
-        """Nothing to release: MPI is finalised at process exit."""
+    def _complete(self) -> None:
+        """Drop the replies MPI has finished sending (their buffers may then be freed)."""
+        if self._pending:
+            from mpi4py import MPI
+
+            self._pending = [p for p in self._pending if not MPI.Request.Testall(p[0])]
+
+    def close(self, wait_s: float = 3.0) -> None:
+        """Wait up to ``wait_s`` seconds for the replies still in flight (a replica that
+        stopped polling never takes its last one): less than
+        :meth:`~distbench.ps_async.server.ParameterServer.stop` waits for the serving
+        thread, so rank 0's main thread never uses MPI beside it. MPI is finalised at exit."""
+        deadline = time.monotonic() + wait_s
+        while self._pending and time.monotonic() < deadline:
+            self._complete()
+            time.sleep(0.001)
+        if self._pending:
+            _LOG.info("%d replies to replicas were still unsent when the server closed", len(self._pending))
+        self._pending = []
 
 
 class MPIClientTransport(ClientTransport):
@@ -194,8 +241,14 @@ class MPIClientTransport(ClientTransport):
         self._comm = _comm()
 
     def send(self, frames: list) -> bool:
-        """Send the frames to rank 0."""
-        send_frames(self._comm, frames, SERVER_RANK, REQ_META, REQ_DATA)
+        """Send the frames to rank 0 and return once their buffers may be reused, sleeping
+        between checks rather than spinning in ``MPI_Send`` (on cores shared with the
+        server, the spin held the core the server needed to take the message)."""
+        from mpi4py import MPI
+
+        reqs, _keep = isend_frames(self._comm, frames, SERVER_RANK, REQ_META, REQ_DATA)
+        while not MPI.Request.Testall(reqs):
+            time.sleep(0.0002)
         return True
 
     def receive(self, timeout_s: float) -> list | None:
