@@ -282,6 +282,7 @@ def test_parse_target():
                                                       "nodes with GPUs write"),
                         ("4 nodes, 16 workers, 1 Gbit/s", "more than one size"),  # 16 in all or per node?
                         ("1 node 10gbit", "one worker has"), ("4 nodes 10 gbitz", "'10 gbitz' is neither"),
+                        ("4 nodes, 10 Gibit/s", "'10 Gibit/s' is neither"),  # helper-40: quoted as written
                         # user test (helper-20): inf was one node; '-' is neither; which part is 0
                         ("4 nodes x 2, 1e400 bit/s", "'1e400 bit/s': a bandwidth is a finite number above 0"),
                         ("4 nodes x 2, 0 Gbit/s", "'0 Gbit/s': a bandwidth is a finite"),

@@ -306,11 +306,13 @@ def _target_size(found: dict[str, list[re.Match[str]]], rest: str, text: str, ba
         if between:
             each, rest = between, rest[:devices[0].end()] + " " * len(between[0]) + rest[machines[0].start():]
             spread = between[1].lower() not in "x×*"
-    left = re.sub(_TARGET_FILLER, " ", rest, flags=re.IGNORECASE).split()
-    if left:  # user test (helper-21): a bare number or a number word, said what to change
+    blanked = re.sub(_TARGET_FILLER, lambda f: " " * len(f[0]), rest, flags=re.IGNORECASE)  # same positions
+    if left := blanked.split():  # user test (helper-21): a bare number or a number word, said what to change
         hint = next((h for pattern, h in _LEFTOVER_HINTS if any(re.fullmatch(pattern, w, re.IGNORECASE)
                                                                    for w in left)), "")
-        raise bad(f"{' '.join(left)!r} is neither a size (N nodes x M GPUs), a bandwidth nor a latency{hint}")
+        words = list(re.finditer(r"\S+", blanked))  # quoted as written ('10 Gibit/s', not '10 Gibit s')
+        said = " ".join(rest[words[0].start():words[-1].end()].split())
+        raise bad(f"{said!r} is neither a size (N nodes x M GPUs), a bandwidth nor a latency{hint}")
     sizes = found["grid"] + found["count"]
     if not found["grid"] and len(machines) == 1 and len(devices) == 1 and each:  # "2 nodes ... with 4 GPUs each"
         sizes = [machines[0]]
