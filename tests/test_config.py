@@ -40,6 +40,19 @@ def test_worker_counts_need_not_divide_the_batch_when_single_alone_runs():
         config.from_dict({"run": {"strategies": ["single", "horovod"], "workers": [3]}})
 
 
+def test_the_elastic_moving_rate_is_checked_only_where_an_elastic_optimizer_runs():
+    # the user test (helper-42): `single` or `mpi_ps:adag` alone was refused for ps.rho
+    from distbench.config.engines import ELASTIC
+    from distbench.ps_async.rules import DEFAULTS
+
+    assert set(ELASTIC) == {o for o, d in DEFAULTS.items() if "rho" in d}
+    ps = {"learning_rate": 0.5, "rho": 5.0}
+    assert config.from_dict({"run": {"strategies": ["single", "mpi_ps:adag"]}, "ps": ps}).ps.rho == 5.0
+    for strategies in (["single", "spark_ps:eamsgd"], ["all"]):
+        with pytest.raises(ConfigError, match="ps.learning_rate x ps.rho = 0.5 x 5 = 2.5"):
+            config.from_dict({"run": {"strategies": strategies}, "ps": ps})
+
+
 def test_toml_file_roundtrip(tmp_path):
     p = tmp_path / "c.toml"
     p.write_text('[training]\nepochs = 3\nlearning_rate = 1\n[run]\nworkers = [1, 2]\n')

@@ -194,6 +194,22 @@ def test_a_centre_counts_the_passes_over_the_data_it_holds():
     assert warmup_share({"curve": last, "timings": {"train_s": 0.4}})[2] == pytest.approx((0.1 / 1.6 + 0.1 / 0.8) / 2)
 
 
+def test_a_window_as_long_as_the_run_has_no_epoch_ends_in_its_curve():
+    # helper-42: window 50 against 40 steps per replica: each replica commits once, at its end, and the two points
+    # are those commits 1 ms apart; read as epochs, 0.156 s of warm-up and 0.001 s per epoch advised --epochs 962
+    from distbench.costmodel import _first_epoch_s
+    from distbench.results.notes import warmup_share
+
+    curve = [{"epoch": 1, "step": 1, "elapsed_s": 0.1564, "test_accuracy": 0.5, "data_epochs": 1.25},
+             {"epoch": 2, "step": 2, "elapsed_s": 0.1575, "test_accuracy": 0.6, "data_epochs": 2.0}]
+    rec = {"curve": curve, "epochs": 2, "timings": {"train_s": 0.1607},
+           "details": {"communication_window": 50, "per_worker_steps": [40, 40]}}
+    assert P.epoch_s(rec) == pytest.approx(0.1607 / 2) and warmup_share(rec) is None
+    assert _first_epoch_s(rec, 0.08) is None
+    rec["details"]["communication_window"] = 8  # 5 commits each: the curve's epochs stand
+    assert P.epoch_s(rec) == pytest.approx(0.0011 / 0.75) and warmup_share(rec) is not None
+
+
 def test_inputs_from_run_one_epoch_falls_back_to_train_s(tmp_path):
     (tmp_path / "results.jsonl").write_text(json.dumps(_record("single", [2.0], [40], 2.0)) + "\n")
     inp = P.inputs_from_run(tmp_path)

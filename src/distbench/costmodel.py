@@ -262,10 +262,11 @@ def _epochs_to(rec: dict[str, Any], target: float) -> float | None:
 def _first_epoch_s(rec: dict[str, Any], epoch: float | None) -> float | None:
     """Seconds to the end of a record's first epoch: its first curve point's, less the steady
     ``epoch`` seconds of the epochs before it where that point is a later epoch's (a centre
-    held over epochs, :func:`~distbench.results.records.model_points`)."""
-    from distbench.results.records import model_points
+    held over epochs, :func:`~distbench.results.records.model_points`); None where the curve
+    has no epoch ends (:func:`~distbench.results.records.centre_updated_at_the_end`)."""
+    from distbench.results.records import centre_updated_at_the_end, model_points
 
-    pts = model_points(rec.get("curve") or [])
+    pts = [] if centre_updated_at_the_end(rec) else model_points(rec.get("curve") or [])
     return pts[0]["elapsed_s"] - (pts[0]["epoch"] - 1) * (epoch or 0.0) if pts else None
 
 

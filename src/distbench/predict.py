@@ -60,7 +60,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from distbench.results.records import model_points
+from distbench.results.records import centre_updated_at_the_end, model_points
 from distbench.results.store import read_records, untaken
 
 #: 10 GbE: 1.25e9 bytes/s each way, ~50 microseconds per message (kernel TCP).
@@ -406,9 +406,12 @@ def epoch_s(rec: dict[str, Any]) -> float | None:
 
     A median, not the mean from the first to the last point: one epoch's stall does not
     move it (a parameter server's last epoch also waits for the final commits; on 2 cores a
-    19 KB model's 0.02 s epochs vary by a quarter between repeats, benchmarks/predict_validation.py)."""
+    19 KB model's 0.02 s epochs vary by a quarter between repeats, benchmarks/predict_validation.py).
+    A parameter server whose replicas commit only at their end
+    (:func:`~distbench.results.records.centre_updated_at_the_end`) has no epoch ends in its
+    curve: ``train_s / epochs``."""
     pts = [(p["epoch"], p["elapsed_s"]) for p in model_points(rec.get("curve") or [])]  # helper-38: a repeated
-    if len(pts) >= 2 and pts[-1][0] > pts[0][0]:  # centre's zero interval was a steady epoch of 0 s
+    if len(pts) >= 2 and pts[-1][0] > pts[0][0] and not centre_updated_at_the_end(rec):  # centre's zero interval
         return statistics.median((b[1] - a[1]) / (b[0] - a[0]) for a, b in zip(pts, pts[1:]) if b[0] > a[0])
     train, epochs = (rec.get("timings") or {}).get("train_s"), rec.get("epochs") or len(pts)
     return train / epochs if train and epochs else None

@@ -32,6 +32,10 @@ def test_a_window_given_twice_is_one_configuration(caplog):
     assert any(m.startswith("communication window 5000: each parameter-server replica takes 40 steps in the whole run "
                             "(2 epochs x 20)") for m in said)
     assert not any(m.startswith("communication window 2:") for m in said)
+    caplog.clear()  # helper-42: windows in a sweep without a parameter server ran without a word
+    warn_windows(config.override(cfg, run__strategies=["single", "horovod"]), load_dataset(cfg.data, cfg.training.seed))
+    assert [r.getMessage() for r in caplog.records] == [
+        "ps.windows [2, 2, 5000] is not used: no parameter-server strategy (spark_ps:..., mpi_ps:...) is in this sweep"]
 
 
 def test_all_expands_to_every_registered_strategy():

@@ -74,7 +74,7 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
     check_data(cfg.data)
     check_model(cfg.model)
     check_training_and_run(cfg.training, cfg.run)
-    check_engines(cfg.ps, cfg.tf)
+    check_engines(cfg.ps, cfg.tf, cfg.run.strategies)
     check_spark_config(cfg.spark.master, cfg.spark.conf)
     check_scenario(cfg)
     check_cluster(cfg.cluster, cfg.run.workers)

@@ -5,6 +5,7 @@ optimizers), ``[tf]`` (TensorFlow's multi-process strategies) and ``[mpi]``, and
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from distbench.contracts import ConfigError
@@ -61,8 +62,14 @@ class MPIConfig:
     share_engine: bool = True
 
 
-def check_engines(ps: PSConfig, tf: TFConfig) -> None:
-    """``[ps]`` and ``[tf]``: windows, the elastic moving rate, port; collective, ps tasks."""
+ELASTIC = ("aeasgd", "eamsgd", "easgd")
+"""The elastic optimizers: the ones ``ps.rho`` and ``ps.learning_rate`` set (the optimizers of
+:data:`distbench.ps_async.rules.DEFAULTS` with a ``rho``)."""
+
+
+def check_engines(ps: PSConfig, tf: TFConfig, strategies: Sequence[str] = ELASTIC) -> None:
+    """``[ps]`` and ``[tf]``: windows, the elastic moving rate (where ``strategies``, the
+    sweep's, has an elastic optimizer), port; collective, ps tasks."""
     at_least("ps.communication_window", ps.communication_window, 0)
     for i, w in enumerate(ps.windows):
         at_least(f"ps.windows[{i}]", w)
@@ -71,7 +78,8 @@ def check_engines(ps: PSConfig, tf: TFConfig) -> None:
     if not 0 < ps.learning_rate < math.inf:
         raise ConfigError(f"ps.learning_rate = {ps.learning_rate!r}: must be a finite number > 0")
     alpha = ps.learning_rate * ps.rho
-    if alpha >= 1:  # each exchange moves a replica and the centre alpha of the way to each other
+    elastic = any(s == "all" or s.rpartition(":")[2] in ELASTIC for s in strategies)  # helper-42: not `single`
+    if alpha >= 1 and elastic:  # each exchange moves a replica and the centre alpha of the way to each other
         raise ConfigError(f"ps.learning_rate x ps.rho = {ps.learning_rate:g} x {ps.rho:g} = {alpha:g}: the "
                           "elastic optimizers' moving rate alpha must be < 1 (each exchange moves the replica and "
                           "the centre alpha of the way towards each other; 1 or more overshoots, Zhang, "

@@ -16,7 +16,7 @@ import statistics
 from typing import Any, Sequence
 
 from distbench.contracts import PlacementKind
-from distbench.results.records import model_points
+from distbench.results.records import centre_updated_at_the_end, model_points
 from distbench.results.stats import ConfigSummary, fits_training
 from distbench.text import join_and, seconds_text
 
@@ -42,11 +42,12 @@ def warmup_share(record: dict[str, Any]) -> tuple[float, float, float] | None:
     Returns:
         ``(share, first_s, later_s)``: warm-up / training time (fraction), the first
         epoch's seconds and the median later epoch's seconds; ``None`` with fewer than two
-        points or no training time.
+        points, no training time, or a curve with no epoch ends (a parameter server whose
+        replicas commit only at their end, :func:`~distbench.results.records.centre_updated_at_the_end`).
     """
     pts = [(p["epoch"], p["elapsed_s"]) for p in model_points(record.get("curve") or [])]
     train = (record.get("timings") or {}).get("train_s") or (pts[-1][1] if pts else None)
-    if len(pts) < 2 or not train:
+    if len(pts) < 2 or not train or centre_updated_at_the_end(record):
         return None
     later = statistics.median((b[1] - a[1]) / (b[0] - a[0]) for a, b in zip(pts, pts[1:]))
     first = pts[0][1] - (pts[0][0] - 1) * later  # the first point may be a later epoch's (records.model_points)

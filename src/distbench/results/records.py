@@ -248,6 +248,17 @@ def model_points(curve: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [p for p, nxt in zip(kept, kept[1:] + [None]) if nxt is None or nxt["epoch"] > p["epoch"]]
 
 
+def centre_updated_at_the_end(rec: dict[str, Any]) -> bool:
+    """Whether a parameter-server record's communication window is at least the steps each
+    replica took in the whole run: every replica then commits once, at its end, and the
+    times of its curve's points are when those commits arrived, not epoch ends (user test,
+    helper-42: window 50 against 40 steps read as a first epoch of 0.156 s and later ones of
+    0.001 s, and advised ``--epochs 962``)."""
+    d = rec.get("details") or {}
+    window, steps = d.get("communication_window"), d.get("per_worker_steps")
+    return bool(window and steps and window >= max(steps))
+
+
 def time_to_target(curve: list[dict[str, Any]], target: float) -> float | None:
     """Seconds since training start at which test accuracy first reached ``target``
     (the first curve point at or above it), or ``None`` if never.
