@@ -194,3 +194,14 @@ def test_device_gpu_without_a_gpu_is_refused_before_anything_is_written(tmp_path
     res = CliRunner().invoke(main, ["run", "--strategies", "single", "--device", "gpu", "--out", str(tmp_path / "r")])
     assert res.exit_code == 2 and 'run.device = "gpu" but nvidia-smi lists no GPU here' in res.output
     assert not (tmp_path / "r").exists()
+    assert "(--device cpu)" in res.output
+    # helper-42: compare() named the config file's key; it names its own keyword
+    import numpy as np
+
+    from distbench import compare
+
+    x, y = np.random.rand(60, 4).astype("float32"), np.arange(60) % 2
+    with pytest.raises(ConfigError, match='^device="gpu" but nvidia-smi lists no GPU here .*; use device="auto" or '
+                                          '"cpu" on this machine$'):
+        compare(None, (x, y), strategies=["single"], device="gpu", out=tmp_path / "api")
+    assert not (tmp_path / "api").exists()

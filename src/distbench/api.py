@@ -270,7 +270,8 @@ def run_with_progress(cfg: ExperimentConfig, run_dir: Path, resume: bool,
         except KeyboardInterrupt:  # the progress line stays on screen: it must not read as still running
             stop.set()
             poller.join(timeout=2.0)
-            progress.update(task, phase="interrupted", eta="-")
+            between = {} if state.get("key") else {"description": "sweep"}  # helper-42: not the last row, done ok
+            progress.update(task, phase="interrupted", eta="-", **between)
             raise
         finally:
             stop.set()
@@ -510,6 +511,9 @@ def _as_given(e: ConfigError, run_dir: Path, data: Any, model: Any = None) -> Co
                      f"'path:{keras_file.absolute()}'", f"'path:{keras_file}'", str(keras_file.absolute()),
                      str(keras_file)):
             e = type(e)(str(e).replace(form, "compare's model"))
+    e = type(e)(str(e).replace('run.device = "gpu"', 'device="gpu"')  # helper-42: the config file's spelling
+                .replace('use device = "auto" or "cpu" (--device cpu)', 'use device="auto" or "cpu"')
+                .replace("--device cpu", 'device="cpu"').replace('[run] device = "cpu" (device="cpu")', 'device="cpu"'))
     text = re.sub(r"(--[a-z][a-z-]*)\b(?: (\d[\w.]*))?",  # '--batch-size 96' -> 'batch_size=96'
                   lambda m: (API_FLAGS[m[1]] + (m[2] or "") if m[1] in API_FLAGS else m[0]),
                   str(e).replace(str(saved.absolute()), str(saved)))

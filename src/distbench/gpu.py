@@ -115,7 +115,7 @@ def problem(device: str = "auto") -> str | None:
                 "pip install 'tensorflow[and-cuda]', or set [run] device = \"cpu\" (--device cpu) to benchmark the CPU")
     if device == "gpu" and not gpus:
         return ('run.device = "gpu" but nvidia-smi lists no GPU here (no NVIDIA driver, or no GPU); '
-                'use device = "auto" or "cpu" on this machine')
+                'use device = "auto" or "cpu" (--device cpu) on this machine')
     return None
 
 

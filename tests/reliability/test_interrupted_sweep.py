@@ -133,3 +133,23 @@ def test_ctrl_c_after_the_last_configuration_says_to_write_the_report(tmp_path, 
     assert (f"distbench: interrupted after every configuration was recorded; all 1 record(s) are kept in {out}. "
             f"Write the report with: distbench report {out}") in res.stderr
     assert "--resume" not in res.stderr
+
+
+def test_the_progress_line_of_a_ctrl_c_between_configurations_names_the_sweep(tmp_path, capsys):
+    # user test (helper-42): Ctrl-C after "[2/2] mpi_ps:easgd (2 workers): ok" left "2/2 mpi_ps:easgd (2 workers)
+    # interrupted" on screen, a finished configuration read as interrupted
+    from distbench import api, config
+    from distbench.results.records import new_record
+
+    cfg = config.override(config.load(None), run__strategies=["single"], run__repeats=1)
+
+    def one_then_ctrl_c(cfg, run_dir, resume, on_progress, on_round):
+        on_progress("single_w1_r0", 0, 1, None)
+        on_progress("single_w1_r0", 1, 1, new_record("r", "single", 1, 0, "ok"))
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        api.run_with_progress(cfg, tmp_path, False, one_then_ctrl_c)
+    err = capsys.readouterr().err
+    assert "[1/1] single" in err and "sweep interrupted" in " ".join(err.split()), err
+    assert "single interrupted" not in " ".join(err.split()), err

@@ -22,7 +22,7 @@ def test_time_to_target_ranks_and_training_time_is_secondary_and_the_recommendat
     text = " ".join(h.sentences)
     # the user tests: a PS row first to 0.9 in fewer passes read as "use the parameter server";
     # that nothing trained faster than single comes first, then the ranking
-    assert text.startswith("Training time alone (it ignores accuracy; the ranking follows): shortest single "
+    assert text.startswith("Training time alone (it ignores accuracy, so it ranks nothing): shortest single "
                            "(1 worker), 0.20 s; no distributed configuration trained faster here")
     assert h.sentences[1].startswith("Fastest to 0.9 test accuracy (the ranking criterion, as in the "
                                      "recommendation): spark_ps:averaging (2 workers), 0.26 s")

@@ -115,7 +115,7 @@ def test_headline_says_so_when_single_wins_and_when_all_tie():
     recs = [_run("single", 1, 0.9, 0.5), _run("horovod", 2, 0.9, 0.8), _run("mirrored", 2, 0.9, 0.6)]
     text = " ".join(build(recs).headlines[0].sentences)
     assert "Accuracy: all 3 configurations that ran tie at median test accuracy 0.900." in text
-    assert ("Training time alone (it ignores accuracy; the ranking follows): shortest single (1 worker), 0.50 s; no "
+    assert ("Training time alone (it ignores accuracy, so it ranks nothing): shortest single (1 worker), 0.50 s; no "
             "distributed configuration trained faster here: the quickest, mirrored (2 workers), took 0.60 s "
             "(0.83x single)") in text
     assert "train with single" not in text  # no verdict from training time: nothing reached the target

@@ -108,7 +108,7 @@ def make_headline(hw: HardwareInfo, wl: WorkloadInfo, subset: list[ConfigSummary
         h.sentences.append(text + ".")
     elif target is not None and any(s.ok for s in subset):
         h.sentences.append(f"{prefix}No configuration reached the target test accuracy {target}, so none is ranked "
-                           "by time to target (distbench advise prints the run that would).")
+                           "by time to target (distbench advise prints the run to make next).")
     if acc is not None:
         h.sentences.append(prefix + accuracy_sentence(acc, slowed > 0))
     if quick is not None and quick.runner_up is not None:
@@ -177,7 +177,7 @@ def _training_sentence(quick: Leader) -> str:
     comes first in the headline)."""
     s = quick.summary
     below = ", below target" if "below target" in s.flags else ""
-    label = "it ignores accuracy; the ranking follows" if s.strategy == "single" else "secondary: it ignores accuracy"
+    label = "it ignores accuracy, so it ranks nothing" if s.strategy == "single" else "secondary: it ignores accuracy"
     d = _distinct_digits(quick.value, quick.runner_up_value)
     head = f"Training time alone ({label}): shortest {s.label}{below}, {quick.value:.{d}f} s"
     if s.strategy == "single" and quick.runner_up is not None:
