@@ -163,6 +163,9 @@ def test_user_test_findings(tmp_path):
         api._data_keys((x[:0], y[:0]), tmp_path, None, "label")
     with pytest.raises(DataError, match=r"compare's data y: labels are strings \(dtype object\)"):
         api._data_keys((x, np.array(list("abcdefghij"), dtype=object)[y]), tmp_path, None, "label")
+    with pytest.raises(DataError, match=r"compare's data y: .*a column: .*flatten the column \(y.ravel\(\) or "
+                                        r"y.reshape\(-1\)\)$"):  # helper-42: "before saving", but it saved nothing
+        api._data_keys((x, y[:, None]), tmp_path, None, "label")
     with pytest.raises(DataError, match=r"compare's data x: features of dtype <U1; expected numbers"):
         api._data_keys((np.full(x.shape, "a"), y), tmp_path, None, "label")
     cat = api._data_keys(df.assign(label=pd.Categorical(y)), tmp_path / "cat", None, "label")  # integer categories

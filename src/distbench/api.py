@@ -663,7 +663,10 @@ def _check_arrays(arrays: dict[str, Any]) -> None:
         if a.ndim == 0 or len(a) == 0:
             raise DataError(f"compare's data {k} has shape {a.shape}: no samples; expected (n, ...) with n >= 1 rows")
         if k.startswith("y"):
-            class_indices(a, f"compare's data {k}")
+            try:
+                class_indices(a, f"compare's data {k}")
+            except DataError as e:  # helper-42: compare's caller saved nothing
+                raise DataError(str(e).replace(") before saving", ")")) from None
 
 
 def _same_as_recorded(path: Path, arrays: dict[str, Any]) -> bool:
