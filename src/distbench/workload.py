@@ -460,8 +460,9 @@ def warn_windows(cfg: ExperimentConfig, ds: Dataset) -> None:
     for w in dict.fromkeys(ps.windows or [ps.communication_window]):
         if w and w >= run:
             _LOG.warning("communication window %d: each parameter-server replica takes %d steps in the whole run "
-                         "(%d epochs x %d), so the centre is updated once, at the end: a window up to the steps of "
-                         "an epoch (%d) commits every epoch", w, run, cfg.training.epochs, steps, steps)
+                         "(%d epoch%s x %d), so the centre is updated once, at the end: a window up to the steps of "
+                         "an epoch (%d) commits every epoch", w, run, cfg.training.epochs,
+                         "" if cfg.training.epochs == 1 else "s", steps, steps)
 
 
 def warn_uneven_batch(cfg: ExperimentConfig, ds: Dataset) -> None:
