@@ -344,6 +344,10 @@ def test_an_unlikely_target_is_used_but_warned_about(run_dir):
     assert "did you mean Mbit/s" in parse_target("4 nodes, 10 kbit/s").warnings()[0]
     assert "did you mean Gbit/s" in parse_target("4 nodes, 10 Tbit/s").warnings()[0]
     assert "check its unit (us, ms or s)" in parse_target("4 nodes, 1gbit, 1 s latency").warnings()[0]
+    assert parse_target("4 nodes, 1gbit, 50 ms latency").warnings() == [  # user test (helper-43): said nothing
+        "a latency of 50 ms per message is a wide-area network's, over 1000x a datacentre's (tens of microseconds): "
+        "check its unit (us, ms or s)"]
+    assert parse_target("4 nodes, 1gbit, 5 ms latency").warnings() == []
     assert "shapes the rate only" in parse_target("4 nodes, 1gbit, 5 ms, emulated").warnings()[0]
     # user test (helper-20): a rate given for one node was dropped without a word
     assert "the 10 Gbit/s given is unused" in parse_target("our 4-GPU cluster at 10gbit").warnings()[0]
@@ -479,6 +483,23 @@ def test_a_window_sweep_predicts_each_window_on_its_own(run_dir):
     assert measured["mpi_ps:adag (window 8)"]["epoch_s"] == [pytest.approx(0.1)]
     ratios = {a["strategy"]: a["measured_epoch_median_s"] for a in CM.against(preds, measured)}
     assert ratios["mpi_ps:adag (window 2)"] == pytest.approx(0.3) and ratios["mpi_ps:adag (window 8)"] == pytest.approx(0.1)
+
+
+def test_a_window_that_held_the_whole_run_is_named_not_predicted(run_dir):
+    # user test (helper-43): window 1000 against 60 steps per replica was ranked second on the target,
+    # extrapolated from a curve whose points are each replica's one commit at its end
+    with (run_dir / "results.jsonl").open("a") as f:
+        r = rec("mpi_ps:easgd", 2, 0.01, window=1000, accs=(0.9, 0.95, 0.96))
+        r["details"]["per_worker_steps"] = [60, 60]
+        f.write(json.dumps({**r, "config_id": "mpi_ps-easgd_w2_win1000", "communication_window": 1000}) + "\n")
+    target = parse_target("2 nodes, 10gbit")
+    preds, inputs = CM.predict_strategies(run_dir, target.cluster())
+    assert "mpi_ps:easgd" not in by_name(preds) and inputs["not_predicted_once"] == ["mpi_ps:easgd (window 1000)"]
+    assert ("Not predicted (its window is at least the steps each replica took in the whole run, so each replica "
+            "committed once") in CM.not_predicted_text(inputs)
+    adv = advise(CM.read_records(run_dir), run_dir, target)
+    assert adv.target_recommended != "mpi_ps:easgd (window 1000)"
+    assert any("mpi_ps:easgd (window 1000)." in line for line in adv.target)
 
 
 def test_against_says_when_singles_own_epoch_differs_and_shows_its_row(run_dir, tmp_path_factory):

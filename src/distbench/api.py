@@ -877,7 +877,8 @@ class Results:
         ``attrs["inputs"]`` holds what the prediction rests on, as ``--json`` gives it:
         ``measured`` and ``assumed`` (lists of sentences), ``validated`` (the error band
         the validation measured, and what of the target lies outside it), ``model_bytes``,
-        ``n_train``, ``global_batch``, ``cores``, ``target_accuracy``, ``not_predicted``; and
+        ``n_train``, ``global_batch``, ``cores``, ``target_accuracy``, ``not_predicted`` (and
+        ``not_predicted_once``: parameter-server rows whose window held the whole run); and
         ``attrs["target"]`` the cluster as read (nodes, per_node, workers, bandwidth_Bps,
         latency_s, emulated, gpus, text).
 

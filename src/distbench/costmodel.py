@@ -91,7 +91,7 @@ from distbench.calibrate import failure as calibration_failure
 from distbench.cluster.emulated import EMULATED_VETH_BPS, tbf_burst_bytes
 from distbench.predict import epoch_s, longer_timeout, no_single
 from distbench.text import duration_text, link_text, rate_text, seconds_text
-from distbench.results.records import DIVERGED_LOSS
+from distbench.results.records import DIVERGED_LOSS, centre_updated_at_the_end
 from distbench.results.store import read_records
 
 RING = ("multi_worker_mirrored", "horovod", "horovod_mpi", "keras_jax:multi_process")
@@ -264,7 +264,7 @@ def _first_epoch_s(rec: dict[str, Any], epoch: float | None) -> float | None:
     ``epoch`` seconds of the epochs before it where that point is a later epoch's (a centre
     held over epochs, :func:`~distbench.results.records.model_points`); None where the curve
     has no epoch ends (:func:`~distbench.results.records.centre_updated_at_the_end`)."""
-    from distbench.results.records import centre_updated_at_the_end, model_points
+    from distbench.results.records import model_points
 
     pts = [] if centre_updated_at_the_end(rec) else model_points(rec.get("curve") or [])
     return pts[0]["elapsed_s"] - (pts[0]["epoch"] - 1) * (epoch or 0.0) if pts else None
@@ -295,13 +295,15 @@ def measured_rows(records: Sequence[dict[str, Any]], steps_per_epoch: int
     shared engine is the median over its repeats in fresh processes only (the first
     repeat, and any that started the engine): the others ran with the engine's kernels
     already compiled, a first epoch 40-120 ms shorter on 2 cores (BENCHMARKS.md,
-    predict_validation), which no cluster run has."""
+    predict_validation), which no cluster run has. A parameter-server record that committed
+    once (:func:`~distbench.results.records.centre_updated_at_the_end`) is left out: it has
+    no epochs to take a step time or epochs to target from."""
     from distbench.results.records import straggler_text
 
     groups: dict[tuple[str, int, int | None], list[dict[str, Any]]] = {}
     for r in records:
         if (r.get("status") == "ok" and not r.get("bandwidth") and straggler_text(r.get("scenario")) in ("", "1x")
-                and epoch_s(r)):
+                and epoch_s(r) and not centre_updated_at_the_end(r)):
             groups.setdefault((r["strategy"], int(r["workers"]), window_of(r)), []).append(r)
     out = {}
     for key, rs in groups.items():
@@ -543,7 +545,10 @@ def predict_strategies(run_dir: str | Path, c: Cluster, target_accuracy: float |
     shaped = sorted({r["strategy"] for r in recs if r.get("status") == "ok" and r.get("bandwidth")}
                     - {s for s, _, _ in rows})  # user test (helper-15): a cluster run's strategies, gone silently
     unmeasured = ["mirrored"] if c.nodes == 1 and not any(s in ONE_MACHINE for s, _, _ in rows) else []
+    once = sorted({f"{r['strategy']} (window {window_of(r)})" for r in recs if r.get("status") == "ok"
+                   and centre_updated_at_the_end(r) and (r["strategy"], int(r["workers"]), window_of(r)) not in rows})
     inputs = {"not_predicted": left, "not_predicted_links": shaped, "not_measured": unmeasured,
+              "not_predicted_once": once,
               "run_dir": rd,
               "model_bytes": M, "n_train": n_train, "global_batch": B, "cores": cores, "target_accuracy": target,
               "measured": ["each strategy's step and framework cost at the run's worker counts",
@@ -890,9 +895,11 @@ def not_predicted_text(inputs: dict[str, Any]) -> str:
     """The sentences naming the run's strategies the model does not predict on a cluster
     (``inputs["not_predicted"]`` of :func:`predict_strategies`) and those it cannot calibrate
     from (``inputs["not_predicted_links"]``: measured only over an emulated cluster's shaped
-    links), and ``mirrored`` where a one-node target's run lacks it (``inputs["not_measured"]``),
-    or ``""`` when there are none."""
+    links), ``mirrored`` where a one-node target's run lacks it (``inputs["not_measured"]``)
+    and the rows that committed once (``inputs["not_predicted_once"]``), or ``""`` when there
+    are none."""
     names, shaped = inputs.get("not_predicted") or [], inputs.get("not_predicted_links") or []
+    once = inputs.get("not_predicted_once") or []
     one = [n for n in names if n in ONE_MACHINE or n == "tpu"]
     other = [n for n in names if n not in one]  # user test (helper-27): a plugin was "one machine's devices"
     rd = shlex.quote(str(inputs.get("run_dir") or "RUN_DIR"))
@@ -907,7 +914,10 @@ def not_predicted_text(inputs: dict[str, Any]) -> str:
            if other else [])
         + ([f"Not predicted (measured only over the shaped links of an emulated cluster; the model calibrates "
             f"from one-host rows: predict from a one-host run of this workload): {', '.join(shaped)}."]
-           if shaped else []))
+           if shaped else [])
+        + ([f"Not predicted (its window is at least the steps each replica took in the whole run, so each replica "
+            f"committed once, at its end, and the curve has no epochs to extrapolate; a window up to the steps of an "
+            f"epoch commits every epoch): {', '.join(once)}."] if once else []))
 
 
 def describe(text: str, c: Cluster, inputs: dict[str, Any]) -> str:

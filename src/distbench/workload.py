@@ -30,9 +30,11 @@ import numpy as np
 
 from distbench import config as config_mod
 from distbench.config import ConfigError, ExperimentConfig, TrainingConfig
+from distbench.config.engines import ELASTIC, PSConfig
 from distbench.data import Dataset, fingerprint, load_dataset
 from distbench.data.base import DataError
 from distbench.models.output import LossSpec, check_labels
+from distbench.text import join_and
 
 _LOG = logging.getLogger("distbench.workload")
 WORKLOAD_DIR = "workload"
@@ -151,6 +153,7 @@ def checked_dataset(cfg: ExperimentConfig) -> Dataset:
     check_label_coverage(ds, cfg.data.classes)
     warn_uneven_batch(cfg, ds)
     warn_windows(cfg, ds)
+    warn_elastic_settings(cfg)
     check_feature_scale(ds)
     if ds.in_memory:
         check_labels(ds.y_train, f"dataset {cfg.data.name!r}")
@@ -463,6 +466,23 @@ def warn_windows(cfg: ExperimentConfig, ds: Dataset) -> None:
                          "(%d epoch%s x %d), so the centre is updated once, at the end: a window up to the steps of "
                          "an epoch (%d) commits every epoch", w, run, cfg.training.epochs,
                          "" if cfg.training.epochs == 1 else "s", steps, steps)
+
+
+def warn_elastic_settings(cfg: ExperimentConfig) -> None:
+    """Warn about ``[ps] rho``, ``learning_rate`` (the elastic optimizers' moving rate) or
+    ``momentum`` (EAMSGD's) set away from their defaults in a sweep without an optimizer
+    that reads them (user test, helper-43: they were taken without a word since they stopped
+    being checked there)."""
+    ran = {s.rpartition(":")[2] for s in cfg.run.strategies}
+    if "all" in cfg.run.strategies:
+        return
+    ps, default = cfg.ps, PSConfig()
+    for keys, readers, who in ((("rho", "learning_rate"), ELASTIC, "the elastic optimizers (aeasgd, eamsgd or easgd "
+                                "of spark_ps: or mpi_ps:) read"), (("momentum",), ("eamsgd",), "eamsgd reads")):
+        unused = [f"ps.{k} = {getattr(ps, k):g}" for k in keys if getattr(ps, k) != getattr(default, k)]
+        if unused and not ran & set(readers):
+            _LOG.warning("%s %s not used: only %s %s, and this sweep has none", join_and(unused),
+                         "are" if len(unused) > 1 else "is", who, "them" if len(unused) > 1 else "it")
 
 
 def warn_uneven_batch(cfg: ExperimentConfig, ds: Dataset) -> None:

@@ -38,6 +38,27 @@ def test_a_window_given_twice_is_one_configuration(caplog):
         "ps.windows [2, 2, 5000] is not used: no parameter-server strategy (spark_ps:..., mpi_ps:...) is in this sweep"]
 
 
+def test_elastic_settings_in_a_sweep_without_an_elastic_optimizer_are_named(caplog):
+    # helper-43: [ps] rho and learning_rate were taken without a word in a sweep of single and mpi_ps:adag
+    from distbench.workload import warn_elastic_settings
+
+    cfg = config.override(config.load(None), run__strategies=["single", "mpi_ps:adag"], ps__rho=2.0,
+                          ps__learning_rate=0.05)
+    warn_elastic_settings(cfg)
+    assert [r.getMessage() for r in caplog.records] == [
+        "ps.rho = 2 and ps.learning_rate = 0.05 are not used: only the elastic optimizers (aeasgd, eamsgd or easgd of "
+        "spark_ps: or mpi_ps:) read them, and this sweep has none"]
+    caplog.clear()
+    warn_elastic_settings(config.override(cfg, run__strategies=["mpi_ps:easgd"], ps__momentum=0.5))
+    assert [r.getMessage() for r in caplog.records] == [
+        "ps.momentum = 0.5 is not used: only eamsgd reads it, and this sweep has none"]
+    caplog.clear()
+    for strategies in (["spark_ps:eamsgd"], ["all"]):
+        warn_elastic_settings(config.override(cfg, run__strategies=strategies, ps__momentum=0.5))
+    warn_elastic_settings(config.override(cfg, ps__rho=5.0, ps__learning_rate=0.1))  # the defaults: nothing set
+    assert caplog.records == []
+
+
 def test_all_expands_to_every_registered_strategy():
     cfg = config.override(config.load(None), run__strategies=["all"])
     names = {p.strategy for p in expand(cfg)}

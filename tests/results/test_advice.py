@@ -435,6 +435,35 @@ def test_rows_left_out_as_diverged_are_named_even_when_they_reached_the_target()
     assert advise(huge, "runs/x").recommended == "mpi_ps:easgd (2 workers)"
 
 
+def test_a_row_that_committed_once_is_flagged_and_not_ranked():
+    # user test (helper-43): window 1000 against 60 steps per replica was advise's contender and
+    # predict --target's second; each replica committed once, at its end, so its curve has no epochs
+    once = runs("mpi_ps:easgd", 2, [0.3, 0.3, 0.3], window=1000)
+    for r in once:
+        r["details"] = {"communication_window": 1000, "per_worker_steps": [40, 40]}
+    records = runs("single", 1, [0.5, 0.55, 0.6]) + runs("horovod", 2, [1.0, 1.1, 1.2]) + once
+    adv = advise(records, "runs/x")
+    assert adv.recommended == "single (1 worker)" and adv.runner_up == "horovod (2 workers)"
+    assert ("Left out although they reached the target: mpi_ps:easgd (2 workers, window 1000) (committed once, the "
+            "report's Caution says why).") in adv.reasons
+    data = build(records, "runs/x")
+    row = next(s for s in data.summaries if s.strategy == "mpi_ps:easgd")
+    assert row.flags == ["committed once"]
+    md = render_markdown(records, data=data)
+    assert "ok, committed once" in md
+    assert ("Caution: mpi_ps:easgd (2 workers, window 1000) committed once: its communication window (1000 steps) "
+            "is at least the 40 steps each replica took in the whole run") in md
+    assert "a window up to the steps of an epoch (20 per epoch) commits every epoch" in md
+    # the only rows that reached the target committed once: no advice, and the setting to change
+    alone = runs("single", 1, [None] * 3, acc=0.85) + once
+    adv = advise(alone, "runs/x")
+    assert adv.verdict == "no_target" and "committed once" in adv.headline
+    assert adv.reasons[-1].startswith("Set [ps] communication_window")
+    for r in once:  # a window shorter than the run: an ordinary row
+        r["details"]["communication_window"] = 8
+    assert advise(records, "runs/x").recommended == "mpi_ps:easgd (2 workers, window 1000)"
+
+
 def test_the_report_states_the_warm_up_caveat_once_and_its_notes_as_a_list():
     # the user test: report.md printed the Warm-up note under "Why:" and again below, and its
     # notes as bare lines, which Markdown runs into one paragraph

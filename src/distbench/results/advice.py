@@ -39,10 +39,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from distbench.results.headline import accuracy_sentence, fewer_passes_note, times_faster
+from distbench.results.headline import accuracy_sentence, committed_once_sentence, fewer_passes_note, times_faster
 from distbench.results.notes import warmup_lead, warmup_note, warmup_share
 from distbench.results.stats import (RANK_TEST_MIN_RUNS, RANK_TEST_P, ConfigSummary, most_accurate, rank_test_p,
-                                     separated, summarize)
+                                     ranked_out, separated, summarize)
 from distbench.results.stragglers import straggler_lines
 from distbench.text import duration_text, link_text, rate_text, seconds_text
 
@@ -50,6 +50,9 @@ MIN_REPEATS = 3  # ok runs of each candidate before advising (3 v 3 disjoint ran
 TF_ONLY = "single,mirrored,multi_worker_mirrored"  # strategies that need nothing but TensorFlow
 
 _PREFIXES = {"k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
+LATENCY_UNLIKELY_S = 0.01
+"""A target's per-message latency over this (10 ms, a wide-area network's; a datacentre's is
+tens of microseconds) is warned about as likely a wrong unit."""
 _TARGET_EXAMPLE = '"8 nodes x 4 GPUs, 25 Gbit/s" (or "16 workers, 10 GbE"; optional ", 50 us latency")'
 
 
@@ -87,7 +90,7 @@ class Target:
 
     def warnings(self) -> list[str]:
         """Sentences about parts of the target that are legal but unlikely to be meant: a rate
-        under 1 Mbit/s or over 1 Tbit/s, a latency over 100 ms, a latency on an emulated
+        under 1 Mbit/s or over 1 Tbit/s, a latency over :data:`LATENCY_UNLIKELY_S`, a latency on an emulated
         cluster (which shapes the rate only), one emulated node, the ``--emulate`` form
         (``4x2@10gbit``) without ``emulated``. Empty when none applies."""
         bits, out = self.bandwidth_Bps * 8, []
@@ -113,9 +116,10 @@ class Target:
         if not self.emulated and re.match(r"\s*\d+\s*x\s*\d+\s*@\s*\d", self.text, re.IGNORECASE):
             out.append(f"{self.text.strip()!r} is the form of --emulate; read as a real cluster of dedicated nodes: "
                        f"to predict this machine's emulated cluster write \"{self.text.strip()}, emulated\"")
-        if self.latency_s > 0.1:
-            out.append(f"a latency of {self.latency_s:g} s per message is over 1000x a datacentre's (tens of "
-                       "microseconds): check its unit (us, ms or s)")
+        if self.latency_s > LATENCY_UNLIKELY_S:  # user test (helper-43): 50 ms passed without a word
+            out.append(f"a latency of {self.latency_s * 1e3:g} ms per message is a wide-area network's, over "
+                       f"{self.latency_s / 50e-6:.0f}x a datacentre's (tens of microseconds): check its unit "
+                       "(us, ms or s)")
         if self.emulated and self.latency_s > 0:
             out.append("an emulated cluster shapes the rate only (its latency is 0): the latency given is "
                        "predicted, but a run on the emulated cluster will not have it")
@@ -736,7 +740,7 @@ def _advise(records: list[dict[str, Any]], run_dir: str | Path | None = None, ta
     if not ok:
         return _nothing_ran(rows, unavailable, scope, rd)
     target_acc = next((r.get("target_accuracy") for s in ok for r in s.records if r.get("target_accuracy")), None)
-    base = [s for s in ok if _baseline(s) and not {"collapsed", "diverged"} & set(s.flags)]
+    base = [s for s in ok if _baseline(s) and ranked_out(s) is None]
     reached = sorted((s for s in base if s.ttt.value is not None), key=lambda s: s.ttt.value)  # type: ignore[arg-type]
     best: dict[str, ConfigSummary] = {}
     for s in reached:
@@ -811,7 +815,8 @@ def _nothing_ran(rows: list[ConfigSummary], unavailable: list[tuple[str, str]], 
 def _not_ranked(ok: list[ConfigSummary], unavailable: list[tuple[str, str]], scope: str, rd: str | None,
                 target_acc: float | None) -> Advice:
     """The advice when no usable configuration reached the target: every one collapsed or
-    diverged (the settings must change), or none reached it (train longer, or a lower target)."""
+    diverged (the settings must change), only rows that committed once did (the window must
+    change), or none reached it (train longer, or a lower target)."""
     if not [s for s in ok if not {"collapsed", "diverged"} & set(s.flags)]:
         # more epochs will not help a workload that does not train: its settings must change
         adv = Advice("no_target", "No advice: every configuration that ran collapsed or diverged, so the "
@@ -820,6 +825,15 @@ def _not_ranked(ok: list[ConfigSummary], unavailable: list[tuple[str, str]], sco
                        f"{s.accuracy.median:.3f}." for s in ok if s.accuracy.median is not None]
         adv.reasons.append("Lower training.learning_rate (or check the data and the model) and run again; "
                            "comparing strategies needs a workload that trains.")
+        return adv
+    once = [s for s in ok if "committed once" in s.flags and s.ttt.value is not None]
+    if once:  # user test (helper-43): it reached the target, but not through anything an epoch can show
+        adv = Advice("no_target", f"No advice: the only configurations that reached the target test accuracy "
+                     f"{target_acc} committed once, at the end of the run, so there is no curve to compare.",
+                     unavailable=unavailable, scope=scope)
+        adv.reasons = [committed_once_sentence(s) for s in once]
+        adv.reasons.append("Set [ps] communication_window (or windows) in the run's config.json to at most the "
+                           "steps of an epoch and run again.")
         return adv
     epochs = next((r.get("epochs") for s in ok for r in s.records if r.get("epochs")), None)
     top = most_accurate(ok)  # (its ties: when all tie, none is named most accurate)
@@ -964,11 +978,10 @@ def _evidence(adv: Advice, ok: list[ConfigSummary], lead: ConfigSummary, second:
             f" ({(c.reasons[0] if c.reasons else '').split('; ')[0]})"
             for c in shaky) + " (report.md's \"Not run or failed\" has each); the figures above are from the ok "
             "runs.")
-    left_out = [s for s in ok if _baseline(s) and s.ttt.value is not None and {"collapsed", "diverged"} & set(s.flags)]
-    if left_out:  # reached the target, but a run that diverged or collapsed is no candidate
+    left_out = [s for s in ok if _baseline(s) and s.ttt.value is not None and ranked_out(s)]
+    if left_out:  # reached the target, but a run that diverged, collapsed or committed once is no candidate
         adv.reasons.append("Left out although they reached the target: " + "; ".join(
-            f"{s.label} ({'diverged' if 'diverged' in s.flags else 'collapsed'}, the report's Caution says why)"
-            for s in left_out) + ".")
+            f"{s.label} ({ranked_out(s)}, the report's Caution says why)" for s in left_out) + ".")
 
 
 _ENDED = {"failed": "failed", "timeout": "timed out", "unavailable": "were unavailable"}

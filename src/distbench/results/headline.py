@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from distbench.results.notes import warmup_lead
-from distbench.results.stats import ConfigSummary, Leader, fastest_to_target, fastest_training, most_accurate
+from distbench.results.stats import (ConfigSummary, Leader, fastest_to_target, fastest_training, most_accurate,
+                                    ranked_out)
 from distbench.text import join_and
 
 
@@ -60,8 +61,9 @@ def unslowed(s: ConfigSummary) -> bool:
 
 def rankable(s: ConfigSummary) -> bool:
     """True for a configuration the ranking by time to target considers: unslowed, and
-    neither collapsed nor diverged (the rows :func:`~distbench.results.advice.advise` ranks)."""
-    return unslowed(s) and not {"collapsed", "diverged"} & set(s.flags)
+    without a flag of :data:`~distbench.results.stats.NOT_RANKED` (the rows
+    :func:`~distbench.results.advice.advise` ranks)."""
+    return unslowed(s) and ranked_out(s) is None
 
 
 def make_headline(hw: HardwareInfo, wl: WorkloadInfo, subset: list[ConfigSummary], target: float | None,
@@ -132,7 +134,22 @@ def make_headline(hw: HardwareInfo, wl: WorkloadInfo, subset: list[ConfigSummary
     for s in subset:
         if "collapsed" in s.flags or "diverged" in s.flags:
             h.sentences.append(prefix + _collapse_sentence(s, subset, target, s.strategy in named))
+        elif "committed once" in s.flags:
+            h.sentences.append(prefix + committed_once_sentence(s))
     return h
+
+
+def committed_once_sentence(s: ConfigSummary) -> str:
+    """The caution on a row flagged ``committed once``: its window, the steps each replica
+    took, and the window that commits every epoch."""
+    d = next((r.get("details") or {} for r in s.records if r.get("status") == "ok"), {})
+    steps, epochs = max(d.get("per_worker_steps") or [0]), next((r.get("epochs") for r in s.records), None)
+    each = f" ({steps // epochs} per epoch)" if epochs and steps >= epochs else ""
+    window = d.get("communication_window")
+    return (f"Caution: {s.label} committed once: its communication window ({window} steps) is at "
+            f"least the {steps} steps each replica took in the whole run, so each replica's only commit was at its "
+            f"end and its curve has no epochs; it is not ranked (a window up to the steps of an epoch{each} commits "
+            "every epoch).")
 
 
 def _names(summaries: Sequence[ConfigSummary]) -> str:

@@ -29,7 +29,7 @@ from typing import Any, Callable, Sequence
 
 from distbench.contracts import INPUTS_DIR
 from distbench.results.provenance import hardware_key
-from distbench.results.records import DIVERGED_LOSS, config_label, straggler_text
+from distbench.results.records import DIVERGED_LOSS, centre_updated_at_the_end, config_label, straggler_text
 
 Z95 = 1.96  # two-sided 95 % quantile of the standard normal distribution
 
@@ -275,7 +275,10 @@ class ConfigSummary:
             the run's lowest),
             ``"below target"`` (median accuracy under the target), ``"collapsed"`` (below
             the target and more than :data:`COLLAPSE_POINTS` below another configuration of
-            the same strategy that reached it).
+            the same strategy that reached it), ``"committed once"`` (a parameter-server
+            row whose communication window is at least the steps each replica took in the
+            whole run: each replica committed once, at its end,
+            :func:`~distbench.results.records.centre_updated_at_the_end`).
         records: the records summarised (not serialised).
     """
 
@@ -471,6 +474,16 @@ def summarize(records: list[dict[str, Any]]) -> list[ConfigSummary]:
 
 
 COLLAPSE_POINTS = 0.15  # accuracy (fraction) a configuration must lose against its strategy's best to "collapse"
+NOT_RANKED = ("collapsed", "diverged", "committed once")
+"""Flags that keep a configuration out of the ranking by time to target (headline and
+``advise``): it did not train, or, committed once, its curve has one point, at the end of a
+run whose window the sweep set past it (user test, helper-43: ``advise`` named a window of
+1000 against 60 steps as the contender, ``predict --target`` extrapolated its curve)."""
+
+
+def ranked_out(s: "ConfigSummary") -> str | None:
+    """The first of :data:`NOT_RANKED` flagged on ``s``, or ``None`` when it may be ranked."""
+    return next((f for f in NOT_RANKED if f in s.flags), None)
 
 
 def fits_training(s: ConfigSummary, classes: int) -> bool:
@@ -549,6 +562,8 @@ def flag_collapses(summaries: Sequence[ConfigSummary]) -> None:
                    and o.accuracy.median >= target and o.accuracy.median - s.accuracy.median > COLLAPSE_POINTS
                    for o in summaries):
                 s.flags.append("collapsed")
+        if any(centre_updated_at_the_end(r) for r in s.records if r.get("status") == "ok"):
+            s.flags.append("committed once")
 
 
 def _compare_with_single(summaries: list[ConfigSummary]) -> None:
