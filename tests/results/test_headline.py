@@ -40,6 +40,8 @@ def test_collapsed_rows_are_not_ranked_as_in_the_recommendation():
     (h,) = build(records).headlines
     assert h.fastest.summary.label == "mpi_ps:downpour (2 workers)"
     assert any(t.startswith("Caution: mpi_ps:downpour (4 workers) collapsed") for t in h.sentences)
+    # user test (helper-43): the collapsed row, shortest in training time, was named as the quickest
+    assert h.quickest.summary.label == "mpi_ps:downpour (2 workers)" and h.accurate.summary.strategy == "single"
 
 
 def test_a_straggler_sweep_counts_its_unslowed_rows_and_prints_a_verdict():

@@ -82,8 +82,9 @@ def make_headline(hw: HardwareInfo, wl: WorkloadInfo, subset: list[ConfigSummary
     """
     base = [s for s in subset if unslowed(s)]
     slowed = len(subset) - len(base)
-    fast, acc = fastest_to_target([s for s in base if rankable(s)]), most_accurate(base)
-    quick = fastest_training([s for s in base if "diverged" not in s.flags])  # a diverged run may have stopped early
+    trained = [s for s in base if not {"collapsed", "diverged"} & set(s.flags)]  # helper-43: a collapsed row named
+    fast, acc = fastest_to_target([s for s in base if rankable(s)]), most_accurate(trained)
+    quick = fastest_training(trained)  # a diverged run may have stopped early; a collapsed one did not train
     h = Headline(hw, wl, fast, acc, quickest=quick)
     parts = ([f"hardware {hw.letter}"] if data_multi[0] else []) + ([f"workload {wl.label}"] if data_multi[1] else [])
     prefix = (", ".join(parts) + ": ") if parts else ""
