@@ -28,8 +28,8 @@ def test_one_value_where_a_list_is_expected_is_a_list_of_one(tmp_path):
     p.write_text('[run]\nworkers = 4\nstrategies = "horovod"\n[training]\nglobal_batch_size = 64\n')
     cfg = config.load(p)
     assert cfg.run.workers == [4] and cfg.run.strategies == ["horovod"]
-    with pytest.raises(ConfigError, match="run.workers = 'two': expected an integer"):
-        config.from_dict({"run": {"workers": "two"}})
+    with pytest.raises(ConfigError, match=r"run.workers = 'two': expected a list of integers, e.g. \[1, 2\]"):
+        config.from_dict({"run": {"workers": "two"}})  # helper-44: it said "an integer", not that a list is read
 
 
 def test_worker_counts_need_not_divide_the_batch_when_single_alone_runs():

@@ -131,3 +131,12 @@ def parse_accuracy(value: object) -> float:
     except ValueError:
         raise ValueError(f"{value!r}: expected a test accuracy as a fraction or a percentage, e.g. 0.95 or "
                          "95%") from None
+
+
+def window_fix(run_steps: int, epochs: int | None) -> str:
+    """What window commits during a run of ``run_steps`` steps per replica over ``epochs``
+    epochs: one up to an epoch's steps commits every epoch; with one epoch (helper-44: "up
+    to 20" named the window 20 it warned about), one under the run's steps, or more epochs."""
+    if epochs and epochs > 1 and run_steps >= epochs:
+        return f"a window up to the steps of an epoch ({run_steps // epochs}) commits every epoch"
+    return f"a window under {run_steps} commits before the end, or train more epochs"

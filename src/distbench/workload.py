@@ -34,7 +34,7 @@ from distbench.config.engines import ELASTIC, PSConfig
 from distbench.data import Dataset, fingerprint, load_dataset
 from distbench.data.base import DataError
 from distbench.models.output import LossSpec, check_labels
-from distbench.text import join_and
+from distbench.text import join_and, window_fix
 
 _LOG = logging.getLogger("distbench.workload")
 WORKLOAD_DIR = "workload"
@@ -451,9 +451,11 @@ def warn_windows(cfg: ExperimentConfig, ds: Dataset) -> None:
     single's 0.78)."""
     ps = cfg.ps
     if not any(s == "all" or s.startswith(("spark_ps:", "mpi_ps:")) for s in cfg.run.strategies):
-        if ps.windows:  # user test (helper-42): the sweep ran without a word
-            _LOG.warning("ps.windows %s is not used: no parameter-server strategy (spark_ps:..., mpi_ps:...) is in "
-                         "this sweep", list(ps.windows))
+        unused = ([f"ps.windows {list(ps.windows)}"] if ps.windows else []) + (
+            [f"ps.communication_window = {ps.communication_window}"] if ps.communication_window else [])
+        if unused:  # user test (helper-42, helper-44): the sweep ran without a word
+            _LOG.warning("%s %s not used: no parameter-server strategy (spark_ps:..., mpi_ps:...) is in this sweep",
+                         join_and(unused), "are" if len(unused) > 1 else "is")
         return
     if ps.windows and ps.communication_window:
         _LOG.warning("ps.communication_window = %d is not used: ps.windows %s sweeps the window; leave one out",
@@ -463,9 +465,9 @@ def warn_windows(cfg: ExperimentConfig, ds: Dataset) -> None:
     for w in dict.fromkeys(ps.windows or [ps.communication_window]):
         if w and w >= run:
             _LOG.warning("communication window %d: each parameter-server replica takes %d steps in the whole run "
-                         "(%d epoch%s x %d), so the centre is updated once, at the end: a window up to the steps of "
-                         "an epoch (%d) commits every epoch", w, run, cfg.training.epochs,
-                         "" if cfg.training.epochs == 1 else "s", steps, steps)
+                         "(%d epoch%s x %d), so the centre is updated once, at the end: %s", w, run,
+                         cfg.training.epochs, "" if cfg.training.epochs == 1 else "s", steps,
+                         window_fix(run, cfg.training.epochs))
 
 
 def warn_elastic_settings(cfg: ExperimentConfig) -> None:

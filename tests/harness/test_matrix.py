@@ -34,8 +34,15 @@ def test_a_window_given_twice_is_one_configuration(caplog):
     assert not any(m.startswith("communication window 2:") for m in said)
     caplog.clear()  # helper-42: windows in a sweep without a parameter server ran without a word
     warn_windows(config.override(cfg, run__strategies=["single", "horovod"]), load_dataset(cfg.data, cfg.training.seed))
+    assert [r.getMessage() for r in caplog.records] == [  # helper-44: the window too
+        "ps.windows [2, 2, 5000] and ps.communication_window = 4 are not used: no parameter-server strategy "
+        "(spark_ps:..., mpi_ps:...) is in this sweep"]
+    caplog.clear()  # helper-44: one epoch's steps as the window that commits every epoch named the window warned of
+    warn_windows(config.override(cfg, ps__windows=[20], ps__communication_window=0, training__epochs=1),
+                 load_dataset(cfg.data, cfg.training.seed))
     assert [r.getMessage() for r in caplog.records] == [
-        "ps.windows [2, 2, 5000] is not used: no parameter-server strategy (spark_ps:..., mpi_ps:...) is in this sweep"]
+        "communication window 20: each parameter-server replica takes 20 steps in the whole run (1 epoch x 20), so "
+        "the centre is updated once, at the end: a window under 20 commits before the end, or train more epochs"]
 
 
 def test_elastic_settings_in_a_sweep_without_an_elastic_optimizer_are_named(caplog):

@@ -451,14 +451,23 @@ def test_a_row_that_committed_once_is_flagged_and_not_ranked():
     assert row.flags == ["committed once"]
     md = render_markdown(records, data=data)
     assert "ok, committed once" in md
-    assert ("Caution: mpi_ps:easgd (2 workers, window 1000) committed once: its communication window (1000 steps) "
-            "is at least the 40 steps each replica took in the whole run") in md
-    assert "a window up to the steps of an epoch (20 per epoch) commits every epoch" in md
+    assert ("Caution: mpi_ps:easgd (2 workers, window 1000) committed once (median test accuracy 0.950): its "
+            "communication window (1000 steps) is at least the 40 steps each replica took in the whole run") in md
+    assert "a window up to the steps of an epoch (20) commits every epoch" in md
+    (h,) = data.headlines  # helper-44: "not ranked" next to "most accurate" and "quickest" read as a contradiction
+    assert "mpi_ps:easgd" not in h.quickest.summary.label and "mpi_ps:easgd" not in h.accurate.summary.label
     # the only rows that reached the target committed once: no advice, and the setting to change
     alone = runs("single", 1, [None] * 3, acc=0.85) + once
     adv = advise(alone, "runs/x")
     assert adv.verdict == "no_target" and "committed once" in adv.headline
     assert adv.reasons[-1].startswith("Set [ps] communication_window")
+    # helper-44: the target suggested where none reached it was the accuracy of a row that committed once
+    short = runs("single", 1, [None] * 3, acc=0.85) + [{**r, "final_test_accuracy": 0.88, "time_to_target_s": None}
+                                                       for r in once]
+    for r in short[3:]:
+        r["curve"] = [{**p, "test_accuracy": p["test_accuracy"] - 0.07} for p in r["curve"]]
+    adv = advise(short, "runs/x")
+    assert adv.verdict == "no_target" and any("--target-accuracy 0.85;" in t for t in adv.reasons), adv.reasons
     for r in once:  # a window shorter than the run: an ordinary row
         r["details"]["communication_window"] = 8
     assert advise(records, "runs/x").recommended == "mpi_ps:easgd (2 workers, window 1000)"

@@ -341,6 +341,12 @@ def test_a_diverged_parameter_server_row_gets_no_it_is_just_slow_hint():
     assert not [n for n in notes if "may need more epochs" in n]  # its caution says it diverged
     ps["details"] = {}
     assert [n for n in build([_run("single", 1, 0.867, 0.77), ps]).notes if "may need more epochs" in n]
+    # helper-44: DOWNPOUR at 0.744 after epoch 1 and 0.436 after 5 was told it "may need more epochs to catch up"
+    ps = _run("mpi_ps:downpour", 2, 0.436, 0.3)
+    ps["curve"][0]["test_accuracy"] = 0.744
+    (note,) = [n for n in build([_run("single", 1, 0.961, 0.77), ps]).notes if n.startswith("mpi_ps:downpour")]
+    assert note.startswith("mpi_ps:downpour (2 workers) fell to 0.436 from 0.744 at its best (median over its runs), "
+                           "against 0.961 for single (1 worker)") and "does not catch up with more epochs" in note
 
 
 def _timed(strategy, workers, train_s, repeat=0, first_extra=0.0, cores=2, kind=None, gpus=()):

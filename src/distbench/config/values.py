@@ -107,10 +107,13 @@ def coerce(key: str, value: Any, tp: Any) -> Any:
         raise ConfigError(f"{key} = {shown(value)}: expected {type_name(tp)}")
     if origin is list:
         (inner,) = get_args(tp)
+        example = '["a", "b"]' if inner is str else "[1, 2]"
         if not isinstance(value, (list, dict)) and not dataclasses.is_dataclass(inner):
-            return [coerce(key, value, inner)]  # one value where a list is expected: a list of one (workers = 2)
+            try:  # one value where a list is expected: a list of one (workers = 2)
+                return [coerce(key, value, inner)]
+            except ConfigError:  # helper-44: windows = "5" was told "expected an integer", not a list
+                raise ConfigError(f"{key} = {shown(value)}: expected {type_name(tp)}, e.g. {example}") from None
         if not isinstance(value, list):
-            example = '["a", "b"]' if inner is str else "[1, 2]"
             raise ConfigError(f"{key} = {shown(value)}: expected {type_name(tp)}, e.g. {example}")
         return [coerce(f"{key}[{i}]", v, inner) for i, v in enumerate(value)]
     if origin is dict:

@@ -836,7 +836,8 @@ def _not_ranked(ok: list[ConfigSummary], unavailable: list[tuple[str, str]], sco
                            "steps of an epoch and run again.")
         return adv
     epochs = next((r.get("epochs") for s in ok for r in s.records if r.get("epochs")), None)
-    top = most_accurate(ok)  # (its ties: when all tie, none is named most accurate)
+    top = most_accurate([s for s in ok if ranked_out(s) is None] or ok)  # (its ties: when all tie, none is named)
+    # (helper-44: a row that committed once set the --target-accuracy suggested, which advise then refused)
     some = [s.label for s in ok if any(r.get("time_to_target_s") is not None for r in s.records)]
     partly = (f" in every run (some runs of {', '.join(some)} did; a time to accuracy needs all of a "
               "configuration's runs to reach it)") if some else ""  # user test (helper-18): "no configuration"

@@ -20,7 +20,7 @@ from typing import Any, Sequence
 from distbench.results.notes import warmup_lead
 from distbench.results.stats import (ConfigSummary, Leader, fastest_to_target, fastest_training, most_accurate,
                                     ranked_out)
-from distbench.text import join_and
+from distbench.text import join_and, window_fix
 
 
 @dataclass
@@ -82,8 +82,8 @@ def make_headline(hw: HardwareInfo, wl: WorkloadInfo, subset: list[ConfigSummary
     """
     base = [s for s in subset if unslowed(s)]
     slowed = len(subset) - len(base)
-    trained = [s for s in base if not {"collapsed", "diverged"} & set(s.flags)]  # helper-43: a collapsed row named
-    fast, acc = fastest_to_target([s for s in base if rankable(s)]), most_accurate(trained)
+    trained = [s for s in base if rankable(s)]  # helper-43/44: a collapsed row, one that committed once, named
+    fast, acc = fastest_to_target(trained), most_accurate(trained)
     quick = fastest_training(trained)  # a diverged run may have stopped early; a collapsed one did not train
     h = Headline(hw, wl, fast, acc, quickest=quick)
     parts = ([f"hardware {hw.letter}"] if data_multi[0] else []) + ([f"workload {wl.label}"] if data_multi[1] else [])
@@ -145,12 +145,13 @@ def committed_once_sentence(s: ConfigSummary) -> str:
     took, and the window that commits every epoch."""
     d = next((r.get("details") or {} for r in s.records if r.get("status") == "ok"), {})
     steps, epochs = max(d.get("per_worker_steps") or [0]), next((r.get("epochs") for r in s.records), None)
-    each = f" ({steps // epochs} per epoch)" if epochs and steps >= epochs else ""
     window = d.get("communication_window")
-    return (f"Caution: {s.label} committed once: its communication window ({window} steps) is at "
+    acc = f" (median test accuracy {s.accuracy.median:.3f})" if s.accuracy.median is not None else ""
+    return (f"Caution: {s.label} committed once{acc}: its communication window ({window} steps) is at "
             f"least the {steps} steps each replica took in the whole run, so each replica's only commit was at its "
-            f"end and its curve has no epochs; it is not ranked (a window up to the steps of an epoch{each} commits "
-            "every epoch).")
+            f"end and its curve has no epochs; it is not ranked, nor named most accurate or quickest ("
+            + window_fix(steps, epochs) + ").")
+
 
 
 def _names(summaries: Sequence[ConfigSummary]) -> str:

@@ -246,9 +246,16 @@ def ps_notes(summaries: Sequence[ConfigSummary]) -> list[str]:
         if best is not None and best.accuracy.median - s.accuracy.median > PS_LAG_POINTS and opt in PS_LAG_WHY \
                 and "diverged" not in s.flags:  # (a diverged row has its own caution: it is not just slow)
             epochs = next((r.get("epochs") for r in s.records if r.get("epochs")), None)
-            notes.append(f"{s.label} reached {s.accuracy.median:.3f} against {best.accuracy.median:.3f} for "
-                         f"{best.label}: {PS_LAG_WHY[opt]}; " + (f"after {epochs} epochs " if epochs else "") +
-                         "it may need more epochs (or a smaller window) to catch up.")
+            peak = _peak(s)
+            if peak is not None and peak - s.accuracy.median > PS_LAG_POINTS:  # helper-44: "more epochs" on a fall
+                notes.append(f"{s.label} fell to {s.accuracy.median:.3f} from {peak:.3f} at its best (median over its "
+                             f"runs), against {best.accuracy.median:.3f} for {best.label}: {PS_LAG_WHY[opt]}; a curve "
+                             "going down does not catch up with more epochs: try a smaller window, a lower "
+                             "training.learning_rate or no local momentum (training.momentum = 0).")
+            else:
+                notes.append(f"{s.label} reached {s.accuracy.median:.3f} against {best.accuracy.median:.3f} for "
+                             f"{best.label}: {PS_LAG_WHY[opt]}; " + (f"after {epochs} epochs " if epochs else "") +
+                             "it may need more epochs (or a smaller window) to catch up.")
         if opt in ASYNC_OPTIMIZERS and s.workers > 1 and s.staleness_max == 0:
             unlapped.append(s.label)
     if unlapped:  # one sentence for all of them
@@ -257,6 +264,14 @@ def ps_notes(summaries: Sequence[ConfigSummary]) -> list[str]:
                      f"worker's pull and its commit, so {whose[0]} barely overlapped in time and {whose[1]} "
                      "not parallelism.")
     return notes
+
+
+def _peak(s: ConfigSummary) -> float | None:
+    """The median over ``s``'s ok runs of the best test accuracy on each run's curve (``None``
+    when no run has a curve)."""
+    best = [max(p["test_accuracy"] for p in c) for r in s.records if r.get("status") == "ok"
+            for c in [[p for p in r.get("curve") or [] if p.get("test_accuracy") is not None]] if c]
+    return statistics.median(best) if best else None
 
 
 def batchnorm_note(summaries: Sequence[ConfigSummary]) -> str | None:
