@@ -916,8 +916,8 @@ def not_predicted_text(inputs: dict[str, Any]) -> str:
             f"from one-host rows: predict from a one-host run of this workload): {', '.join(shaped)}."]
            if shaped else [])
         + ([f"Not predicted (its window is at least the steps each replica took in the whole run, so each replica "
-            f"committed once, at its end, and the curve has no epochs to extrapolate; a window up to the steps of an "
-            f"epoch commits every epoch): {', '.join(once)}."] if once else []))
+            f"committed once, at its end, and the curve has no epochs to extrapolate; a window under those steps "
+            f"commits before the end): {', '.join(once)}."] if once else []))
 
 
 def describe(text: str, c: Cluster, inputs: dict[str, Any]) -> str:

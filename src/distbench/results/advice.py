@@ -832,8 +832,8 @@ def _not_ranked(ok: list[ConfigSummary], unavailable: list[tuple[str, str]], sco
                      f"{target_acc} committed once, at the end of the run, so there is no curve to compare.",
                      unavailable=unavailable, scope=scope)
         adv.reasons = [committed_once_sentence(s) for s in once]
-        adv.reasons.append("Set [ps] communication_window (or windows) in the run's config.json to at most the "
-                           "steps of an epoch and run again.")
+        adv.reasons.append("Set [ps] communication_window (or windows) in the run's config.json to the window "
+                           "named above and run again.")
         return adv
     epochs = next((r.get("epochs") for s in ok for r in s.records if r.get("epochs")), None)
     top = most_accurate([s for s in ok if ranked_out(s) is None] or ok)  # (its ties: when all tie, none is named)

@@ -153,7 +153,6 @@ def committed_once_sentence(s: ConfigSummary) -> str:
             + window_fix(steps, epochs) + ").")
 
 
-
 def _names(summaries: Sequence[ConfigSummary]) -> str:
     """``a``, ``a and b``, ``a, b and c`` of the summaries' labels."""
     return join_and([s.label for s in summaries])
