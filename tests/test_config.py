@@ -74,6 +74,7 @@ def test_toml_file_roundtrip(tmp_path):
                                             "'cluster.emulate.hosts'? allowed keys in [cluster.emulate]: hosts, "),
     ('[trainin]\nepochs = 3\n', "unknown section [trainin]; did you mean [training]? allowed sections:"),
     ('[xyz]\nepochs = 3\n', "unknown section [xyz]; allowed sections:"),
+    ('[ps]\nmomentum = -0.5\n', "ps.momentum = -0.5: must be in [0, 1)"),  # helper-45: only warned as unused
     ('[training]\nepochs = "3"\n', "training.epochs = '3': expected an integer"),
     ('[run]\nrepeats = true\n', 'run.repeats = true: expected an integer or "auto"'),  # as written, not True
     ('[training]\nepochs = 0\n', "training.epochs = 0: must be >= 1"),

@@ -502,6 +502,29 @@ def test_a_window_that_held_the_whole_run_is_named_not_predicted(run_dir):
     assert any("mpi_ps:easgd (window 1000)." in line for line in adv.target)
 
 
+def test_a_one_epoch_single_is_named_as_the_reason_a_calibration_cannot_anchor(run_dir):
+    # user test (helper-45): 1 epoch of single (7.8 ms a step, mostly its first epoch's one-off) refused the
+    # calibration, and the fix named (calibrate again) gave the same error every time
+    recs = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+    one = rec("single", 1, 2.0, warm=0.0, threads=2, accs=(0.8,))  # 2.0 s for 20 steps: 0.1 s a step
+    one["epochs"] = 1
+    (run_dir / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in [one] + recs[1:]))
+    with pytest.raises(ValueError, match=(f"single's step in {run_dir} \\(100 ms\\) is from a run of 1 epoch, whose "
+                                          "time is mostly its one-off first epoch .* distbench run "
+                                          f"{run_dir}/config.json --out {run_dir}-e3 --epochs 3 measures one")):
+        CM.predict_strategies(run_dir, parse_target("2 nodes, 10gbit").cluster())
+
+
+def test_a_window_is_named_when_the_sweeps_other_windows_committed_once(run_dir):
+    # user test (helper-45): windows 5 and 60, 60 committed once: the one left was printed without its window
+    with (run_dir / "results.jsonl").open("a") as f:
+        r = rec("mpi_ps:adag", 2, 0.01, window=1000, accs=(0.9, 0.95, 0.96))
+        r["details"]["per_worker_steps"] = [60, 60]
+        f.write(json.dumps({**r, "config_id": "mpi_ps-adag_w2_win1000", "communication_window": 1000}) + "\n")
+    preds = CM.predict_strategies(run_dir, parse_target("2 nodes, 10gbit").cluster())[0]
+    assert next(p for p in preds if p.strategy == "mpi_ps:adag").label == "mpi_ps:adag (window 2)"
+
+
 def test_against_says_when_singles_own_epoch_differs_and_shows_its_row(run_dir, tmp_path_factory):
     # user test (helper-25): the emulated run's single took 2.3x as long per step, and every ratio held it unsaid
     other = tmp_path_factory.mktemp("slower")

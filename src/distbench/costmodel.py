@@ -517,7 +517,8 @@ def predict_strategies(run_dir: str | Path, c: Cluster, target_accuracy: float |
     rows = measured_rows(recs, steps) if target_accuracy is None else measured_rows(
         [{**r, "target_accuracy": target} for r in recs], steps)
     single = rows[("single", 1, None)]
-    cal, anchor, doubts = _anchored(cal, single, B, rd)
+    cal, anchor, doubts = _anchored(cal, single, B, rd, min((int(r["epochs"]) for r in singles if r.get("epochs")),
+                                                               default=None))
     speed = (c.node_step_s / single.step_s) if c.node_step_s else 1.0
     assumed = _assumed(c, B, cores, single.step_s, speed) + doubts
     if B % c.workers:  # user test (helper-17): 120 over 32 workers, predicted without a word
@@ -535,7 +536,8 @@ def predict_strategies(run_dir: str | Path, c: Cluster, target_accuracy: float |
         for window in windows:  # helper-39: a window sweep's windows were pooled into one prediction
             p = _one(name, {(s, w): m for (s, w, x), m in rows.items() if s == name and x == window}, cal, c, M, B,
                      steps, cores, speed, gpu_threads)
-            p.window, p.swept = window, len(windows) > 1
+            p.window, p.swept = window, len(windows) > 1 or len(  # helper-45: the others committed once
+                {window_of(r) for r in recs if r.get("strategy") == name and r.get("status") == "ok"}) > 1
             out.append(p)
     ranked = sorted([p for p in out if p.epoch_s is not None],
                     key=lambda p: (p.time_to_target_s is None, p.time_to_target_s or 0.0, p.epoch_s))
@@ -567,7 +569,8 @@ CALIBRATION_DOUBTFUL = 0.5
 """Below this fraction of ``single``'s own step a calibration is used with an Assumed line saying so."""
 
 
-def _anchored(cal: dict[str, Any], single: Measured, B: int, rd: str) -> tuple[dict[str, Any], float, list[str]]:
+def _anchored(cal: dict[str, Any], single: Measured, B: int, rd: str, epochs: int | None = None
+              ) -> tuple[dict[str, Any], float, list[str]]:
     """The calibration scaled to ``single``'s own step (``anchor`` <= 1: a compute above single's
     whole step at the run's batch was measured slower than the run, at another time; user test,
     helper-17: 8.75 ms against 7.49 ms), its anchor, and the Assumed lines that doubt it.
@@ -575,11 +578,18 @@ def _anchored(cal: dict[str, Any], single: Measured, B: int, rd: str) -> tuple[d
     Raises:
         ValueError: the calibration's step at batch ``B`` is over :data:`CALIBRATION_IMPLAUSIBLE`
             times single's own, or under its inverse (user test, helper-25: 10 s and 1 ns per
-            step were used, "scaled by 0.00").
+            step were used, "scaled by 0.00"); where the run has one epoch (``epochs``), whose
+            time is mostly the one-off first epoch, the error says so and names a run of 3
+            (user test, helper-45: recalibrating, as it said, gave the same error).
     """
     at_b = compute_s(cal, B, single.threads)
     ratio = at_b / single.step_s
     fix = f"remove {Path(rd) / CALIBRATION_FILE} and run 'distbench calibrate {rd}'"
+    if ratio < 1 / CALIBRATION_IMPLAUSIBLE and epochs is not None and epochs < 2:
+        raise ValueError(f"single's step in {rd} ({duration_text(single.step_s)}) is from a run of 1 epoch, whose "
+                         f"time is mostly its one-off first epoch (the calibration measured {duration_text(at_b)} per "
+                         f"step at batch {B}), so there is no steady step to predict from: distbench run "
+                         f"{shlex.quote(rd + '/config.json')} --out {shlex.quote(rd + '-e3')} --epochs 3 measures one")
     if not 1 / CALIBRATION_IMPLAUSIBLE <= ratio <= CALIBRATION_IMPLAUSIBLE:
         raise ValueError(f"{rd}'s calibration takes {duration_text(at_b)} per step at batch {B}, {ratio:.3g}x "
                          f"single's own measured step ({duration_text(single.step_s)}), which runs the same loop at "

@@ -473,6 +473,18 @@ def test_a_row_that_committed_once_is_flagged_and_not_ranked():
     assert advise(records, "runs/x").recommended == "mpi_ps:easgd (2 workers, window 1000)"
 
 
+def test_one_epoch_suggests_no_lower_target_from_a_curve_it_cannot_judge():
+    # user test (helper-45): after 1 epoch "if that is what this model reaches (its curve has flattened)" suggested
+    # --target-accuracy 0.75; the run reached 0.906 at 3 epochs
+    records = runs("single", 1, [None] * 3, acc=0.76) + runs("mpi_ps:adag", 2, [None] * 3, acc=0.7)
+    assert any("its curve has flattened" in t for t in advise(records, "runs/x").reasons)  # 2 epochs: it may have
+    for r in records:
+        r["epochs"], r["curve"] = 1, r["curve"][-1:]
+    adv = advise(records, "runs/x")
+    assert adv.verdict == "no_target" and not any("--target-accuracy" in t for t in adv.reasons), adv.reasons
+    assert "--epochs 2" in adv.next_command
+
+
 def test_the_report_states_the_warm_up_caveat_once_and_its_notes_as_a_list():
     # the user test: report.md printed the Warm-up note under "Why:" and again below, and its
     # notes as bare lines, which Markdown runs into one paragraph

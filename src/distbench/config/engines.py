@@ -77,6 +77,9 @@ def check_engines(ps: PSConfig, tf: TFConfig, strategies: Sequence[str] = ELASTI
         raise ConfigError(f"ps.rho = {ps.rho!r}: must be a finite number > 0")
     if not 0 < ps.learning_rate < math.inf:
         raise ConfigError(f"ps.learning_rate = {ps.learning_rate!r}: must be a finite number > 0")
+    if not 0 <= ps.momentum < 1:  # helper-45: -0.5 passed (only warned about as unused)
+        raise ConfigError(f"ps.momentum = {ps.momentum!r}: must be in [0, 1) (EAMSGD's Nesterov momentum delta, "
+                          "Zhang, Choromanska, LeCun 2015, Algorithm 2); 0 turns it off")
     alpha = ps.learning_rate * ps.rho
     elastic = any(s == "all" or s.rpartition(":")[2] in ELASTIC for s in strategies)  # helper-42: not `single`
     if alpha >= 1 and elastic:  # each exchange moves a replica and the centre alpha of the way to each other

@@ -852,7 +852,8 @@ def _not_ranked(ok: list[ConfigSummary], unavailable: list[tuple[str, str]], sco
                            f"reach {target_acc}, so there is no Run next; compare at a target the runs reach: "
                            f"distbench advise {shlex.quote(rd or 'RUN_DIR')} --target-accuracy {reach:.2f}.")
         return adv
-    if reach > 0:  # more epochs do not help a model that has plateaued below the target
+    if reach > 0 and (epochs or 0) > 1:  # more epochs do not help a model that has plateaued below the target
+        # (helper-45: after 1 epoch, "its curve has flattened" cannot be judged; Run next trains longer)
         adv.reasons.append(f"If that is what this model and data reach (its curve has flattened), compare at a "
                            f"target the runs reach: distbench advise {shlex.quote(rd or 'RUN_DIR')} "
                            f"--target-accuracy {reach:.2f}; else train longer (Run next).")
