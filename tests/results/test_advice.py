@@ -482,7 +482,7 @@ def test_one_epoch_suggests_no_lower_target_from_a_curve_it_cannot_judge():
         r["epochs"], r["curve"] = 1, r["curve"][-1:]
     adv = advise(records, "runs/x")
     assert adv.verdict == "no_target" and not any("--target-accuracy" in t for t in adv.reasons), adv.reasons
-    assert "--epochs 2" in adv.next_command
+    assert "--epochs 5" in adv.next_command  # helper-46: 2, where the warm-up note asked for 5 or more
 
 
 def test_the_report_states_the_warm_up_caveat_once_and_its_notes_as_a_list():

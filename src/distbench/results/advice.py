@@ -857,7 +857,7 @@ def _not_ranked(ok: list[ConfigSummary], unavailable: list[tuple[str, str]], sco
         adv.reasons.append(f"If that is what this model and data reach (its curve has flattened), compare at a "
                            f"target the runs reach: distbench advise {shlex.quote(rd or 'RUN_DIR')} "
                            f"--target-accuracy {reach:.2f}; else train longer (Run next).")
-    more = 2 * epochs if epochs else None
+    more = (2 * epochs if epochs > 1 else ONE_EPOCH_NEXT) if epochs else None  # helper-46: 2 after 1
     law = _power_law_epochs(top.summary, float(target_acc)) if top and target_acc and more else None
     if law is not None and more is not None:  # helper-35: twice 3 epochs at 0.911 did not reach 0.97 either
         t1, e1, t2, e2, need = law
@@ -871,6 +871,9 @@ def _not_ranked(ok: list[ConfigSummary], unavailable: list[tuple[str, str]], sco
 
 
 MAX_EPOCH_FACTOR = 8
+ONE_EPOCH_NEXT = 5
+"""The epochs a ``no_target`` Run next trains after a 1-epoch run: as the warm-up note asks
+(``--epochs 5 or more``; user test, helper-46: 2 reached the target neither)."""
 """The most a ``no_target`` Run next multiplies the run's epochs by."""
 
 
